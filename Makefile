@@ -1,0 +1,17 @@
+# The two commands of the README. Both are idempotent and install what they need.
+.PHONY: demo test setup slurm-up slurm-down
+
+demo:   ## set up and run the embedded default (local executor, tiny model, CPU)
+	scripts/demo.sh
+
+test:   ## set up (venv, Debian packages, local Slurm) and run the whole test suite
+	scripts/test.sh
+
+setup:
+	scripts/bootstrap.sh
+
+slurm-up:
+	scripts/slurm_up.sh
+
+slurm-down:
+	scripts/slurm_down.sh

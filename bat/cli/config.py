@@ -1,0 +1,55 @@
+"""`bat config check FILE [--set k=v ...]` and `bat config show FILE`: validate before anything is queued."""
+
+from __future__ import annotations
+
+import argparse
+import json
+
+
+def add_config_arguments(parser: argparse.ArgumentParser, *, required: bool = False) -> None:
+    """The shared `--config FILE` / `--set key=value` flags every command that reads config uses."""
+    parser.add_argument("--config", required=required, help="YAML config (default: built-in defaults)")
+    parser.add_argument(
+        "--set", dest="overrides", action="append", default=[], metavar="KEY=VALUE",
+        help="dotted override, repeatable, e.g. --set grpo.lr=1e-6",
+    )
+
+
+def _check(args: argparse.Namespace) -> int:
+    from bat.config import config_hash, load_config
+
+    status = 0
+    for path in args.files:
+        try:
+            cfg = load_config(path, args.overrides)
+        except Exception as exc:  # ConfigError or unexpected: report per file, keep going
+            print(f"FAIL {path}\n{exc}")
+            status = 2
+            continue
+        print(f"ok   {path}  (hash {config_hash(cfg)}, run {cfg.run.name}, executor {_executor(cfg)})")
+    return status
+
+
+def _executor(cfg) -> str:
+    return str(getattr(cfg.orchestrate, "executor", "?"))
+
+
+def _show(args: argparse.Namespace) -> int:
+    from bat.config import load_config, resolved_dict
+
+    cfg = load_config(args.file, args.overrides)
+    print(json.dumps(resolved_dict(cfg), indent=2, sort_keys=True))
+    return 0
+
+
+def register(subparsers: argparse._SubParsersAction) -> None:
+    parser = subparsers.add_parser("config", help="validate or print configs")
+    sub = parser.add_subparsers(dest="config_command", metavar="ACTION", required=True)
+    check = sub.add_parser("check", help="validate config files (exit 2 on the first invalid one)")
+    check.add_argument("files", nargs="+", help="YAML config files")
+    check.add_argument("--set", dest="overrides", action="append", default=[], metavar="KEY=VALUE")
+    check.set_defaults(handler=_check)
+    show = sub.add_parser("show", help="print the resolved config as JSON")
+    show.add_argument("file", nargs="?", default=None)
+    show.add_argument("--set", dest="overrides", action="append", default=[], metavar="KEY=VALUE")
+    show.set_defaults(handler=_show)

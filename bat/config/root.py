@@ -1,0 +1,78 @@
+"""`BatConfig`: the whole typed configuration, one section per module; cross-section checks live here."""
+
+from __future__ import annotations
+
+import math
+
+from pydantic import Field, model_validator
+
+from bat.config.bank import BankConfig
+from bat.config.base import Section
+from bat.config.benchmark import BenchmarkConfig
+from bat.config.curriculum import CurriculumConfig
+from bat.config.evaluate import EvaluateConfig
+from bat.config.grpo import GrpoConfig
+from bat.config.leakage import LeakageConfig
+from bat.config.model import ModelConfig
+from bat.config.orchestrate import OrchestrateConfig
+from bat.config.rollout import RolloutConfig
+from bat.config.run import RunConfig
+from bat.config.sandbox import SandboxConfig
+from bat.config.sft import SftConfig
+from bat.config.stages import DEFAULT_STAGES, StageSpec
+from bat.config.verify import VerifyConfig
+
+
+class BatConfig(Section):
+    """Every knob of a bat run. Load with `bat.config.load_config`; dump with `resolved_json`."""
+
+    run: RunConfig = Field(default_factory=RunConfig)
+    """Run name, seed, round budget."""
+    stages: tuple[StageSpec, ...] = DEFAULT_STAGES
+    """Ordered stages of the staged benchmark with their Agentic weights (sum to 1)."""
+    benchmark: BenchmarkConfig = Field(default_factory=BenchmarkConfig)
+    """The staged benchmark used for evaluation and as the practice-task source."""
+    sandbox: SandboxConfig = Field(default_factory=SandboxConfig)
+    """Isolation runtime and limits for tool execution."""
+    bank: BankConfig = Field(default_factory=BankConfig)
+    """Stage Bank synthesis."""
+    leakage: LeakageConfig = Field(default_factory=LeakageConfig)
+    """Leakage preflight scanner."""
+    model: ModelConfig = Field(default_factory=ModelConfig)
+    """Base policy model (local HF path or the offline tiny builder)."""
+    sft: SftConfig = Field(default_factory=SftConfig)
+    """Cold-start supervised fine-tuning."""
+    grpo: GrpoConfig = Field(default_factory=GrpoConfig)
+    """GRPO block and its DeepSpeed engine."""
+    rollout: RolloutConfig = Field(default_factory=RolloutConfig)
+    """Multi-turn rollout engine and budgets."""
+    verify: VerifyConfig = Field(default_factory=VerifyConfig)
+    """Rubric verifier and optional LLM judge."""
+    evaluate: EvaluateConfig = Field(default_factory=EvaluateConfig)
+    """Held-out controller/final evaluation."""
+    curriculum: CurriculumConfig = Field(default_factory=CurriculumConfig)
+    """Router, mixture, promotion gate, fallback, baseline arm."""
+    orchestrate: OrchestrateConfig = Field(default_factory=OrchestrateConfig)
+    """Executors, per-phase resources, containers, preemption."""
+
+    @model_validator(mode="after")
+    def _check_stages(self) -> "BatConfig":
+        keys = [stage.key for stage in self.stages]
+        if not keys:
+            raise ValueError("stages: at least one stage is required")
+        duplicates = sorted({k for k in keys if keys.count(k) > 1})
+        if duplicates:
+            raise ValueError(f"stages: duplicate stage keys {duplicates}; keys must be unique, got {keys}")
+        total = sum(stage.weight for stage in self.stages)
+        if not math.isclose(total, 1.0, abs_tol=1e-6):
+            weights = {stage.key: stage.weight for stage in self.stages}
+            raise ValueError(f"stages: weights must sum to 1.0, got {total:.6g} from {weights}")
+        return self
+
+    @property
+    def stage_keys(self) -> tuple[str, ...]:
+        return tuple(stage.key for stage in self.stages)
+
+    @property
+    def stage_weights(self) -> dict[str, float]:
+        return {stage.key: stage.weight for stage in self.stages}

@@ -1,0 +1,5 @@
+"""Record types that cross phases, each with a `schema_version`; validated on write and read.
+
+Modules: `bank` (BankRow, SftRow, trajectories), `rollout` (RolloutRecord, RewardRecord),
+`evaluation` (EvalAggregate and per-run records), `routing` (RouteDecision, RoundPlan).
+"""

@@ -1,0 +1,1 @@
+"""The only code that builds paths under `state/<run>/`: layout, atomic io, JSONL, markers, checkpoints, leases."""

@@ -1,0 +1,91 @@
+"""Versioned JSONL through `jsonlines`: whole-file atomic writes, appends of complete lines, strict reads.
+
+A corrupt or truncated line is never skipped: it raises `CorruptRecordError` naming file and line.
+"""
+
+from __future__ import annotations
+
+import io
+import json
+import os
+from pathlib import Path
+from typing import Any, Iterable, Iterator, TypeVar
+
+import jsonlines
+from pydantic import BaseModel, ValidationError
+
+from bat.state.atomic import atomic_write_bytes
+
+M = TypeVar("M", bound=BaseModel)
+
+
+class CorruptRecordError(ValueError):
+    """A JSONL line that is not valid JSON or does not match its record schema."""
+
+    def __init__(self, path: Path, line: int, reason: str) -> None:
+        super().__init__(f"{path}:{line}: {reason}")
+        self.path = path
+        self.line = line
+        self.reason = reason
+
+
+def _to_obj(record: Any) -> Any:
+    if isinstance(record, BaseModel):
+        return record.model_dump(mode="json")
+    return record
+
+
+def _encode(records: Iterable[Any]) -> bytes:
+    buffer = io.StringIO()
+    with jsonlines.Writer(buffer, compact=True, sort_keys=True) as writer:
+        for record in records:
+            writer.write(_to_obj(record))
+    return buffer.getvalue().encode("utf-8")
+
+
+def write_jsonl(path: str | os.PathLike[str], records: Iterable[Any]) -> int:
+    """Write all `records` (dicts or pydantic models) to `path` atomically; returns the count."""
+    items = list(records)
+    atomic_write_bytes(path, _encode(items))
+    return len(items)
+
+
+def append_jsonl(path: str | os.PathLike[str], records: Iterable[Any]) -> None:
+    """Append complete lines (one write + fsync); a torn tail from a crash is reported by readers."""
+    data = _encode(records)
+    p = Path(path)
+    p.parent.mkdir(parents=True, exist_ok=True)
+    with open(p, "ab") as handle:
+        handle.write(data)
+        handle.flush()
+        os.fsync(handle.fileno())
+
+
+def iter_jsonl(path: str | os.PathLike[str], model: type[M] | None = None) -> Iterator[Any]:
+    """Yield records from `path`, validated against `model` when given; raises CorruptRecordError."""
+    p = Path(path)
+    with open(p, "rb") as handle:
+        for number, raw in enumerate(handle, start=1):
+            if not raw.endswith(b"\n"):
+                raise CorruptRecordError(p, number, "truncated line (no newline at end of file)")
+            text = raw.decode("utf-8", errors="replace").strip()
+            if not text:
+                continue
+            try:
+                obj = json.loads(text)
+            except json.JSONDecodeError as exc:
+                raise CorruptRecordError(p, number, f"invalid JSON: {exc.msg} at column {exc.colno}") from exc
+            if model is None:
+                yield obj
+                continue
+            try:
+                yield model.model_validate(obj)
+            except ValidationError as exc:
+                first = exc.errors()[0]
+                where = ".".join(str(part) for part in first["loc"]) or "<record>"
+                raise CorruptRecordError(p, number, f"{model.__name__}.{where}: {first['msg']}") from exc
+
+
+def read_jsonl(path: str | os.PathLike[str], model: type[M] | None = None) -> list[Any]:
+    """Read every record of `path` into a list (see `iter_jsonl`)."""
+    return list(iter_jsonl(path, model))

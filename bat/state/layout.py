@@ -1,0 +1,158 @@
+"""`RunLayout`: every path under `state/<run>/`. Nobody else joins strings into the state directory.
+
+```
+state/<run>/
+  run.json                      resolved config, hash, code version
+  bank/vNNNN/                   immutable bank versions (MANIFEST.json, leakage.json, ADMITTED)
+  checkpoints/sft/  checkpoints/round_NN/step_NNNNNN/  best.json
+  round_NN/plan.json  round_NN/<phase>/DONE.json  report.md report.json events.log
+  heldout/                      evaluation-private; never opened by training phases
+  leases/                       driver leases
+  jobs/                         submitit logs
+```
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from pathlib import Path
+
+ROUND_PHASES = ("rollout", "verify", "grpo", "evaluate", "route")
+BOOTSTRAP_PHASES = ("synthesize", "scan", "sft", "evaluate", "route")
+_BANK_RE = re.compile(r"^v(\d{4})$")
+
+
+@dataclass(frozen=True)
+class RunLayout:
+    """Paths of one run's state directory. `root` is `state/<run>`."""
+
+    root: Path
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "root", Path(self.root).resolve())
+
+    # run level -----------------------------------------------------------
+    @property
+    def run_json(self) -> Path:
+        return self.root / "run.json"
+
+    @property
+    def events_log(self) -> Path:
+        return self.root / "events.log"
+
+    @property
+    def leases_dir(self) -> Path:
+        return self.root / "leases"
+
+    def lease(self, name: str) -> Path:
+        return self.leases_dir / f"{name}.lease.json"
+
+    @property
+    def jobs_dir(self) -> Path:
+        """submitit folder (job logs, pickles)."""
+        return self.root / "jobs"
+
+    @property
+    def scratch_dir(self) -> Path:
+        return self.root / "scratch"
+
+    @property
+    def models_dir(self) -> Path:
+        """Locally built base models (e.g. the tiny model)."""
+        return self.root / "models"
+
+    def base_model(self, name: str = "tiny") -> Path:
+        return self.models_dir / name
+
+    # bank ------------------------------------------------------------------
+    @property
+    def bank_root(self) -> Path:
+        return self.root / "bank"
+
+    def bank(self, version: int) -> Path:
+        if version < 1:
+            raise ValueError(f"bank versions start at 1, got {version}")
+        return self.bank_root / f"v{version:04d}"
+
+    def bank_versions(self) -> list[int]:
+        """Versions present on disk (admitted or not), ascending."""
+        if not self.bank_root.is_dir():
+            return []
+        found = (_BANK_RE.match(p.name) for p in self.bank_root.iterdir() if p.is_dir())
+        return sorted(int(m.group(1)) for m in found if m)
+
+    def admitted_bank_versions(self) -> list[int]:
+        return [v for v in self.bank_versions() if (self.bank(v) / "ADMITTED").exists()]
+
+    def newest_admitted_bank(self) -> int | None:
+        admitted = self.admitted_bank_versions()
+        return admitted[-1] if admitted else None
+
+    # checkpoints -------------------------------------------------------------
+    @property
+    def checkpoints_dir(self) -> Path:
+        return self.root / "checkpoints"
+
+    @property
+    def sft_checkpoints(self) -> Path:
+        return self.checkpoints_dir / "sft"
+
+    def round_checkpoints(self, round_index: int) -> Path:
+        return self.checkpoints_dir / f"round_{round_index:02d}"
+
+    @property
+    def best_json(self) -> Path:
+        return self.checkpoints_dir / "best.json"
+
+    # rounds ----------------------------------------------------------------
+    def round_dir(self, round_index: int) -> Path:
+        if round_index < 0:
+            raise ValueError(f"round index must be >= 0, got {round_index}")
+        return self.root / f"round_{round_index:02d}"
+
+    def rounds(self) -> list[int]:
+        found = (re.match(r"^round_(\d+)$", p.name) for p in self.root.glob("round_*") if p.is_dir())
+        return sorted(int(m.group(1)) for m in found if m)
+
+    def plan(self, round_index: int) -> Path:
+        return self.round_dir(round_index) / "plan.json"
+
+    def phase_dir(self, round_index: int, phase: str) -> Path:
+        return self.round_dir(round_index) / phase
+
+    def done_marker(self, round_index: int, phase: str) -> Path:
+        return self.phase_dir(round_index, phase) / "DONE.json"
+
+    def report_md(self, round_index: int) -> Path:
+        return self.round_dir(round_index) / "report.md"
+
+    def report_json(self, round_index: int) -> Path:
+        return self.round_dir(round_index) / "report.json"
+
+    def round_events(self, round_index: int) -> Path:
+        return self.round_dir(round_index) / "events.log"
+
+    # held-out side -----------------------------------------------------------
+    @property
+    def heldout_dir(self) -> Path:
+        """Evaluation-private side: raw held-out runs. Training phases must never open it."""
+        return self.root / "heldout"
+
+    def heldout_runs(self, round_index: int, split: str = "controller") -> Path:
+        return self.heldout_dir / f"round_{round_index:02d}" / split
+
+    # orchestration (appended by team orchestrate) ------------------------------
+    def submitit_dir(self, round_index: int, phase: str) -> Path:
+        """submitit folder of one phase's jobs (pickles, stdout/stderr per job id)."""
+        return self.jobs_dir / f"round_{round_index:02d}" / phase
+
+    def job_record(self, round_index: int, phase: str) -> Path:
+        """JSON record of the job last queued for a phase (job id, executor, owner)."""
+        return self.jobs_dir / f"round_{round_index:02d}" / f"{phase}.job.json"
+
+    def ensure(self) -> "RunLayout":
+        """Create the run root and the fixed top-level folders."""
+        for path in (self.root, self.bank_root, self.checkpoints_dir, self.heldout_dir, self.leases_dir):
+            path.mkdir(parents=True, exist_ok=True)
+        return self

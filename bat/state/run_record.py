@@ -1,0 +1,68 @@
+"""`run.json`: the resolved config of a run, its hash and the code version, written once per run.
+
+Reopening a run with a different config is refused (the message names the differing sections),
+unless the caller explicitly allows it; the previous record is then kept as `run.<hash>.json`.
+"""
+
+from __future__ import annotations
+
+import datetime as _dt
+import subprocess
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from bat import __version__
+from bat.state.atomic import atomic_write_json, read_json
+from bat.state.layout import RunLayout
+
+if TYPE_CHECKING:
+    from bat.config.root import BatConfig
+
+
+class RunConfigMismatch(RuntimeError):
+    """The state directory belongs to a run with a different resolved config."""
+
+
+def code_version() -> str:
+    """Package version plus the git commit of the source tree when available."""
+    root = Path(__file__).resolve().parents[2]
+    try:
+        commit = subprocess.run(
+            ["git", "-C", str(root), "rev-parse", "--short=12", "HEAD"],
+            capture_output=True, text=True, timeout=5, check=False,
+        ).stdout.strip()
+    except (OSError, subprocess.SubprocessError):
+        commit = ""
+    return f"{__version__}+{commit}" if commit else __version__
+
+
+def open_run(layout: RunLayout, config: "BatConfig", *, allow_config_change: bool = False) -> dict[str, Any]:
+    """Create the layout and write `run.json` (or check it matches); returns the run record."""
+    from bat.config.load import config_hash, resolved_dict
+
+    layout.ensure()
+    resolved = resolved_dict(config)
+    digest = config_hash(config)
+    if layout.run_json.exists():
+        existing = read_json(layout.run_json)
+        if existing.get("config_hash") == digest:
+            return existing
+        if not allow_config_change:
+            old = existing.get("config", {})
+            changed = sorted(k for k in set(old) | set(resolved) if old.get(k) != resolved.get(k))
+            raise RunConfigMismatch(
+                f"{layout.run_json} was written with config {existing.get('config_hash')}, "
+                f"this config is {digest}; differing sections: {', '.join(changed) or '?'}. "
+                "Use a new --state directory, or pass --allow-config-change to continue this run."
+            )
+        atomic_write_json(layout.root / f"run.{existing.get('config_hash')}.json", existing)
+    record = {
+        "schema_version": 1,
+        "run": config.run.name,
+        "config_hash": digest,
+        "config": resolved,
+        "code_version": code_version(),
+        "created_at": _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds"),
+    }
+    atomic_write_json(layout.run_json, record)
+    return record

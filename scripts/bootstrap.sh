@@ -1,0 +1,38 @@
+#!/usr/bin/env bash
+# Idempotent setup: Debian packages the product and its tests need, the virtual environment, the package.
+# Usage: scripts/bootstrap.sh            (re-running is a no-op when nothing changed)
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+DEBIAN_PACKAGES=(bubblewrap procps util-linux python3-venv)
+VENV=${BAT_VENV:-.venv}
+PYTHON=${PYTHON:-python3}
+
+missing=()
+for pkg in "${DEBIAN_PACKAGES[@]}"; do
+  dpkg-query -W -f='${Status}' "$pkg" 2>/dev/null | grep -q "install ok installed" || missing+=("$pkg")
+done
+if [ ${#missing[@]} -gt 0 ]; then
+  echo "[bootstrap] installing Debian packages: ${missing[*]}"
+  SUDO=""; [ "$(id -u)" -ne 0 ] && SUDO="sudo"
+  $SUDO apt-get update -qq
+  DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq "${missing[@]}" >/dev/null
+fi
+
+if [ ! -x "$VENV/bin/python" ]; then
+  echo "[bootstrap] creating virtual environment $VENV"
+  "$PYTHON" -m venv "$VENV"
+fi
+
+stamp="$VENV/.bat-installed"
+want=$(cat pyproject.toml | sha256sum | cut -c1-16)
+if [ ! -f "$stamp" ] || [ "$(cat "$stamp")" != "$want" ]; then
+  echo "[bootstrap] installing Python packages (CPU torch 2.13.0 first, then the project)"
+  "$VENV/bin/pip" install -q --upgrade pip 2>&1 | grep -v "^WARNING: Location" || true
+  "$VENV/bin/pip" install -q "torch==2.13.0" 2>&1 | grep -v "^WARNING: Location" || true
+  "$VENV/bin/pip" install -q -e ".[dev]" 2>&1 | grep -v "^WARNING: Location" || true
+  "$VENV/bin/python" -c "import bat, torch, transformers, deepspeed, submitit" 2>/dev/null \
+    || { echo "[bootstrap] install failed: could not import the stack" >&2; exit 1; }
+  echo "$want" > "$stamp"
+fi
+echo "[bootstrap] ready: $VENV ($("$VENV/bin/python" -c 'import torch; print("torch", torch.__version__)'))"

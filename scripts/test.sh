@@ -1,0 +1,14 @@
+#!/usr/bin/env bash
+# The README's test command: set everything up (venv, Debian packages, a real local Slurm cluster) and run
+# the whole suite. Extra arguments go to pytest. "No tests collected" is a failure.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+scripts/bootstrap.sh
+scripts/slurm_up.sh
+export BAT_REQUIRE_SLURM=1 HF_HUB_OFFLINE=1 TRANSFORMERS_OFFLINE=1 TOKENIZERS_PARALLELISM=false
+set +e
+.venv/bin/pytest "$@"
+rc=$?
+set -e
+if [ "$rc" -eq 5 ]; then echo "[test] no tests were collected: failing" >&2; exit 1; fi
+exit "$rc"
