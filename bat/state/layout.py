@@ -105,6 +105,12 @@ class RunLayout:
     def best_json(self) -> Path:
         return self.checkpoints_dir / "best.json"
 
+    def candidate_model(self, round_index: int) -> Path:
+        """HF-format export evaluated in round `round_index`: the SFT export in round 0, else the GRPO candidate."""
+        if round_index == 0:
+            return self.sft_checkpoints / "export"
+        return self.round_checkpoints(round_index) / "export"
+
     # rounds ----------------------------------------------------------------
     def round_dir(self, round_index: int) -> Path:
         if round_index < 0:
@@ -150,6 +156,13 @@ class RunLayout:
     def job_record(self, round_index: int, phase: str) -> Path:
         """JSON record of the job last queued for a phase (job id, executor, owner)."""
         return self.jobs_dir / f"round_{round_index:02d}" / f"{phase}.job.json"
+
+    # leakage preflight (appended by team leakage) ------------------------------
+    @property
+    def fingerprint_index(self) -> Path:
+        """Held-out fingerprint index exported by the held-out side (ids, paths, answers, text n-grams);
+        the only held-out product the training side (scan phase) reads."""
+        return self.root / "fingerprints"
 
     def ensure(self) -> "RunLayout":
         """Create the run root and the fixed top-level folders."""

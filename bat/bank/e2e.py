@@ -1,0 +1,99 @@
+"""E2E surrogates (Eq. 12-15): the teacher runs the reduced task R_lambda(xi); the surrogate is accepted only when
+the sandbox boots from its package, the trajectory fits the rollout limit H, every stage check passes, the
+validation passes stay within lambda_validate, and the leakage scan of the row is clean.
+"""
+
+from __future__ import annotations
+
+import shutil
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Sequence
+
+from bat.schemas.bank import BankRow, Reduction, TrajectoryTurn
+
+if TYPE_CHECKING:
+    from bat.config.root import BatConfig
+
+
+@dataclass
+class Acceptance:
+    """Outcome of Eq. 15 for one candidate: each indicator and the reasons for a rejection."""
+
+    boot: bool = False
+    fits_h: bool = False
+    stage_checks: dict[str, bool] = field(default_factory=dict)
+    validate_ok: bool = False
+    leak_clean: bool | None = None
+    """None when the leakage preflight is disabled (the version-level scan then decides)."""
+    reasons: list[str] = field(default_factory=list)
+
+    @property
+    def accepted(self) -> bool:
+        return not self.reasons
+
+    def as_dict(self) -> dict[str, Any]:
+        return {"boot": self.boot, "fits_h": self.fits_h, "stage_checks": self.stage_checks,
+                "validate_ok": self.validate_ok, "leak_clean": self.leak_clean, "reasons": self.reasons}
+
+
+def validation_passes(turns: Sequence[TrajectoryTurn]) -> int:
+    """Pilot runs (S3 `run_model` calls) of a trajectory: the passes lambda_validate bounds."""
+    return sum(1 for t in turns if t.stage == "S3" and isinstance(t.call, dict) and t.call.get("name") == "run_model")
+
+
+def boots(state_dir: Path, workdir: Path, config: "BatConfig") -> tuple[bool, str]:
+    """Boot(p): materialise the package into a fresh workspace (digest-checked), open the env and read the brief."""
+    from bat.bank.states import materialize
+    from bat.benchmark import StagedEnv
+
+    try:
+        workspace = materialize(state_dir, Path(workdir) / "boot_ws")
+        grader = Path(workdir) / "boot_grader"
+        grader.mkdir(parents=True, exist_ok=True)
+        brief = StagedEnv(None, workspace, grader, config).reset()
+    except Exception as exc:  # noqa: BLE001 - any failure to boot rejects the candidate with its reason
+        return False, f"{type(exc).__name__}: {exc}"
+    finally:
+        shutil.rmtree(Path(workdir) / "boot_ws", ignore_errors=True)
+    return (bool(brief.strip()), "" if brief.strip() else "the booted workspace has an empty brief")
+
+
+def accept(
+    *,
+    state_dir: Path,
+    turns: Sequence[TrajectoryTurn],
+    score: Any,
+    reduction: Reduction,
+    row: BankRow,
+    scanner: Any | None,
+    workdir: Path,
+    config: "BatConfig",
+) -> Acceptance:
+    """Evaluate Eq. 15 (plus lambda_validate) for one E2E candidate."""
+    result = Acceptance()
+    result.boot, why = boots(state_dir, workdir, config)
+    if not result.boot:
+        result.reasons.append(f"boot: {why}")
+    h = config.bank.rollout_limit_h
+    result.fits_h = len(turns) <= h
+    if not result.fits_h:
+        result.reasons.append(f"trajectory has {len(turns)} turns > H={h}")
+    for stage in (s.key for s in config.stages):
+        value = score.stages.get(stage)
+        result.stage_checks[stage] = stage in score.not_applicable or value == 1.0
+        if not result.stage_checks[stage]:
+            result.reasons.append(f"stage check {stage} failed (score {value})")
+    if score.breach:
+        result.reasons.append(f"sandbox breach: {score.breach_reasons}")
+    passes = validation_passes(turns)
+    result.validate_ok = passes <= reduction.validate_passes
+    if not result.validate_ok:
+        result.reasons.append(f"{passes} validation passes > lambda_validate={reduction.validate_passes}")
+    if scanner is not None:
+        findings = scanner.scan_row(row.model_dump(mode="json"), rl_row=True).findings
+        result.leak_clean = not findings
+        if findings:
+            kinds = sorted({f.kind for f in findings})
+            result.reasons.append(f"leakage scan: {len(findings)} findings ({', '.join(kinds)})")
+    return result

@@ -1,0 +1,95 @@
+"""Fictional practice tasks: which practice seeds the bank runs, and rebuilding an instance (or its grader) from a task.
+
+Only the benchmark's practice space is used (`space="practice"`); held-out instances are never generated here.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from bat.schemas.bank import PracticeTask, Reduction
+
+if TYPE_CHECKING:
+    from bat.config.root import BatConfig
+
+VARIANT_FOR: dict[str, str] = {"success": "expert", "recovery": "recovery", "failure": "failure"}
+"""Outcome label -> scripted teacher variant of the benchmark."""
+MAX_SEED_PROBES = 64
+"""Practice indices tried per task slot to find an instance where the variant's outcome can happen."""
+
+
+def instance_for(task: PracticeTask, config: "BatConfig") -> Any:
+    """The benchmark instance of `task` (R_lambda applied: only `reduction.cases` cases are generated)."""
+    from bat.benchmark import practice_instance
+
+    n_cases = task.reduction.cases if task.reduction else None
+    return practice_instance(task.track, task.seed, config, n_cases=n_cases)
+
+
+def write_grader(task: PracticeTask, config: "BatConfig", workdir: Path) -> Path:
+    """Rebuild the task's hidden grader side under `workdir/grader` (outside any workspace); returns it.
+
+    The instance is materialised into `workdir/_instance_ws` only to produce the grader files."""
+    from bat.benchmark import materialize
+
+    grader = Path(workdir) / "grader"
+    materialize(instance_for(task, config), Path(workdir) / "_instance_ws", grader)
+    return grader
+
+
+def suits(instance: Any, outcome: str) -> bool:
+    """Whether `instance` can yield `outcome`: recovery and failure need a pitfall that a pilot reveals
+    (the recovery teacher fixes it, the failure teacher leaves it); success takes any instance."""
+    if outcome in ("recovery", "failure"):
+        return bool(instance.pilot_revealed)
+    return True
+
+
+def plan_tasks(config: "BatConfig", bank_seed: int, tracks: list[str]) -> list[PracticeTask]:
+    """Practice tasks for every track x outcome x slot, deterministic in `bank_seed`.
+
+    Slot k of (track, outcome) probes practice indices derived from the seed until an instance suits the
+    outcome (raises after MAX_SEED_PROBES, naming the slot)."""
+    from bat.benchmark import practice_instance, practice_seed
+    from bat.seeds import derive_seed
+
+    tasks: list[PracticeTask] = []
+    for track in tracks:
+        for outcome in config.bank.outcomes:
+            for slot in range(config.bank.tasks_per_track):
+                for probe in range(MAX_SEED_PROBES):
+                    index = derive_seed(bank_seed, "task", track, outcome, slot, probe)
+                    seed = practice_seed(track, index, config)
+                    if suits(practice_instance(track, seed, config), outcome):
+                        break
+                else:
+                    raise RuntimeError(f"no practice instance suits {outcome!r} for {track} slot {slot} in {MAX_SEED_PROBES} probes")
+                tasks.append(_task(track, seed, VARIANT_FOR[outcome], None, config))
+    return tasks
+
+
+def plan_e2e_tasks(config: "BatConfig", bank_seed: int, tracks: list[str]) -> list[PracticeTask]:
+    """E2E surrogate candidates: practice tasks reduced by R_lambda from the configured grid (expert teacher)."""
+    from bat.bank.reduction import choose_reduction
+    from bat.benchmark import practice_seed
+    from bat.seeds import derive_seed
+
+    tasks: list[PracticeTask] = []
+    for track in tracks:
+        for slot in range(config.bank.e2e_per_track):
+            seed = practice_seed(track, derive_seed(bank_seed, "e2e", track, slot), config)
+            lam = choose_reduction(
+                config.bank.reduction_grid, track, config.benchmark.cases_per_instance, derive_seed(bank_seed, "lambda", track, slot)
+            )
+            tasks.append(_task(track, seed, "expert", lam, config))
+    return tasks
+
+
+def _task(track: str, seed: int, variant: str, reduction: Reduction | None, config: "BatConfig") -> PracticeTask:
+    from bat.benchmark import practice_instance
+
+    n_cases = reduction.cases if reduction else None
+    instance = practice_instance(track, seed, config, n_cases=n_cases)
+    suffix = "e2e" if reduction else variant
+    return PracticeTask(task_id=f"{instance.instance_id}.{suffix}", track=track, seed=seed, variant=variant, reduction=reduction)

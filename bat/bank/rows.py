@@ -1,0 +1,129 @@
+"""Build RL rows z = (p, s, c, G, kappa, m) from a packed state, and open an environment on a stored row.
+
+The prompt holds only system/user text: stage skill(s), the task brief and a hand-off note made of upstream
+*observations* (which stages are done, the workspace listing, the last tool result) — never an assistant turn.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Sequence
+
+from bat.bank import prompts
+from bat.bank.states import materialize, prefixed
+from bat.schemas.bank import (
+    E2E,
+    BankRow,
+    EvidenceRef,
+    PracticeTask,
+    Provenance,
+    RubricItemRef,
+    StateRef,
+    TrajectoryTurn,
+)
+
+if TYPE_CHECKING:
+    from bat.config.root import BatConfig
+
+GENERATOR = "bat.bank"
+GENERATOR_VERSION = "1"
+
+
+def contract_refs(stages: Sequence[str], track: str) -> tuple[list[RubricItemRef], list[EvidenceRef]]:
+    """c and G of the given stages (for E2E the union over every stage, Eq. 14) from the benchmark contract."""
+    from bat.benchmark import evidence_requirements, rubric
+
+    items = [RubricItemRef(id=i.id, stage=i.stage, text=i.text) for s in stages for i in rubric(s, track)]
+    evidence = [EvidenceRef(id=e.id, stage=e.stage, text=e.text) for s in stages for e in evidence_requirements(s)]
+    return items, evidence
+
+
+def handoff_note(stage: str, order: Sequence[str], prefix: Sequence[TrajectoryTurn], files: Sequence[str], limit: int) -> str:
+    """Where the work stands at the start of `stage`: done stages, workspace files, the last tool result."""
+    done = list(order[: list(order).index(stage)]) if stage in order else []
+    lines = [f"You start at stage {stage}. Earlier stages ran already: {', '.join(done) if done else 'none'}."]
+    visible = [f for f in files if not f.startswith(".") and not f.endswith("/")]
+    lines.append("Workspace files: " + ", ".join(visible[:60]) + (" ..." if len(visible) > 60 else ""))
+    if prefix:
+        last = prefix[-1]
+        name = last.call.get("name") if isinstance(last.call, dict) else "an invalid call"
+        text = last.observation if len(last.observation) <= limit else last.observation[: limit - 15] + "\n...[truncated]"
+        lines.append(f"Last tool result ({name}):\n{text}")
+    lines.append(f"Do the work of stage {stage} now.")
+    return "\n".join(lines)
+
+
+def build_row(
+    *,
+    state_id: str,
+    stage: str,
+    outcome: str,
+    task: PracticeTask,
+    brief: str,
+    manifest: Any,
+    prefix: Sequence[TrajectoryTurn],
+    trajectory_id: str,
+    teacher: str,
+    seeds: dict[str, int],
+    config: "BatConfig",
+) -> BankRow:
+    """Assemble one RL row for a state packed at `states/<state_id>` (manifest from the sandbox package)."""
+    from bat.benchmark import STAGE_SKILLS
+
+    order = [s.key for s in config.stages]
+    names = {s.key: s.name for s in config.stages}
+    if stage == E2E:
+        skill = prompts.e2e_skill_text(order, STAGE_SKILLS, names)
+        items, evidence = contract_refs(order, task.track)
+        user = prompts.user_message(brief)
+    else:
+        skill = prompts.skill_text(stage, STAGE_SKILLS, names)
+        items, evidence = contract_refs([stage], task.track)
+        files = [f.path for f in manifest.files]
+        user = prompts.user_message(brief, handoff_note(stage, order, prefix, files, config.benchmark.max_observation_chars))
+    return BankRow(
+        state_id=state_id,
+        stage=stage,
+        track=task.track,
+        outcome=outcome,  # type: ignore[arg-type]
+        reward_source="e2e_rubric_task" if stage == E2E else "stage_rubric",
+        task=task,
+        state=StateRef(
+            path=f"states/{state_id}",
+            digest=prefixed(manifest.digest),
+            files=sum(1 for f in manifest.files if not f.path.endswith("/")),
+            bytes=sum(f.size for f in manifest.files),
+        ),
+        prompt=[prompts.system_message(skill), user],
+        rubric=items,
+        evidence=evidence,
+        skill=skill,
+        provenance=Provenance(
+            source=f"practice:{task.track}",
+            generator=GENERATOR,
+            generator_version=GENERATOR_VERSION,
+            teacher=teacher,
+            seeds=seeds,
+            reduction=task.reduction,
+            trajectory_id=trajectory_id,
+            prefix_turns=len(prefix),
+            digests={"state": prefixed(manifest.digest)},
+        ),
+    )
+
+
+def open_row_env(bank_dir: Path, row: BankRow, workdir: Path, config: "BatConfig") -> Any:
+    """A `StagedEnv` positioned at the row's start: fresh workspace from the state package (digest-checked),
+    grader side rebuilt from the practice task outside it, prefix records as `prior_records`. Call `reset()`
+    on the returned env to get the brief, then `step(...)`."""
+    from bat.bank.practice import write_grader
+    from bat.bank.replay import PRIOR_RECORDS
+    from bat.benchmark import StagedEnv
+    from bat.sandbox import ExecutionRecord
+    from bat.state.jsonl import read_jsonl
+
+    state_dir = Path(bank_dir) / row.state.path
+    workspace = materialize(state_dir, Path(workdir) / "ws")
+    grader = write_grader(row.task, config, Path(workdir) / "grader_build")
+    prior = read_jsonl(state_dir / PRIOR_RECORDS, ExecutionRecord) if (state_dir / PRIOR_RECORDS).exists() else []
+    return StagedEnv(None, workspace, grader, config, prior_records=prior)

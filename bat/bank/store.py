@@ -1,0 +1,171 @@
+"""Versioned immutable bank store: write `bank/vNNNN/` once (build beside it, rename in), read it back.
+
+A version is complete when MANIFEST.json exists (written last inside the build directory, before the
+rename). Files are made read-only; the leakage scan adds `leakage.json` and `ADMITTED` beside them.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import tempfile
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Callable
+
+from bat.state.digest import sha256_file
+from bat.schemas.bank import BankIndex, BankManifest, BankRow, PracticeTask, SftRow, Trajectory
+from bat.state.atomic import atomic_write_json, read_json
+from bat.state.jsonl import read_jsonl
+from bat.state.layout import RunLayout
+
+MANIFEST = "MANIFEST.json"
+NOT_DIGESTED = frozenset({MANIFEST, "leakage.json", "ADMITTED", "REJECTED.json"})
+TASKS, TRAJECTORIES = "tasks.jsonl", "trajectories.jsonl"
+SFT_SPLITS = {"train": "sft/train.jsonl", "validation": "sft/validation.jsonl"}
+SFT_REJECTED = "sft/rejected.json"
+RL_ROWS, RL_INDEX = "rl/rows.jsonl", "rl/index.json"
+STATES = "states"
+
+
+class BankNotFoundError(FileNotFoundError):
+    """No (admitted) bank version where one was asked for."""
+
+
+def version_digests(directory: Path) -> dict[str, str]:
+    """sha256 of every file of a version (relative path -> digest), excluding manifest and scan verdicts."""
+    directory = Path(directory)
+    out: dict[str, str] = {}
+    for path in sorted(directory.rglob("*")):
+        rel = path.relative_to(directory).as_posix()
+        if path.is_file() and rel not in NOT_DIGESTED:
+            out[rel] = "sha256:" + sha256_file(path)
+    return out
+
+
+@dataclass(frozen=True)
+class BankVersion:
+    """Read access to one complete bank version directory."""
+
+    path: Path
+    version: int
+
+    def manifest(self) -> BankManifest:
+        return BankManifest.model_validate(read_json(self.path / MANIFEST))
+
+    def tasks(self) -> list[PracticeTask]:
+        return read_jsonl(self.path / TASKS, PracticeTask)
+
+    def trajectories(self) -> list[Trajectory]:
+        return read_jsonl(self.path / TRAJECTORIES, Trajectory)
+
+    def rows(self) -> list[BankRow]:
+        return read_jsonl(self.path / RL_ROWS, BankRow)
+
+    def row(self, state_id: str) -> BankRow:
+        for row in self.rows():
+            if row.state_id == state_id:
+                return row
+        raise KeyError(f"state_id {state_id!r} not in bank v{self.version:04d}")
+
+    def sft_rows(self, split: str = "train") -> list[SftRow]:
+        if split not in SFT_SPLITS:
+            raise ValueError(f"unknown SFT split {split!r}; valid splits: {sorted(SFT_SPLITS)}")
+        return read_jsonl(self.path / SFT_SPLITS[split], SftRow)
+
+    def sft_rejected(self) -> dict[str, Any]:
+        return read_json(self.path / SFT_REJECTED)
+
+    def index(self) -> BankIndex:
+        return BankIndex.model_validate(read_json(self.path / RL_INDEX))
+
+    def state_dir(self, state_id: str) -> Path:
+        path = self.path / STATES / state_id
+        if not path.is_dir():
+            raise KeyError(f"no state package {state_id!r} in bank v{self.version:04d}")
+        return path
+
+    @property
+    def admitted(self) -> bool:
+        return (self.path / "ADMITTED").exists()
+
+    def verify(self) -> None:
+        """Recompute every file digest and compare with the manifest; raises ValueError listing differences."""
+        recorded = self.manifest().digests
+        actual = version_digests(self.path)
+        if recorded != actual:
+            changed = sorted(k for k in set(recorded) | set(actual) if recorded.get(k) != actual.get(k))
+            raise ValueError(f"bank v{self.version:04d} differs from its manifest in: {changed[:20]}")
+
+
+def complete_versions(layout: RunLayout) -> list[int]:
+    """Versions on disk that have a MANIFEST.json, ascending."""
+    return [v for v in layout.bank_versions() if (layout.bank(v) / MANIFEST).is_file()]
+
+
+def open_bank(layout: RunLayout, version: int | None = None, *, admitted_only: bool = True) -> BankVersion:
+    """Open `version`, or the newest admitted one (newest complete one when `admitted_only` is False)."""
+    complete = complete_versions(layout)
+    if version is None:
+        candidates = [v for v in complete if (layout.bank(v) / "ADMITTED").exists()] if admitted_only else complete
+        if not candidates:
+            kind = "admitted " if admitted_only else ""
+            raise BankNotFoundError(
+                f"no {kind}bank version under {layout.bank_root}; versions on disk: {layout.bank_versions()} "
+                f"(admitted: {layout.admitted_bank_versions()}); run `bat bank synthesize` then `bat bank scan`"
+            )
+        version = candidates[-1]
+    if version not in complete:
+        raise BankNotFoundError(f"bank v{version:04d} is not a complete version; complete versions: {complete}")
+    bank = BankVersion(layout.bank(version), version)
+    if admitted_only and not bank.admitted:
+        raise BankNotFoundError(
+            f"bank v{version:04d} is not admitted by the leakage scan; admitted: {layout.admitted_bank_versions()}"
+        )
+    return bank
+
+
+def find_by_fingerprint(layout: RunLayout, fingerprint: str) -> BankVersion | None:
+    """The newest complete version whose manifest carries `fingerprint` (synthesis already done), else None."""
+    for version in reversed(complete_versions(layout)):
+        bank = BankVersion(layout.bank(version), version)
+        if bank.manifest().fingerprint == fingerprint:
+            return bank
+    return None
+
+
+def _read_only(directory: Path) -> None:
+    for path in directory.rglob("*"):
+        if path.is_file():
+            path.chmod(0o444)
+
+
+def write_version(
+    layout: RunLayout, fill: Callable[[Path], dict[str, Any]], manifest_fields: dict[str, Any]
+) -> BankVersion:
+    """Build a new version: `fill(build_dir)` writes every file and returns the counts; the manifest
+    (digests of all files) is written last, files made read-only, and the directory renamed to the next
+    free `vNNNN` (never replacing an existing version)."""
+    layout.bank_root.mkdir(parents=True, exist_ok=True)
+    build = Path(tempfile.mkdtemp(prefix=".build-", suffix=".tmp", dir=layout.bank_root))
+    try:
+        counts = fill(build)
+        for attempt in range(100):
+            version = (layout.bank_versions() or [0])[-1] + 1 + attempt
+            manifest = BankManifest(
+                version=version, counts=counts, digests=version_digests(build), **manifest_fields
+            )
+            atomic_write_json(build / MANIFEST, manifest.model_dump(mode="json"))
+            _read_only(build)
+            try:
+                os.rename(build, layout.bank(version))
+            except OSError:
+                for path in build.rglob("*"):
+                    if path.is_file():
+                        path.chmod(0o644)
+                continue
+            return BankVersion(layout.bank(version), version)
+        raise RuntimeError(f"could not claim a free bank version under {layout.bank_root}")
+    except BaseException:
+        shutil.rmtree(build, ignore_errors=True)
+        raise

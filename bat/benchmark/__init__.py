@@ -1,0 +1,79 @@
+"""The staged benchmark: S1-S5 rubric contract + the built-in offline benchmark (7 synthetic tracks).
+
+Public API (team "benchmark"; import from `bat.benchmark`):
+
+Contract (reusable by the verifier so reward and evaluation cannot drift):
+* `TRACKS` — ("classification", "detection", "enhancement", "report", "segmentation", "synthesis", "vqa").
+* `rubric(stage_key, track) -> list[RubricItem]` — binary items (ids mirror AutoMedBench sub-criteria,
+  e.g. `s1a_plan_md`, `s1c_<track>_model`, `s2b_compatibility_check`, `s3a_pilot_before_batch`);
+  `RubricItem(id, stage, text, evidence: tuple[str, ...], judgment: bool, proxy: str)`.
+  `evidence_requirements(stage_key) -> list[EvidenceSpec(id, stage, text)]`. `STAGE_SKILLS[key]` = kappa text.
+* `stage_score(key, verdicts, measures) -> float | None` (S3 ladder {0, .5, 1}; S4 = .5 completion + .5 format;
+  S5 = .5 valid + .5 format; others mean of applicable items); `agentic(stage_scores, stages) -> float | None`
+  (not-applicable stages dropped, weights renormalised; any null stage -> None, never 0);
+  `overall(task, agentic) = 0.5 * task + 0.5 * agentic` from unrounded values (0-1 scale inside, x100 to report).
+* `RunScore` (pydantic, schema_version): run_id, track, instance_id, repeat, stages {key: float|None},
+  items {key: {item_id: bool|None}}, evidence {key: {evidence_id: bool}}, eta {key: float}, task, task_metrics,
+  agentic, overall, breach, breach_reasons, valid, null_reasons.
+
+Instances (seeded numpy/scipy generation; held-out and practice spaces share no identifiers):
+* `generate_instance(track, space: "heldout"|"practice", seed, *, n_cases=None, config=None) -> Instance`
+  (`Instance.instance_id, .track, .space, .seed, .pitfalls, .case_ids, .fitting_model, ...`).
+* `heldout_suite(config, split="controller"|"final") -> list[SuiteRun]` (tracks x repeats; `SuiteRun(run_id,
+  track, repeat, instance_seed, sampling_seed)`; `suite_instance(run, config) -> Instance`).
+* `practice_seed(track, index, config) -> int`, `practice_instance(track, seed, config=None) -> Instance`.
+* `materialize(instance, workspace_dir, grader_dir)` — inputs/cards/brief in the workspace, hidden truth in a
+  grader dir that must lie outside it.
+* `fingerprint_entries(config) -> list[dict(kind, value, source)]` — held-out ids/paths/answers/texts for the
+  leakage index (kinds: identifier, path, answer, text, field); nothing else leaves the held-out side.
+
+Environment and tools:
+* `TOOL_SPECS` — list of {"name", "description", "parameters" (JSON schema)} for the chat template;
+  `TOOL_NAMES`. Tools: list_files, read_file, write_plan, check_compatibility, install, load_model,
+  run_model, check_outputs, submit (+ execute_code when `benchmark.execute_code`).
+* `StagedEnv(instance, workspace_dir, grader_dir, config=None)`: `reset() -> str` (brief),
+  `step(call) -> Observation(text, record, done)` where call is `{"name", "arguments"}` or an invalid-action
+  dict `{"invalid": True, "reason", ...}` (-> error observation, never an exception); `score() -> RunScore`;
+  `.records` (list of `bat.sandbox.ExecutionRecord`, each with a stage tag).
+* `grade(instance, workspace_dir, grader_dir, records, config=None) -> RunScore`.
+
+Agents (scripted, through the same tools):
+* `AGENTS` = ("expert", "noop", "skip-validate", "recovery", "failure");
+  `run_agent(env, instance, agent) -> Trajectory(turns=[Turn(thought, call, observation, stage)], outcome)`.
+* `run_episode(track, agent="expert", *, space="heldout", seed=0, workdir, config=None) -> Episode(score,
+  trajectory, seconds)` — one full episode (used by `bat bench sandbox`).
+* External evaluator: `run_external(command, checkpoint, request, output, config) -> list[RunScore]`
+  (whole-argv placeholders {checkpoint} {request} {output}; strict validation of the output cells).
+
+CLI: `bat benchmark run --agent expert|noop|skip-validate [--track T] [--json] [--config FILE]`.
+"""
+
+from __future__ import annotations
+
+import importlib
+from typing import Any
+
+_EXPORTS = {
+    "bat.benchmark.agents": ("AGENTS", "Trajectory", "Turn", "outcome_of", "run_agent"),
+    "bat.benchmark.contract": ("BUILTIN_STAGE_KEYS", "STAGE_SKILLS", "EvidenceSpec", "RubricItem", "agentic", "evidence_requirements",
+                               "overall", "rubric", "stage_score", "to_percent"),
+    "bat.benchmark.env": ("Observation", "StagedEnv"),
+    "bat.benchmark.episode": ("Episode", "run_episode", "run_instance"),
+    "bat.benchmark.external": ("ExternalCell", "ExternalError", "parse_cells", "run_external"),
+    "bat.benchmark.grader": ("grade",),
+    "bat.benchmark.instance": ("PITFALLS", "Instance", "generate_instance", "load_grader", "materialize"),
+    "bat.benchmark.score": ("RunScore",),
+    "bat.benchmark.suite": ("SPLITS", "SuiteRun", "aggregate", "fingerprint_entries", "heldout_suite", "instance_identifiers",
+                            "practice_instance", "practice_seed", "run_suite", "suite_instance"),
+    "bat.benchmark.tools.specs": ("TOOL_NAMES", "TOOL_SPECS", "tool_specs"),
+    "bat.benchmark.tracks": ("TRACKS",),
+}
+_WHERE = {name: module for module, names in _EXPORTS.items() for name in names}
+__all__ = sorted(_WHERE)
+
+
+def __getattr__(name: str) -> Any:
+    """Lazy exports: tool functions run inside the sandbox import only their own module."""
+    if name not in _WHERE:
+        raise AttributeError(f"module 'bat.benchmark' has no attribute {name!r}")
+    return getattr(importlib.import_module(_WHERE[name]), name)

@@ -1,0 +1,190 @@
+"""Grade a finished run from its execution records, the workspace artifacts and the hidden grader side.
+
+Deterministic proxies for judgment items (used unless a judge callable is given):
+* s1b_plan_pipeline: plan.md mentions >= 3 of the step groups {setup|install|load}, {pilot|validat|check},
+  {inference|batch|all cases|run}, {submit}.
+* s1c_<track>_model: plan.md contains the fitting model's exact name and no other candidate's name.
+A breach flag on any record zeroes every stage, Task, Agentic and Overall (verdicts are still kept).
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Callable
+
+from bat.benchmark.contract import (
+    EVIDENCE, RubricItem, agentic, check_stage_keys, overall, rubric, stage_score,
+)
+from bat.benchmark.instance import load_grader
+from bat.benchmark.score import RunScore
+from bat.benchmark.tools.common import case_extra, load_output, output_path
+from bat.benchmark.tools.infer import inspect_outputs
+from bat.benchmark.tools.specs import TOOL_BY_REF
+from bat.benchmark.tracks import get_track
+from bat.sandbox.record import ExecutionRecord
+
+Judge = Callable[[RubricItem, str], "bool | None"]
+PLAN_GROUPS = (("setup", "install", "load"), ("pilot", "validat", "check"), ("inference", "batch", "all cases", "run"), ("submit",))
+
+
+@dataclass
+class Event:
+    """A record reduced to what grading needs."""
+
+    index: int
+    name: str
+    args: dict[str, Any]
+    ok: bool
+    stage: str | None
+    meta: dict[str, Any]
+
+
+def events_of(records: list[ExecutionRecord]) -> list[Event]:
+    """Records -> events (tool short name, args, ok, stage, tool meta)."""
+    out = []
+    for i, r in enumerate(records):
+        tool = TOOL_BY_REF.get(r.tool)
+        meta = r.result.get("meta", {}) if isinstance(r.result, dict) else {}
+        out.append(Event(i, tool.name if tool else r.tool, dict(r.args), bool(r.ok), r.stage, meta))
+    return out
+
+
+def _first(events: list[Event], pred: Callable[[Event], bool], default: int) -> int:
+    return next((e.index for e in events if pred(e)), default)
+
+
+def _s1(ev: list[Event], ws: Path, meta: dict[str, Any], first_run: int, track: str, judge: Judge | None) -> tuple[dict[str, bool | None], dict[str, bool]]:
+    plan_path = ws / "plan.md"
+    plan = plan_path.read_text(errors="replace") if plan_path.is_file() else ""
+    low = plan.lower()
+    wrote = any(e.name == "write_plan" and e.ok and e.index < first_run for e in ev)
+    researched = {
+        e.args.get("model") if e.name == "check_compatibility" else str(e.args.get("path", "")).split("/")[1]
+        for e in ev
+        if e.ok and e.index < first_run and (e.name == "check_compatibility" or (e.name == "read_file" and str(e.args.get("path", "")).startswith("models/") and str(e.args.get("path", "")).count("/") >= 2))
+    }
+    need = min(3, len(meta["candidates"]))
+    others = [c for c in meta["candidates"] if c != meta["fitting_model"]]
+    items = {i.id: i for i in rubric("S1", track)}
+    v: dict[str, bool | None] = {
+        "s1a_plan_md": bool(len(plan.strip()) >= 20 and wrote),
+        "s1d_researched_3": len(researched & set(meta["candidates"])) >= need,
+    }
+    proxies = {
+        "s1b_plan_pipeline": sum(any(k in low for k in group) for group in PLAN_GROUPS) >= 3,
+        f"s1c_{track}_model": meta["fitting_model"] in plan and not any(o in plan for o in others),
+    }
+    for item_id, proxy in proxies.items():
+        v[item_id] = judge(items[item_id], plan) if (judge is not None and plan) else (bool(proxy) if plan else False)
+    evidence = {"e1_plan_artifact": bool(plan), "e1_plan_record": wrote, "e1_research_records": bool(researched)}
+    return {i: v[i] for i in items}, evidence
+
+
+def _s2(ev: list[Event], meta: dict[str, Any], first_run: int, fail_limit: int) -> tuple[dict[str, bool | None], dict[str, bool]]:
+    pre = [e for e in ev if e.index < first_run]
+    loads = [e for e in pre if e.name == "load_model" and e.ok]
+    loaded = loads[-1].args.get("model") if loads else None
+    checked = {e.args.get("model") for e in pre if e.name == "check_compatibility" and e.ok}
+    setup = [e for e in ev if e.name in ("install", "load_model", "check_compatibility")]
+    failures = sum(1 for e in setup if not e.ok)
+    right = loaded == meta["fitting_model"]
+    v = {
+        "s2a_checkpoint_downloaded": any(e.name == "load_model" and e.ok and e.args.get("model") == meta["fitting_model"] for e in ev),
+        "s2b_compatibility_check": loaded is not None and loaded in checked,
+        "s2c_env_setup_success": right,
+        "s2d_env_fail_within_5": right and failures <= fail_limit,
+        "s2e_model_loaded": loaded is not None,
+    }
+    return v, {"e2_setup_records": bool(setup), "e2_model_loaded": bool(loads)}
+
+
+def _bad(e: Event) -> bool:
+    return bool(e.meta.get("issues") or e.meta.get("degenerate"))
+
+
+def _s3(ev: list[Event]) -> tuple[dict[str, bool | None], dict[str, bool]]:
+    batch = _first(ev, lambda e: e.name == "run_model" and e.ok and e.stage == "S4", len(ev) + 1)
+    pilots = [e for e in ev if e.name == "run_model" and e.ok and e.stage == "S3" and e.index < batch]
+    checks = [e for e in ev if e.name == "check_outputs" and e.ok and e.index < batch]
+    v: dict[str, bool | None] = {
+        "s3a_pilot_before_batch": bool(pilots),
+        "s3b_output_checked": bool(pilots) and any(c.index > pilots[0].index for c in checks),
+    }
+    failing = [p for p in pilots if _bad(p)]
+    if failing:
+        last_fail = failing[-1]
+        clean_after = [p for p in pilots if p.index > last_fail.index and not _bad(p)]
+        covered = {c for p in clean_after for c in p.meta.get("cases", [])}
+        diagnosed = any(failing[0].index < c.index < (clean_after[-1].index if clean_after else -1) for c in checks)
+        v["s3c_failure_fixed"] = bool(clean_after) and diagnosed and set(last_fail.meta.get("cases", [])) <= covered
+    return v, {"e3_pilot_record": bool(pilots), "e3_check_record": bool(checks)}
+
+
+def _outputs(ws: Path, ev: list[Event], cases: list[str]) -> tuple[float, bool, bool]:
+    """(completion rate, format valid, batch record present) of outputs/."""
+    spec = json.loads((ws / "task" / "spec.json").read_text())
+    ran = {c for e in ev if e.name == "run_model" and e.ok for c in e.meta.get("cases", [])}
+    done = [c for c in cases if c in ran and output_path(ws, spec, c).exists()]
+    issues, degenerate, _ = inspect_outputs(ws, spec, done) if done else ({}, None, [])
+    batch = any(e.name == "run_model" and e.ok and e.stage == "S4" for e in ev)
+    return len(done) / max(1, len(cases)), bool(done) and not issues and not degenerate, batch
+
+
+def _submission(ws: Path, cases: list[str]) -> tuple[dict[str, Any], bool]:
+    """(predictions read from submission/, format valid) — only cases listed in the manifest with a file."""
+    manifest_path = ws / "submission" / "manifest.json"
+    if not manifest_path.is_file():
+        return {}, False
+    spec = json.loads((ws / "task" / "spec.json").read_text())
+    listed = json.loads(manifest_path.read_text()).get("cases", {})
+    present = [c for c in cases if c in listed and output_path(ws, spec, c, "submission").exists()]
+    issues, degenerate, _ = inspect_outputs(ws, spec, present, "submission") if present else ({}, None, [])
+    preds = {c: load_output(output_path(ws, spec, c, "submission")) for c in present}
+    return preds, bool(present) and not issues and not degenerate
+
+
+def grade(workspace_dir: str | Path, grader_dir: str | Path, records: list[ExecutionRecord], config: Any = None,
+          *, run_id: str = "", repeat: int = 0, judge: Judge | None = None, judge_name: str = "") -> RunScore:
+    """Score a run: stage items from records + artifacts, Task from hidden truth; breach zeroes the run."""
+    from bat.config.root import BatConfig
+
+    cfg = config or BatConfig()
+    check_stage_keys(cfg.stages)
+    ws = Path(workspace_dir)
+    meta, truths = load_grader(grader_dir)
+    track = get_track(meta["track"])
+    cases = list(meta["case_ids"])
+    ev = events_of(records)
+    first_run = _first(ev, lambda e: e.name == "run_model" and e.ok, len(ev) + 1)
+    items: dict[str, dict[str, bool | None]] = {}
+    evidence: dict[str, dict[str, bool]] = {}
+    items["S1"], evidence["S1"] = _s1(ev, ws, meta, first_run, track.name, judge)
+    items["S2"], evidence["S2"] = _s2(ev, meta, first_run, cfg.benchmark.setup_fail_limit)
+    items["S3"], evidence["S3"] = _s3(ev)
+    completion, fmt_ok, batch = _outputs(ws, ev, cases)
+    items["S4"] = {"s4a_all_cases_run": completion >= 1.0, "s4b_format_valid": fmt_ok}
+    evidence["S4"] = {"e4_batch_record": batch, "e4_outputs": completion > 0}
+    submitted = any(e.name == "submit" and e.ok for e in ev)
+    preds, sub_fmt = _submission(ws, cases) if submitted else ({}, False)
+    complete = submitted and set(preds) == set(cases)
+    items["S5"] = {"s5a_has_valid_results": complete, "s5b_format_valid": sub_fmt}
+    evidence["S5"] = {"e5_submit_record": submitted, "e5_submission": (ws / "submission" / "manifest.json").is_file()}
+    keys = [s.key for s in cfg.stages]
+    stages = {k: stage_score(k, items[k], {"completion_rate": completion}) for k in keys}
+    task, metrics = (track.score(preds, truths, meta.get("extras", {})) if complete else (0.0, {}))
+    breach_reasons = [f"call {i}: {r.tool}: {', '.join(n for n in r.flags.raised() if n in ('access_outside', 'network', 'symlink_escape'))}"
+                      for i, r in enumerate(records) if r.breach]
+    nulls = [f"{k}: null item(s) {[i for i, v in items[k].items() if v is None]}" for k in keys if stages[k] is None]
+    if breach_reasons:
+        stages, task = {k: 0.0 for k in keys}, 0.0
+    ag = agentic(stages, cfg.stages)
+    eta = {k: sum(evidence[k].values()) / len(EVIDENCE[k]) for k in keys}
+    return RunScore(
+        run_id=run_id, track=track.name, instance_id=meta["instance_id"], repeat=repeat, stages=stages, items={k: items[k] for k in keys},
+        evidence={k: evidence[k] for k in keys}, eta=eta, measures={"completion_rate": completion}, task=task, task_metrics=metrics,
+        agentic=ag, overall=overall(task, ag), breach=bool(breach_reasons), breach_reasons=breach_reasons, valid=not nulls,
+        null_reasons=nulls, judge=judge_name or ("judge" if judge else "proxy"),
+        details={"pilot_failed": any(_bad(e) for e in ev if e.name == "run_model" and e.stage == "S3"), "calls": len(records)},
+    )

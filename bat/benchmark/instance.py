@@ -1,0 +1,188 @@
+"""Generate one benchmark instance from a seed and write it out: workspace files + a separate grader side.
+
+Workspace: task/README.md, task/spec.json, data/<prefix>_<case>.npy (+ .json questions), models/<name>/
+{card.md, weights.json}, env/wheelhouse.txt. Grader side (never inside the workspace): instance.json
+(pitfalls, fitting model, cases), truth.json, truth.npz.
+"""
+
+from __future__ import annotations
+
+import io
+import json
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+
+from bat.benchmark.contract import STAGE_SKILLS
+from bat.benchmark.tracks import get_track
+from bat.benchmark.vocab import vocab
+from bat.seeds import derive_seed
+from bat.state.atomic import atomic_write_bytes, atomic_write_json, atomic_write_text
+
+if TYPE_CHECKING:
+    from bat.config.benchmark import BenchmarkConfig
+
+PITFALLS = ("normalisation", "layout", "dependency", "corrupt_case")
+
+
+@dataclass
+class Instance:
+    """A generated instance: public workspace files and the hidden grader side."""
+
+    instance_id: str
+    track: str
+    space: str
+    seed: int
+    modality: str
+    case_ids: list[str]
+    pitfalls: dict[str, Any]
+    fitting_model: str
+    candidates: list[str]
+    required_package: str | None
+    files: dict[str, bytes] = field(repr=False)
+    truths: dict[str, Any] = field(repr=False)
+    extras: dict[str, dict[str, Any]] = field(repr=False)
+
+    @property
+    def pilot_revealed(self) -> bool:
+        """True when a pilot + check reveals a pitfall (wrong normalisation, layout or a corrupt case)."""
+        return bool(self.pitfalls["normalisation"] or self.pitfalls["layout"] or self.pitfalls["corrupt_case"])
+
+    def meta(self) -> dict[str, Any]:
+        """Grader-side metadata (instance.json)."""
+        return {
+            "instance_id": self.instance_id, "track": self.track, "space": self.space, "seed": self.seed,
+            "modality": self.modality, "case_ids": self.case_ids, "pitfalls": self.pitfalls,
+            "fitting_model": self.fitting_model, "candidates": self.candidates, "required_package": self.required_package,
+            "extras": self.extras,
+        }
+
+
+def _npy(array: np.ndarray) -> bytes:
+    buf = io.BytesIO()
+    np.save(buf, array, allow_pickle=False)
+    return buf.getvalue()
+
+
+def _card(name: str, track_obj: Any, modality: str, params: dict[str, Any], alt: bool, requires: list[str]) -> str:
+    layout = f"differs from the contract: {track_obj.alt_note}; run_model(match_contract=true) converts it" if alt else "matches the submission contract"
+    req = ", ".join(f"`{p}`" for p in requires) + " (install before load_model)" if requires else "no extra packages"
+    return (
+        f"# Model card: {name}\n\nTrack: {track_obj.name}. Modality: {modality}.\n"
+        f"What it does: {track_obj.behaviour}.\n"
+        "Input: intensities scaled to [0, 1] with the dataset's intensity_range from task/spec.json "
+        "(run_model normalize=\"unit_range\"); other scalings give meaningless output.\n"
+        "Inputs must be finite: fill_nan=true replaces non-finite values by the case median.\n"
+        f"Output layout: {layout}.\nRequires: {req}.\nParameters: {json.dumps(params, sort_keys=True)}\n"
+    )
+
+
+def brief_text(inst: Instance, track_obj: Any, v: Any) -> str:
+    """The instance-specific paragraph of the brief, phrased in the space's own wording."""
+    goal = v.goal_phrases[inst.seed % len(v.goal_phrases)]
+    return v.brief.format(intro=v.intro, goal=goal, n=len(inst.case_ids), modality=inst.modality, metric=track_obj.metric, title=track_obj.title)
+
+
+def _brief(inst: Instance, track_obj: Any, v: Any, tier: str, spec: dict[str, Any]) -> str:
+    lines = [f"# Task {inst.instance_id}: {track_obj.title}", "", brief_text(inst, track_obj, v), "",
+             f"Candidate models (cards in models/): {', '.join(inst.candidates)}."]
+    lines.append(f"Use model {inst.fitting_model}." if tier == "lite" else "Choose the candidate whose modality fits these cases.")
+    lines += ["", "Workflow: plan -> setup -> validate on a pilot -> inference on all cases -> submit."]
+    if tier == "lite":
+        lines += ["", "Stage hints:"] + [f"- {k}: {text}" for k, text in STAGE_SKILLS.items()]
+    return "\n".join(lines) + "\n"
+
+
+def generate_instance(track: str, space: str, seed: int, *, n_cases: int | None = None, config: "BenchmarkConfig | None" = None) -> Instance:
+    """Build the instance of (`track`, `space`, `seed`) deterministically; `n_cases` overrides the config."""
+    from bat.config.benchmark import BenchmarkConfig
+
+    cfg = config or BenchmarkConfig()
+    t, v = get_track(track), vocab(space)
+    rng = np.random.default_rng(derive_seed(seed, space, track))
+    n = n_cases or cfg.cases_per_instance
+    modalities = list(t.profiles)
+    modality = modalities[int(rng.integers(len(modalities)))]
+    others = [m for m in modalities if m != modality]
+    cand_modalities = [modality] + [others[i] for i in rng.permutation(len(others))[: max(0, min(cfg.candidate_models, len(modalities)) - 1)]]
+    taken: set[str] = set()
+    names = [v.model_name(rng, taken) for _ in cand_modalities]
+    pkgs = [v.package_name(rng, taken) for _ in range(3)]
+    p = cfg.pitfall_probability
+    pit = {k: bool(rng.random() < p) for k in PITFALLS}
+    case_ids: list[str] = []
+    for _ in range(n):
+        case_ids.append(v.case_id(rng, set(case_ids)))
+    cases = {cid: t.make_case(rng, modality) for cid in case_ids}
+    corrupt = case_ids[1 + int(rng.integers(n - 1))] if pit["corrupt_case"] else None
+    lo, span = (float(rng.choice([500, 1000, 1024])), float(rng.choice([2000, 3000, 4095]))) if pit["normalisation"] else (0.0, 1.0)
+    inst = Instance(
+        instance_id=f"{v.instance_prefix}-{track[:4]}-{seed:08x}", track=track, space=space, seed=seed, modality=modality,
+        case_ids=case_ids, pitfalls={**pit, "corrupt_case": corrupt}, fitting_model=names[0],
+        candidates=sorted(names), required_package=pkgs[0] if pit["dependency"] else None, files={}, truths={}, extras={},
+    )
+    inputs: dict[str, str] = {}
+    for cid, case in cases.items():
+        x = case.unit.astype(np.float32) * np.float32(span) + np.float32(lo)
+        if cid == corrupt:
+            x = x.copy()
+            x.flat[rng.permutation(x.size)[: max(1, x.size // 10)]] = np.nan
+        path = f"data/{v.file_prefix}_{cid}.npy"
+        inst.files[path] = _npy(x)
+        inputs[cid] = path
+        inst.truths[cid] = case.truth
+        extra = dict(case.extra)
+        if "type" in extra:
+            extra["question"] = v.questions[extra["type"]]
+            public = {k: extra[k] for k in ("question", "choices", "type")}
+            inst.files[f"data/{v.file_prefix}_{cid}.json"] = json.dumps(public, indent=2).encode()
+        inst.extras[cid] = {**extra, "input_shape": list(case.unit.shape)}
+    shape = tuple(next(iter(cases.values())).unit.shape)
+    for i, (name, mod) in enumerate(zip(names, cand_modalities)):
+        alt = bool(pit["layout"]) if i == 0 else bool(rng.random() < 0.5)
+        requires = ([pkgs[0]] if pit["dependency"] else []) if i == 0 else ([pkgs[1 + int(rng.integers(2))]] if rng.random() < 0.5 else [])
+        weights = {"name": name, "track": track, "modality": mod, "params": t.profiles[mod], "expects": "unit_range",
+                   "native_layout": "alt" if alt else "contract", "requires": requires}
+        inst.files[f"models/{name}/weights.json"] = json.dumps(weights, indent=2, sort_keys=True).encode()
+        inst.files[f"models/{name}/card.md"] = _card(name, t, mod, t.profiles[mod], alt, requires).encode()
+    spec = {
+        "instance_id": inst.instance_id, "track": track, "task": t.title, "modality": modality, "metric": t.metric,
+        "cases": case_ids, "inputs": inputs, "intensity_range": [lo, lo + span],
+        "units": "scanner units" if pit["normalisation"] else "unit intensities",
+        "output": {**t.contract(shape), "directory": "outputs/", "file": f"<case>.{t.output_kind}"},
+        "notes": ["Inputs may contain non-finite values in rare corrupted cases."],
+    }
+    inst.files["task/spec.json"] = json.dumps(spec, indent=2).encode()
+    inst.files["task/README.md"] = _brief(inst, t, v, cfg.tier, spec).encode()
+    inst.files["env/wheelhouse.txt"] = ("\n".join(sorted(pkgs)) + "\n").encode()
+    return inst
+
+
+def materialize(instance: Instance, workspace_dir: str | Path, grader_dir: str | Path) -> tuple[Path, Path]:
+    """Write the workspace files and the grader side; the grader dir must lie outside the workspace."""
+    ws, gd = Path(workspace_dir).resolve(), Path(grader_dir).resolve()
+    if gd == ws or ws in gd.parents:
+        raise ValueError(f"grader dir {gd} must lie outside the workspace {ws}")
+    ws.mkdir(parents=True, exist_ok=True)
+    for rel, data in instance.files.items():
+        atomic_write_bytes(ws / rel, data)
+    atomic_write_json(gd / "instance.json", instance.meta())
+    arrays = {c: v for c, v in instance.truths.items() if isinstance(v, np.ndarray)}
+    atomic_write_json(gd / "truth.json", {c: v for c, v in instance.truths.items() if not isinstance(v, np.ndarray)})
+    buf = io.BytesIO()
+    np.savez(buf, **arrays)
+    atomic_write_bytes(gd / "truth.npz", buf.getvalue())
+    atomic_write_text(gd / "SOURCE", f"{instance.space}:{instance.track}:{instance.seed}\n")
+    return ws, gd
+
+
+def load_grader(grader_dir: str | Path) -> tuple[dict[str, Any], dict[str, Any]]:
+    """Read (meta, truths) from a grader dir written by `materialize`."""
+    gd = Path(grader_dir)
+    meta = json.loads((gd / "instance.json").read_text())
+    truths: dict[str, Any] = json.loads((gd / "truth.json").read_text())
+    with np.load(gd / "truth.npz", allow_pickle=False) as npz:
+        truths.update({k: npz[k] for k in npz.files})
+    return meta, truths

@@ -1,0 +1,31 @@
+"""S5 tool: submit — copy every case's output into submission/ and write submission/manifest.json."""
+
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+from typing import Any
+
+from bat.benchmark.tools.common import ToolError, output_path, read_spec
+from bat.benchmark.tools.infer import inspect_outputs
+from bat.state.atomic import atomic_write_json
+
+
+def submit(workspace: Path) -> dict[str, Any]:
+    """Assemble the submission from outputs/ (ends the episode); reports missing and invalid cases."""
+    spec = read_spec(workspace)
+    present = [c for c in spec["cases"] if output_path(workspace, spec, c).exists()]
+    if not present:
+        raise ToolError("nothing to submit: outputs/ holds no outputs (run_model first)")
+    dest = Path(workspace) / "submission"
+    if dest.exists():
+        shutil.rmtree(dest)
+    dest.mkdir()
+    for case in present:
+        shutil.copyfile(output_path(workspace, spec, case), output_path(workspace, spec, case, "submission"))
+    issues, degenerate, _ = inspect_outputs(workspace, spec, present)
+    missing = [c for c in spec["cases"] if c not in present]
+    manifest = {"instance_id": spec["instance_id"], "cases": {c: output_path(workspace, spec, c, "submission").name for c in present}, "missing": missing}
+    atomic_write_json(dest / "manifest.json", manifest)
+    text = f"submitted {len(present)}/{len(spec['cases'])} cases" + (f"; {len(issues)} with format problems" if issues else "")
+    return {"text": text, "meta": {"complete": not missing, "missing": missing, "invalid": sorted(issues), "degenerate": degenerate}}

@@ -1,0 +1,56 @@
+"""`bat benchmark run --agent expert|noop|skip-validate [--track T] [--json] [--config FILE]`: score a built-in
+agent on the held-out suite and print per-track and mean Overall / Agentic / Task (0-100, one decimal)."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+
+
+def _run(args: argparse.Namespace) -> int:
+    from bat.benchmark import AGENTS, SPLITS, TRACKS, aggregate, run_suite
+    from bat.config import load_config
+    from bat.config.root import BatConfig
+
+    cfg = load_config(args.config, args.overrides) if args.config else BatConfig()
+    if args.runtime:
+        cfg = cfg.model_copy(update={"benchmark": cfg.benchmark.model_copy(update={"runtime": args.runtime})})
+    if args.agent not in AGENTS:
+        print(f"bat benchmark: unknown agent {args.agent!r}; valid: {list(AGENTS)}", file=sys.stderr)
+        return 2
+    if args.track and args.track not in TRACKS:
+        print(f"bat benchmark: unknown track {args.track!r}; valid: {list(TRACKS)}", file=sys.stderr)
+        return 2
+    if args.split not in SPLITS:
+        print(f"bat benchmark: unknown split {args.split!r}; valid: {list(SPLITS)}", file=sys.stderr)
+        return 2
+    scores = run_suite(args.agent, cfg, split=args.split, tracks=(args.track,) if args.track else None)
+    agg = aggregate(scores)
+    pct = lambda v: None if v is None else round(100 * v, 1)  # noqa: E731
+    if args.json:
+        out = {"agent": args.agent, "split": args.split, "runs": len(scores), "nulls": agg["nulls"],
+               "mean": {m: pct(agg[m]) for m in ("overall", "agentic", "task")},
+               "tracks": {t: {m: pct(v) for m, v in row.items()} for t, row in agg["tracks"].items()}}
+        print(json.dumps(out, indent=2, sort_keys=True))
+        return 0
+    print(f"agent {args.agent} on the held-out {args.split} split: {len(scores)} runs ({agg['nulls']} null)")
+    print(f"{'track':<16}{'Overall':>9}{'Agentic':>9}{'Task':>9}")
+    for track, row in agg["tracks"].items():
+        print(f"{track:<16}" + "".join(f"{pct(row[m]) if row[m] is not None else 'null':>9}" for m in ("overall", "agentic", "task")))
+    print(f"{'mean':<16}" + "".join(f"{pct(agg[m]) if agg[m] is not None else 'null':>9}" for m in ("overall", "agentic", "task")))
+    return 0
+
+
+def register(subparsers: argparse._SubParsersAction) -> None:
+    parser = subparsers.add_parser("benchmark", help="score a built-in scripted agent on the held-out suite")
+    sub = parser.add_subparsers(dest="benchmark_command", metavar="ACTION", required=True)
+    run = sub.add_parser("run", help="run a scripted agent on the held-out suite and print Overall/Agentic/Task")
+    run.add_argument("--agent", default="expert", help="expert | noop | skip-validate (teacher variants: recovery, failure)")
+    run.add_argument("--track", default="", help="only this track (default: every track of the suite)")
+    run.add_argument("--split", default="controller", help="held-out split: controller | final | test")
+    run.add_argument("--runtime", default="", choices=["", "sandbox", "inprocess"], help="override benchmark.runtime")
+    run.add_argument("--json", action="store_true", help="print JSON instead of a table")
+    run.add_argument("--config", default=None, help="YAML config (default: built-in defaults)")
+    run.add_argument("--set", dest="overrides", action="append", default=[], metavar="KEY=VALUE", help="config override")
+    run.set_defaults(handler=_run)

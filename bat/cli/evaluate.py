@@ -1,0 +1,87 @@
+"""`bat evaluate run | compare | show`: held-out evaluation of a checkpoint (or scripted agent), paired comparison."""
+
+from __future__ import annotations
+
+import argparse
+import json
+from pathlib import Path
+
+from bat.cli.config import add_config_arguments
+
+
+def _setup(args: argparse.Namespace):
+    from bat.config import load_config
+    from bat.state.layout import RunLayout
+
+    cfg = load_config(args.config, args.overrides)
+    layout = RunLayout(Path(args.state) if args.state else Path("state") / cfg.run.name)
+    return cfg, layout
+
+
+def _run(args: argparse.Namespace) -> int:
+    from bat.config import config_hash
+    from bat.evaluate.aggregate import pct
+    from bat.evaluate.episodes import SCRIPTED_PREFIX, policy_driver, scripted_driver
+    from bat.evaluate.runner import evaluate_split
+
+    cfg, layout = _setup(args)
+    layout.ensure()
+    if bool(args.agent) == bool(args.checkpoint):
+        print("bat evaluate run: give exactly one of --checkpoint DIR or --agent NAME")
+        return 2
+    close = None
+    if args.agent:
+        checkpoint, driver = SCRIPTED_PREFIX + args.agent, scripted_driver(args.agent)
+    else:
+        checkpoint = str(Path(args.checkpoint).resolve())
+        driver, close = policy_driver(cfg, Path(checkpoint))
+    try:
+        agg, written = evaluate_split(cfg, layout, args.round, args.split, checkpoint, driver, config_hash=config_hash(cfg))
+    finally:
+        if close:
+            close()
+    print(f"{args.split} round {args.round}: Overall {pct(agg.overall)} Task {pct(agg.task)} Agentic {pct(agg.agentic)} "
+          f"({agg.n_runs} runs, {len(agg.null_cells)} null cells)")
+    for key in cfg.stage_keys:
+        if key in agg.stages:
+            print(f"  {key} {pct(agg.stages[key])}")
+    for path in written:
+        print(f"wrote {path}")
+    return 0 if agg.routable else 1
+
+
+def _compare(args: argparse.Namespace) -> int:
+    from bat.evaluate.compare import paired_compare
+    from bat.evaluate.store import load_aggregate
+
+    cfg, layout = _setup(args)
+    a = load_aggregate(layout, args.a, args.split)
+    b = load_aggregate(layout, args.b, args.split)
+    if a is None or b is None:
+        print(f"bat evaluate compare: rounds with a {args.split} aggregate: "
+              f"{[r for r in layout.rounds() if load_aggregate(layout, r, args.split)]}")
+        return 2
+    cmp = paired_compare(a, b, args.metric, confidence=cfg.evaluate.confidence)
+    print(json.dumps(cmp.model_dump(mode="json"), indent=2))
+    return 0
+
+
+def register(subparsers: argparse._SubParsersAction) -> None:
+    parser = subparsers.add_parser("evaluate", help="held-out evaluation and paired comparison")
+    sub = parser.add_subparsers(dest="evaluate_command", metavar="ACTION", required=True)
+    run = sub.add_parser("run", help="evaluate a checkpoint or a scripted agent on one split")
+    add_config_arguments(run)
+    run.add_argument("--state", help="run state directory (default state/<run.name>)")
+    run.add_argument("--round", type=int, default=0, help="round the evaluation is filed under")
+    run.add_argument("--split", choices=["controller", "final", "test"], default="controller")
+    run.add_argument("--checkpoint", help="HF checkpoint directory to evaluate")
+    run.add_argument("--agent", help="scripted benchmark agent to evaluate instead (expert, noop, skip-validate, ...)")
+    run.set_defaults(handler=_run)
+    cmp = sub.add_parser("compare", help="paired per-track comparison of two rounds' aggregates (b - a)")
+    add_config_arguments(cmp)
+    cmp.add_argument("--state", help="run state directory (default state/<run.name>)")
+    cmp.add_argument("a", type=int, help="round A")
+    cmp.add_argument("b", type=int, help="round B")
+    cmp.add_argument("--split", choices=["controller", "final", "test"], default="controller")
+    cmp.add_argument("--metric", default="overall", help="overall, task, agentic or a stage key")
+    cmp.set_defaults(handler=_compare)

@@ -1,0 +1,86 @@
+"""`bat train sft` and `bat train grpo`: run SFT or one GRPO block alone on given files (resumable).
+
+Multi-process: `torchrun --nproc-per-node N -m bat.cli.main train ...` or `srun python -m bat.cli.main train ...`.
+Writes under `--out`: `checkpoints/step_NNNNNN/`, `metrics.jsonl`, `export/` (HF safetensors), `summary.json`.
+"""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+
+
+def register(subparsers: argparse._SubParsersAction) -> None:
+    from bat.cli.config import add_config_arguments
+
+    parser = subparsers.add_parser("train", help="SFT cold start or a GRPO block on DeepSpeed")
+    sub = parser.add_subparsers(dest="train_command", metavar="ACTION", required=True)
+    sft = sub.add_parser("sft", help="supervised cold start on SftRow JSONL files (loss on targets only)")
+    sft.add_argument("--train", nargs="+", required=True, help="SftRow JSONL files for training")
+    sft.add_argument("--val", nargs="*", default=[], help="SftRow JSONL files for validation loss")
+    grpo = sub.add_parser("grpo", help="one GRPO block on RolloutRecord + RewardRecord shards")
+    grpo.add_argument("--rollouts", nargs="+", required=True, help="RolloutRecord JSONL files")
+    grpo.add_argument("--rewards", nargs="+", required=True, help="RewardRecord JSONL files")
+    for command, handler in ((sft, _sft), (grpo, _grpo)):
+        command.add_argument("--model", required=True, help="local HF model directory to start from")
+        command.add_argument("--out", required=True, help="output directory (resumes from its checkpoints)")
+        command.add_argument("--seed", type=int, default=None, help="data-order seed (default: run.seed)")
+        command.add_argument("--stop-after", type=int, default=None, help="stop after this many steps (testing)")
+        add_config_arguments(command)
+        command.set_defaults(handler=_usage_errors(handler))
+
+
+def _usage_errors(handler):
+    """Bad input (missing files, corrupt records, impossible batch shapes) -> message + exit 2."""
+
+    def wrapped(args: argparse.Namespace) -> int:
+        import sys
+
+        try:
+            return handler(args)
+        except (FileNotFoundError, ValueError) as exc:
+            print(f"bat train: {exc}", file=sys.stderr)
+            return 2
+
+    return wrapped
+
+
+def _finish(out: Path, summary: dict, is_main: bool) -> int:
+    from bat.state.atomic import atomic_write_json
+
+    clean = {k: v for k, v in summary.items() if isinstance(v, (int, float, str, bool, dict, type(None)))}
+    if is_main:
+        atomic_write_json(out / "summary.json", clean)
+        print(f"step {clean['step']} done={clean['done']} -> {out}")
+    return 0
+
+
+def _sft(args: argparse.Namespace) -> int:
+    from bat.config import load_config
+    from bat.policy.loader import load_tokenizer
+    from bat.train.sft import train_sft
+    from bat.train.sft_data import prepare_sft, read_sft_rows
+
+    cfg = load_config(args.config, args.overrides)
+    out = Path(args.out)
+    data = prepare_sft(read_sft_rows(args.train), read_sft_rows(args.val), load_tokenizer(args.model), cfg.sft.max_seq_len)
+    seed = cfg.run.seed if args.seed is None else args.seed
+    summary = train_sft(args.model, data, cfg.sft, seed=seed, ckpt_root=out / "checkpoints", export_dir=out / "export",
+                        metrics_path=out / "metrics.jsonl", stop_after=args.stop_after)
+    return _finish(out, summary, summary["engine"].global_rank == 0)
+
+
+def _grpo(args: argparse.Namespace) -> int:
+    from bat.config import load_config
+    from bat.schemas.rollout import RewardRecord, RolloutRecord
+    from bat.train.grpo import train_grpo
+    from bat.train.grpo_data import build_items, read_records
+
+    cfg = load_config(args.config, args.overrides)
+    out = Path(args.out)
+    data = build_items(read_records(args.rollouts, RolloutRecord), read_records(args.rewards, RewardRecord),
+                       max_seq_len=cfg.grpo.max_seq_len, normalize_std=cfg.grpo.normalize_std, adv_eps=cfg.grpo.adv_eps)
+    seed = cfg.run.seed if args.seed is None else args.seed
+    summary = train_grpo(args.model, data, cfg.grpo, seed=seed, ckpt_root=out / "checkpoints", export_dir=out / "export",
+                         metrics_path=out / "metrics.jsonl", stop_after=args.stop_after)
+    return _finish(out, summary, summary["engine"].global_rank == 0)

@@ -1,0 +1,69 @@
+"""Stage Bank knobs: how many practice tasks, teacher, SFT length limit and split, E2E reduction grid, limit H."""
+
+from __future__ import annotations
+
+from typing import Literal
+
+from pydantic import Field, model_validator
+
+from bat.config.base import Section
+
+
+class LlmTeacherConfig(Section):
+    """Optional LLM teacher through an OpenAI-compatible endpoint (`/v1/chat/completions`)."""
+
+    base_url: str = Field("http://127.0.0.1:8000/v1", pattern=r"^https?://")
+    """Endpoint root, e.g. `http://127.0.0.1:8000/v1` of `vllm serve` or SGLang."""
+    model: str = "teacher"
+    """Model name sent in the request."""
+    api_key_env: str = "BAT_TEACHER_API_KEY"
+    """Environment variable holding the API key (the key itself never lives in config)."""
+    temperature: float = Field(0.0, ge=0.0, le=2.0)
+    """Sampling temperature of the teacher."""
+    max_tokens: int = Field(1024, ge=16)
+    """Completion cap per teacher response."""
+    timeout_s: float = Field(60.0, gt=0.0)
+    """HTTP timeout per request."""
+    retries: int = Field(2, ge=0, le=10)
+    """Retries after a failed request before the trajectory is dropped as unchecked."""
+
+
+class BankConfig(Section):
+    seed: int | None = Field(None, ge=0)
+    """Bank seed; None uses `run.seed`. Same seed and config, same bank content (MANIFEST fingerprint)."""
+    tracks: tuple[str, ...] | None = None
+    """Tracks to synthesise; None takes every track of the benchmark."""
+    tasks_per_track: int = Field(2, ge=1, le=10_000)
+    """Fictional practice tasks per track and outcome variant (stage rows come from each)."""
+    outcomes: tuple[Literal["success", "recovery", "failure"], ...] = ("success", "recovery", "failure")
+    """Outcome labels to synthesise; each maps to a teacher variant (expert / recovery / failure)."""
+    e2e_per_track: int = Field(2, ge=0, le=10_000)
+    """E2E surrogate candidates per track (reduced tasks run by the expert teacher)."""
+    reduction_grid: str = "v1"
+    """Version of the E2E reduction grid (`bat.bank.reduction.GRIDS`)."""
+    rollout_limit_h: int = Field(24, ge=1)
+    """H of Eq. 15: an E2E surrogate is accepted only if its teacher trajectory has <= H turns."""
+    teacher: Literal["scripted", "llm"] = "scripted"
+    """Teacher that runs the practice tasks: the benchmark's scripted variants or an LLM endpoint."""
+    llm: LlmTeacherConfig = LlmTeacherConfig()
+    """LLM teacher settings (used only when `teacher == "llm"`)."""
+    sft_max_length: int = Field(8192, ge=16)
+    """SFT rows longer than this (context + target) are rejected and counted, never clipped."""
+    sft_tokenizer: str | None = None
+    """Tokenizer directory used to measure SFT row length; None measures approximate tokens from characters."""
+    approx_chars_per_token: float = Field(3.0, gt=0.0)
+    """Characters per token for the approximate length when no tokenizer is given."""
+    validation_fraction: float = Field(0.1, ge=0.0, lt=1.0)
+    """Fraction of trajectories (not rows) whose SFT rows go to the validation split."""
+    sft_outcomes: tuple[Literal["success", "recovery", "failure"], ...] = ("success", "recovery")
+    """Outcome labels whose teacher trajectories become SFT rows (failure runs only seed RL failure states)."""
+
+    @model_validator(mode="after")
+    def _check(self) -> "BankConfig":
+        if not self.outcomes:
+            raise ValueError("bank.outcomes is empty; valid labels: success, recovery, failure")
+        if len(set(self.outcomes)) != len(self.outcomes):
+            raise ValueError(f"bank.outcomes has duplicates: {list(self.outcomes)}")
+        if self.tracks is not None and not self.tracks:
+            raise ValueError("bank.tracks is empty; use null for every track of the benchmark")
+        return self

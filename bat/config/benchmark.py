@@ -1,0 +1,69 @@
+"""BenchmarkConfig: which staged benchmark evaluates, its suite shape, seed spaces and grading knobs."""
+
+from __future__ import annotations
+
+from typing import Literal
+
+from pydantic import Field, model_validator
+
+from bat.config.base import Section
+
+TrackName = Literal["classification", "detection", "enhancement", "report", "segmentation", "synthesis", "vqa"]
+ALL_TRACKS: tuple[str, ...] = ("classification", "detection", "enhancement", "report", "segmentation", "synthesis", "vqa")
+
+
+class ExternalEvaluatorConfig(Section):
+    """An external evaluator run as a command (no shell) that writes per-run cells as JSON."""
+
+    command: tuple[str, ...] = ()
+    """argv template; whole-argument placeholders `{checkpoint}`, `{request}`, `{output}` are substituted."""
+    timeout_s: float = Field(3600.0, gt=0.0)
+    """Wall-clock limit of one evaluator invocation."""
+
+
+class BenchmarkConfig(Section):
+    """The staged benchmark: built-in offline suite (default) or an external evaluator adapter."""
+
+    kind: Literal["builtin", "external"] = "builtin"
+    """`builtin` = the offline synthetic suite in `bat.benchmark`; `external` = `external.command`."""
+    tracks: tuple[TrackName, ...] = ALL_TRACKS
+    """Tracks of the held-out suite (and of practice generation)."""
+    repeats: int = Field(10, ge=1, le=1000)
+    """Runs per track in the held-out suite (each its own fixed instance and sampling seed)."""
+    heldout_seed: int = Field(1009, ge=0)
+    """Root seed of the held-out space; instances derive from (heldout_seed, split, track, repeat)."""
+    practice_seed: int = Field(2027, ge=0)
+    """Root seed of the practice space (Stage Bank tasks); must differ from `heldout_seed`."""
+    tier: Literal["lite", "standard"] = "lite"
+    """`lite`: the brief names the model to use and gives stage hints; `standard`: the agent must choose."""
+    cases_per_instance: int = Field(6, ge=3, le=64)
+    """Cases in one instance (kept tiny so a scripted run takes well under a second of compute)."""
+    pitfall_probability: float = Field(0.5, ge=0.0, le=1.0)
+    """Probability of each pitfall (normalisation, layout, dependency, corrupt case) per instance."""
+    candidate_models: int = Field(3, ge=1, le=6)
+    """Model cards in `models/`; exactly one fits the instance's modality."""
+    pilot_max_cases: int = Field(2, ge=1, le=8)
+    """A run_model call on at most this many cases is a pilot (S3); more is batch inference (S4)."""
+    setup_fail_limit: int = Field(5, ge=0, le=100)
+    """s2d: at most this many failed setup calls (install/load/check) still pass."""
+    max_tool_calls: int = Field(40, ge=1, le=1000)
+    """Tool calls per episode; the episode ends after this many."""
+    max_observation_chars: int = Field(2048, ge=64, le=1_000_000)
+    """Characters of one tool result shown to the agent (reference: 2,048)."""
+    execute_code: bool = False
+    """Offer the `execute_code` tool (python/bash inside the sandbox) to LLM agents."""
+    runtime: Literal["sandbox", "inprocess"] = "sandbox"
+    """`sandbox`: tool calls go through `bat.sandbox` (runtime from the `sandbox` section);
+    `inprocess`: call tool functions directly (fast; no isolation; for tests and benches)."""
+    external: ExternalEvaluatorConfig = ExternalEvaluatorConfig()
+    """External evaluator adapter (used when kind = external)."""
+
+    @model_validator(mode="after")
+    def _check(self) -> "BenchmarkConfig":
+        if self.heldout_seed == self.practice_seed:
+            raise ValueError(f"benchmark.heldout_seed and practice_seed must differ, both are {self.heldout_seed}")
+        if len(set(self.tracks)) != len(self.tracks) or not self.tracks:
+            raise ValueError(f"benchmark.tracks must be non-empty and unique, got {list(self.tracks)}; valid: {list(ALL_TRACKS)}")
+        if self.kind == "external" and not self.external.command:
+            raise ValueError("benchmark.kind = 'external' needs benchmark.external.command (an argv list)")
+        return self

@@ -1,0 +1,49 @@
+"""GrpoConfig: the inner-loop GRPO block (Eqs. 4, 17-19) on rollout + reward shards."""
+
+from __future__ import annotations
+
+from typing import Literal
+
+from pydantic import Field
+
+from bat.config.base import Section
+from bat.config.deepspeed import DeepSpeedConfig
+
+
+class GrpoConfig(Section):
+    steps: int = Field(50, ge=1, le=10_000_000)
+    """Optimizer steps per round (paper: 50)."""
+    lr: float = Field(1e-6, gt=0.0, le=1.0)
+    """Actor learning rate (paper 1e-6, reference 2.5e-7)."""
+    warmup_ratio: float = Field(0.0, ge=0.0, lt=1.0)
+    """Fraction of steps with linear warmup before the cosine decay."""
+    min_lr_ratio: float = Field(1.0, ge=0.0, le=1.0)
+    """Final lr as a fraction of `lr` (1.0 = constant after warmup)."""
+    weight_decay: float = Field(0.0, ge=0.0, le=1.0)
+    """AdamW weight decay."""
+    grad_clip: float = Field(1.0, gt=0.0)
+    """Global gradient-norm clip."""
+    minibatch: int = Field(8, ge=1)
+    """Rollouts per optimizer step over all ranks (paper ablation: 8)."""
+    clip_eps: float = Field(0.2, gt=0.0, lt=1.0)
+    """PPO-style ratio clip epsilon in Eq. 18."""
+    kl_coef: float = Field(1e-3, ge=0.0)
+    """beta: KL penalty toward the round-start policy (paper 1e-3, reference 0.006)."""
+    kl_estimator: Literal["k1", "k2", "k3"] = "k3"
+    """Per-token KL estimator (k3 default)."""
+    normalize_std: bool = True
+    """Divide group-centred rewards by the group std (reference release: off)."""
+    adv_eps: float = Field(1e-6, gt=0.0)
+    """epsilon_adv added to the group std."""
+    loss_agg: Literal["token-mean", "seq-mean-token-mean"] = "token-mean"
+    """Loss aggregation: mean over all masked tokens, or mean over rollouts of per-rollout token means."""
+    max_seq_len: int = Field(12288, ge=16)
+    """Rollouts longer than this are dropped before training (counted)."""
+    checkpoint_every: int = Field(5, ge=1)
+    """Save a resumable step checkpoint every this many steps (paper: 5)."""
+    keep_checkpoints: int = Field(3, ge=1)
+    """Keep the newest K step checkpoints (paper: 3)."""
+    reset_optimizer: bool = True
+    """Start each round with fresh optimizer state (paper ablation control)."""
+    deepspeed: DeepSpeedConfig = DeepSpeedConfig(micro_batch_per_rank=2)
+    """Engine settings."""

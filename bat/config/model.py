@@ -1,0 +1,54 @@
+"""ModelConfig: which policy model to load (a local HF directory) or how to build the tiny default."""
+
+from __future__ import annotations
+
+from typing import Literal
+
+from pydantic import Field, model_validator
+
+from bat.config.base import Section
+
+
+class TinyModelConfig(Section):
+    """Shape of the deterministic tiny model (byte-level BPE + random-init Qwen3)."""
+
+    vocab_size: int = Field(2048, ge=300, le=65536)
+    """BPE vocabulary size including the 256 byte symbols and the special tokens."""
+    hidden_size: int = Field(256, ge=16, le=8192)
+    """Model width; must be divisible by `num_heads`."""
+    num_layers: int = Field(4, ge=1, le=128)
+    """Decoder layers."""
+    num_heads: int = Field(4, ge=1, le=128)
+    """Attention heads."""
+    num_kv_heads: int = Field(2, ge=1, le=128)
+    """Key/value heads (grouped-query attention); must divide `num_heads`."""
+    intermediate_size: int = Field(768, ge=16, le=65536)
+    """MLP hidden size."""
+    max_positions: int = Field(2048, ge=64, le=131072)
+    """Maximum sequence length (rotary positions)."""
+    tie_embeddings: bool = True
+    """Share input embedding and LM head weights."""
+
+    @model_validator(mode="after")
+    def _heads_divide(self) -> "TinyModelConfig":
+        if self.hidden_size % self.num_heads:
+            raise ValueError(f"hidden_size={self.hidden_size} must be divisible by num_heads={self.num_heads}")
+        if self.num_heads % self.num_kv_heads:
+            raise ValueError(f"num_heads={self.num_heads} must be divisible by num_kv_heads={self.num_kv_heads}")
+        return self
+
+
+TINY_PRESETS: dict[str, TinyModelConfig] = {
+    "tiny": TinyModelConfig(),
+    "10m": TinyModelConfig(hidden_size=384, num_layers=6, num_heads=6, num_kv_heads=2, intermediate_size=1152),
+}
+"""Named shapes: `tiny` (~3.7 M parameters) and `10m` (~11 M parameters)."""
+
+
+class ModelConfig(Section):
+    path: str | None = None
+    """Local HF model directory (never a hub id); None = the tiny model built under state/<run>/models/tiny."""
+    tiny: TinyModelConfig = TinyModelConfig()
+    """Tiny-builder settings, used when `path` is None or by `bat model build-tiny`."""
+    dtype: Literal["float32", "bfloat16", "float16"] = "float32"
+    """Weights dtype when loading the policy (float32 on CPU)."""

@@ -1,0 +1,130 @@
+"""Orchestration knobs: executor, per-phase Slurm resources, container, preemption handling."""
+
+from __future__ import annotations
+
+from typing import Literal
+
+from pydantic import Field, field_validator, model_validator
+
+from bat.config.base import Section
+
+PHASE_NAMES = ("synthesize", "scan", "sft", "rollout", "verify", "grpo", "evaluate", "route")
+"""Every phase of the graph (the table in `bat.orchestrate.graph` uses exactly these names)."""
+
+
+class PhaseResources(Section):
+    """Slurm resources of one phase's job (ignored by the local and debug executors except `time_min`)."""
+
+    partition: str | None = None
+    """Slurm partition (`--partition`); None = the cluster default."""
+    nodes: int = Field(1, ge=1, le=1024)
+    """Nodes (`--nodes`); >1 only with `launcher: tasks` (DeepSpeed/torchrun under srun)."""
+    gpus: int = Field(0, ge=0, le=16)
+    """GPUs per node (`--gpus-per-node`)."""
+    cpus: int = Field(1, ge=1, le=512)
+    """CPUs per task (`--cpus-per-task`)."""
+    mem_gb: float = Field(2.0, gt=0, le=4096)
+    """Memory per node in GiB (`--mem`)."""
+    time_min: int = Field(30, ge=1, le=14 * 24 * 60)
+    """Wall-time limit in minutes (`--time`); timeouts requeue at most `max_timeouts` times."""
+    launcher: Literal["single", "tasks"] = "single"
+    """`single`: one process per job; `tasks`: one srun task per GPU (ranks from submitit.JobEnvironment)."""
+    additional: dict[str, str | int] = Field(default_factory=dict)
+    """Extra sbatch options without the leading dashes (e.g. `{"account": "lab", "qos": "high"}`)."""
+
+    @model_validator(mode="after")
+    def _check_nodes(self) -> "PhaseResources":
+        if self.nodes > 1 and self.launcher != "tasks":
+            raise ValueError(f"nodes={self.nodes} needs launcher='tasks' (got launcher={self.launcher!r})")
+        return self
+
+
+def _default_resources() -> dict[str, PhaseResources]:
+    cpu = PhaseResources(cpus=1, mem_gb=2.0, time_min=30)
+    gpu = PhaseResources(gpus=0, cpus=2, mem_gb=8.0, time_min=60)
+    return {
+        "synthesize": cpu,
+        "scan": cpu,
+        "sft": gpu,
+        "rollout": gpu,
+        "verify": cpu,
+        "grpo": gpu,
+        "evaluate": gpu,
+        "route": cpu,
+        "driver": PhaseResources(cpus=1, mem_gb=1.0, time_min=15),
+    }
+
+
+class ContainerConfig(Section):
+    """Run phases inside an Apptainer image (`apptainer exec --nv --containall --bind ...`)."""
+
+    enabled: bool = False
+    """Wrap every phase's python in `apptainer exec` (needs Apptainer on the compute nodes)."""
+    image: str = "containers/bat.sif"
+    """Path of the .sif image built by `containers/build.sh`."""
+    apptainer: str = "apptainer"
+    """Apptainer (or singularity) executable."""
+    nv: bool = True
+    """Pass `--nv` (bind the host NVIDIA driver)."""
+    scratch: str = "${SLURM_TMPDIR:-/tmp}"
+    """Node-local scratch bound over /tmp in the container (shell-expanded in the job); HF_HOME lives here."""
+    binds: list[str] = Field(default_factory=list)
+    """Extra binds `src[:dst[:opts]]` (the state dir and scratch are always bound)."""
+    python: str = "python"
+    """Python executable inside the image (submitit must be installed there)."""
+
+
+class OrchestrateConfig(Section):
+    """How phases are queued and run: executor, resources, container, preemption."""
+
+    executor: Literal["auto", "slurm", "local", "debug"] = "local"
+    """`slurm` (sbatch), `local` (subprocesses, one phase at a time), `debug` (in-process), `auto` (slurm if sbatch exists)."""
+    resources: dict[str, PhaseResources] = Field(default_factory=_default_resources)
+    """Per-phase resources keyed by phase name (plus `driver` for run_round.sh); missing keys use the defaults."""
+    container: ContainerConfig = Field(default_factory=ContainerConfig)
+    """Apptainer wrapping of phase jobs."""
+    signal_delay_s: int = Field(90, ge=1, le=3600)
+    """Seconds before the time limit at which Slurm sends USR2 (flush + requeue)."""
+    max_timeouts: int = Field(3, ge=0, le=100)
+    """Requeues allowed after timeouts (preemptions requeue without limit)."""
+    sigterm_requeue: bool = True
+    """Treat SIGTERM like USR2 (checkpoint + requeue) for clusters that preempt with SIGTERM only."""
+    lease_ttl_s: int = Field(600, ge=5, le=7 * 24 * 3600)
+    """A driver lease not renewed for this long is stale and may be taken over."""
+    poll_s: float = Field(2.0, gt=0, le=600)
+    """Seconds between job-state polls when waiting for jobs."""
+    bank_refresh: bool = False
+    """Queue an asynchronous bank refresh (synthesize -> scan, CPU resources) beside every round r >= 1."""
+    phase_overrides: dict[str, str] = Field(default_factory=dict)
+    """Phase -> `module:function` replacing the product table entry (tests, experiments)."""
+
+    @field_validator("resources", mode="before")
+    @classmethod
+    def _fill_resources(cls, value: object) -> object:
+        """Merge each given phase entry field by field over that phase's defaults."""
+        if not isinstance(value, dict):
+            return value
+        valid = (*PHASE_NAMES, "driver")
+        unknown = sorted(set(value) - set(valid))
+        if unknown:
+            raise ValueError(f"unknown resources key(s) {unknown}; valid: {list(valid)}")
+        merged: dict[str, object] = {k: v.model_dump() for k, v in _default_resources().items()}
+        for key, entry in value.items():
+            if isinstance(entry, PhaseResources):
+                merged[key] = entry
+            elif isinstance(entry, dict):
+                merged[key] = {**merged[key], **entry}
+            else:
+                merged[key] = entry  # let pydantic report the bad type
+        return merged
+
+    @field_validator("phase_overrides")
+    @classmethod
+    def _check_overrides(cls, value: dict[str, str]) -> dict[str, str]:
+        for phase, target in value.items():
+            if phase not in PHASE_NAMES:
+                raise ValueError(f"phase_overrides: unknown phase {phase!r}; valid: {list(PHASE_NAMES)}")
+            module, sep, func = target.partition(":")
+            if not sep or not module or not func.isidentifier():
+                raise ValueError(f"phase_overrides.{phase}={target!r} is not 'module:function'")
+        return value

@@ -1,0 +1,100 @@
+"""Rollout knobs: engine choice, K per state, sampling, multi-turn budgets, sharding."""
+
+from __future__ import annotations
+
+from typing import Literal
+
+from pydantic import Field, model_validator
+
+from bat.config.base import Section
+
+
+class RolloutBudgets(Section):
+    """Budgets enforced in code; hitting one ends the rollout with its `end_reason`."""
+
+    max_assistant_turns: int = Field(24, ge=1)
+    """Assistant turns per rollout (reference 24); reason `max_turns`."""
+    max_tool_calls: int = Field(23, ge=0)
+    """Actions sent to the environment per rollout, malformed ones included (reference 23); reason `max_tool_calls`."""
+    max_response_tokens: int = Field(16384, ge=1)
+    """Cumulative generated tokens per rollout (reference 16,384); reason `max_response_tokens`."""
+    max_new_tokens_per_turn: int = Field(2048, ge=1)
+    """Generated tokens per assistant turn; a longer turn is cut (finish `length`), the rollout goes on."""
+    max_observation_chars: int = Field(2048, ge=1)
+    """Characters of one tool result shown to the policy (reference 2,048)."""
+    observation_overflow: Literal["truncate", "end"] = "truncate"
+    """`truncate` cuts a longer result and records it; `end` ends the rollout (`max_observation_chars`)."""
+    max_context_tokens: int = Field(12288, ge=16)
+    """Total tokens (prompt + turns + observations); reason `context_length` when the next turn cannot fit."""
+
+
+class OpenAIEngineConfig(Section):
+    """Client for an OpenAI-compatible server (`vllm serve`, SGLang) with token ids in and out."""
+
+    base_url: str = "http://127.0.0.1:8000/v1"
+    """Server base URL including `/v1`."""
+    model: str = "policy"
+    """Served model name sent in each request."""
+    api_key_env: str = "OPENAI_API_KEY"
+    """Environment variable holding the API key (empty/unset = no Authorization header)."""
+    timeout_s: float = Field(300.0, gt=0)
+    """Per-request timeout."""
+    max_retries: int = Field(2, ge=0, le=10)
+    """Retries of a failed request before the rollout is marked invalid (`error`)."""
+    concurrency: int = Field(16, ge=1)
+    """Requests in flight at once."""
+
+
+class VllmEngineConfig(Section):
+    """Offline vLLM engine loading the checkpoint from disk (optional dependency)."""
+
+    gpu_memory_utilization: float = Field(0.5, gt=0.0, le=1.0)
+    """Fraction of accelerator memory vLLM may take."""
+    enforce_eager: bool = True
+    """Skip CUDA graph capture (faster start, slower decode)."""
+    enable_prefix_caching: bool = True
+    """Reuse KV of shared prefixes; the cache is flushed whenever weights change."""
+
+
+class RolloutConfig(Section):
+    """How the rollout phase samples K continuations per Stage Bank state."""
+
+    engine: Literal["hf", "vllm", "openai"] = "hf"
+    """Generation engine: `hf` (transformers, CPU default), `vllm` (offline), `openai` (served)."""
+    k: int = Field(4, ge=1)
+    """Rollouts per state (one GRPO group per state_id); reference 4."""
+    temperature: float = Field(0.7, ge=0.0, le=2.0)
+    """Sampling temperature; behavior logprobs are recorded under it (0 = greedy)."""
+    top_p: float = Field(1.0, gt=0.0, le=1.0)
+    """Nucleus sampling mass (1.0 = off)."""
+    top_k: int = Field(0, ge=0)
+    """Top-k sampling (0 = off)."""
+    states_per_shard: int = Field(4, ge=1)
+    """States per output shard; a shard is the unit of resume."""
+    max_batch: int = Field(32, ge=1)
+    """Most sequences in one generation batch (rollouts in flight beyond it are generated in chunks)."""
+    tool_workers: int = Field(4, ge=1)
+    """Threads executing tool calls of different rollouts in parallel."""
+    no_tool_call: Literal["end", "observe"] = "end"
+    """A turn with no `<tool_call>` block: `end` = final answer (`no_tool_call`); `observe` = error observation."""
+    keep_evidence: bool = True
+    """Copy each rollout's final workspace into its shard (`evidence/<rollout_id>/`) for the verifier."""
+    dtype: Literal["float32", "bfloat16", "float16"] = "float32"
+    """Weights dtype of the `hf` engine."""
+    device: str = Field("cpu", pattern=r"^(cpu|cuda(:\d+)?)$")
+    """Device of the `hf` engine."""
+    budgets: RolloutBudgets = RolloutBudgets()
+    """Multi-turn budgets."""
+    openai: OpenAIEngineConfig = OpenAIEngineConfig()
+    """Settings of the `openai` engine."""
+    vllm: VllmEngineConfig = VllmEngineConfig()
+    """Settings of the `vllm` engine."""
+
+    @model_validator(mode="after")
+    def _fits(self) -> "RolloutConfig":
+        if self.budgets.max_tool_calls > self.budgets.max_assistant_turns:
+            raise ValueError(
+                f"budgets.max_tool_calls ({self.budgets.max_tool_calls}) cannot exceed "
+                f"budgets.max_assistant_turns ({self.budgets.max_assistant_turns})"
+            )
+        return self

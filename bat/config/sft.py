@@ -1,0 +1,37 @@
+"""SftConfig: cold-start supervised fine-tuning on Stage Bank SFT rows (Eq. 10)."""
+
+from __future__ import annotations
+
+from pydantic import Field
+
+from bat.config.base import Section
+from bat.config.deepspeed import DeepSpeedConfig
+
+
+class SftConfig(Section):
+    steps: int = Field(200, ge=1, le=10_000_000)
+    """Optimizer steps (paper: 200)."""
+    lr: float = Field(2e-5, gt=0.0, le=1.0)
+    """Peak learning rate of the cosine schedule (paper: 2e-5 for 9B; tiny models need ~1e-3)."""
+    min_lr_ratio: float = Field(0.0, ge=0.0, le=1.0)
+    """Final learning rate as a fraction of `lr` at the end of the cosine."""
+    warmup_ratio: float = Field(0.03, ge=0.0, lt=1.0)
+    """Fraction of steps with linear warmup (paper: 3%)."""
+    weight_decay: float = Field(0.0, ge=0.0, le=1.0)
+    """AdamW weight decay (paper: 0)."""
+    grad_clip: float = Field(1.0, gt=0.0)
+    """Global gradient-norm clip (paper: 1)."""
+    global_batch: int = Field(64, ge=1, le=1_000_000)
+    """Rows per optimizer step over all ranks (paper: 64); must be a multiple of micro * ranks."""
+    max_seq_len: int = Field(8192, ge=16, le=1_000_000)
+    """Rows longer than this are rejected before training (counted, never clipped)."""
+    val_every: int = Field(50, ge=1)
+    """Validation loss every this many steps (and at the end)."""
+    checkpoint_every: int = Field(50, ge=1)
+    """Save a resumable step checkpoint every this many steps."""
+    keep_checkpoints: int = Field(3, ge=1)
+    """Keep the newest K step checkpoints."""
+    log_every: int = Field(1, ge=1)
+    """Write a metrics line every this many steps."""
+    deepspeed: DeepSpeedConfig = DeepSpeedConfig()
+    """Engine settings."""

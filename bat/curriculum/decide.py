@@ -1,0 +1,128 @@
+"""The outer-loop decision as one pure function of aggregate numbers: keep/fallback, best, target, mixture."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Sequence
+
+from bat.config.curriculum import CurriculumConfig
+from bat.curriculum.arms import ArmSpec
+from bat.curriculum.fallback import fallback_reason, next_drop_counter
+from bat.curriculum.gate import evaluate_gate
+from bat.curriculum.mixture import pool_counts
+from bat.curriculum.router import route_target
+from bat.curriculum.shift import detect_domain_shift
+from bat.schemas.evaluation import EvalAggregate
+from bat.schemas.routing import BestCheckpoint, RouteDecision, ScoreSnapshot, TrainingHealth
+
+
+class NullCellsError(RuntimeError):
+    """The controller evaluation has infrastructure-null cells: routing stops until they are repaired."""
+
+
+def snapshot(agg: EvalAggregate) -> ScoreSnapshot:
+    """The aggregate numbers routing reads; raises NullCellsError when the evaluation is not routable."""
+    if not agg.routable or agg.overall is None or agg.task is None or agg.agentic is None:
+        cells = ", ".join(f"{c.track}#{c.repeat}:{c.field}" for c in agg.null_cells[:10]) or "aggregate metric missing"
+        raise NullCellsError(
+            f"round {agg.round} {agg.split} evaluation has {len(agg.null_cells)} null cell(s) ({cells}); "
+            "repair them (re-run the evaluate phase) before routing"
+        )
+    tracks = {t: a.overall for t, a in agg.tracks.items()}
+    return ScoreSnapshot(
+        round=agg.round,
+        checkpoint=agg.checkpoint,
+        checkpoint_digest=agg.checkpoint_digest,
+        overall=agg.overall,
+        task=agg.task,
+        agentic=agg.agentic,
+        stages={k: v for k, v in agg.stages.items() if v is not None},
+        tracks={t: v for t, v in tracks.items() if v is not None},
+    )
+
+
+@dataclass(frozen=True)
+class History:
+    """What the previous route decision left behind (read from `round_{r-1}/route/decision.json`)."""
+
+    previous_overall: float | None = None
+    drop_counter: int = 0
+    previous: ScoreSnapshot | None = None
+
+
+def _promote(best: BestCheckpoint | None, snap: ScoreSnapshot) -> BestCheckpoint:
+    history = list(best.history) if best else []
+    history.append({"round": snap.round, "checkpoint": snap.checkpoint, "overall": snap.overall})
+    return BestCheckpoint(round=snap.round, checkpoint=snap.checkpoint, checkpoint_digest=snap.checkpoint_digest,
+                          score=snap.overall, scores=snap, history=history)
+
+
+def decide(
+    *,
+    round_index: int,
+    arm: ArmSpec,
+    cfg: CurriculumConfig,
+    stage_keys: Sequence[str],
+    candidate: EvalAggregate,
+    best: BestCheckpoint | None,
+    history: History,
+    kl: float | None = None,
+    health: TrainingHealth | None = None,
+    last_round: bool = False,
+) -> tuple[RouteDecision, BestCheckpoint]:
+    """Decide the round: bootstrap/promote/hold/fallback/continue, the next target stage and mixture.
+
+    Inputs are aggregate numbers only. Returns the auditable decision and the (possibly new) best checkpoint.
+    """
+    snap = snapshot(candidate)
+    shift = detect_domain_shift(history.previous, snap, cfg.shift_track_drop)
+    gate = None
+    counter = 0
+    if best is None:
+        action, reason, new_best, held = "bootstrap", "first evaluated checkpoint becomes the retained best", _promote(None, snap), False
+    else:
+        counter = next_drop_counter(history.drop_counter, snap.overall, history.previous_overall)
+        why = fallback_reason(counter, kl, cfg.fallback)
+        if why is not None:
+            action, reason, new_best, held, counter = "fallback", why, best, True, 0
+        elif cfg.gate.enabled:
+            gate = evaluate_gate(snap, best.scores, health, cfg.gate)
+            if gate.passed:
+                action, reason, new_best, held = "promote", "every gate check held", _promote(best, snap), False
+            else:
+                action, reason, new_best, held = "hold", f"gate failed: {', '.join(gate.failed)}", best, True
+        else:
+            better = snap.overall > best.scores.overall
+            action, reason, held = "continue", "gate disabled: the candidate seeds the next round", False
+            new_best = _promote(best, snap) if better else best
+    start = new_best.checkpoint if held or action in ("bootstrap", "promote") else snap.checkpoint
+    if not arm.rl:
+        target, rule, mixture = None, "none", {}
+        reason += f"; arm {arm.arm} runs no RL rounds"
+    elif not arm.routed:
+        target, rule, mixture = None, "single_pool", pool_counts(arm.pools, cfg.rho, cfg.batch_size)
+    else:
+        target, rule = route_target(snap.stages, stage_keys, gate_held=held, reference=best.scores.stages if best else None)
+        mixture = pool_counts(arm.pools, cfg.rho, cfg.batch_size)
+    stop = last_round or not arm.rl
+    decision = RouteDecision(
+        round=round_index,
+        arm=arm.arm,
+        action=action,  # type: ignore[arg-type]
+        reason=reason,
+        rule=rule,
+        target_stage=target,
+        mixture=mixture,
+        start_checkpoint=None if stop else start,
+        best_checkpoint=new_best.checkpoint,
+        candidate=snap,
+        best_before=best.scores if best else None,
+        previous_overall=history.previous_overall,
+        drop_counter=counter,
+        kl=kl,
+        gate=gate,
+        domain_shift=shift,
+        health=health,
+        next_round=None if stop else round_index + 1,
+    )
+    return decision, new_best

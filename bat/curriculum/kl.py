@@ -1,0 +1,44 @@
+"""KL(candidate || best) for the fallback rule, measured on the bank rows held back as probes (never trained on)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from bat.curriculum.plan import kl_probe_ids
+from bat.orchestrate.events import log_event
+from bat.schemas.routing import BestCheckpoint
+
+if TYPE_CHECKING:
+    from bat.orchestrate.context import PhaseContext
+
+
+def probe_prompts(ctx: "PhaseContext") -> list[list[dict]]:
+    """Opening messages (system + user) of the KL probe rows of the newest admitted bank."""
+    from bat.bank.store import open_bank
+
+    bank = open_bank(ctx.layout)
+    rows = {r.state_id: r for r in bank.rows()}
+    ids = kl_probe_ids(sorted(rows), ctx.config.curriculum, ctx.config.run.seed)
+    return [[m.model_dump(mode="json", exclude_none=True) for m in rows[sid].prompt] for sid in ids]
+
+
+def measure_kl(ctx: "PhaseContext", candidate: str, best: BestCheckpoint) -> float | None:
+    """Mean per-token KL(candidate || best) over the probe prompts; None (logged) when it cannot be measured:
+    KL disabled, candidate == best, or a checkpoint that is not a model directory (scripted evaluations)."""
+    cfg = ctx.config.curriculum.fallback
+    if not cfg.kl_enabled:
+        return None
+    if candidate == best.checkpoint:
+        return 0.0
+    missing = [p for p in (candidate, best.checkpoint) if not Path(p).is_dir()]
+    if missing:
+        log_event(ctx.layout, ctx.round, "route", f"KL not measured: {missing} are not checkpoint directories")
+        return None
+    prompts = probe_prompts(ctx)
+    if not prompts:
+        log_event(ctx.layout, ctx.round, "route", "KL not measured: the bank holds no probe rows")
+        return None
+    from bat.train.kl_estimate import estimate_kl
+
+    return float(estimate_kl(candidate, best.checkpoint, prompts))

@@ -1,0 +1,72 @@
+"""The `route` phase: aggregates -> auditable decision, retained best, next round's plan, round report.
+
+Reads `round_NN/evaluate/aggregate_controller.json` and the previous round's route outputs (never the held-out
+side); writes `round_NN/route/decision.json`, `round_NN/route/best.json`, `checkpoints/best.json`,
+`round_{NN+1}/plan.json` and the round report.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from bat.curriculum.arms import resolve_arm
+from bat.curriculum.decide import NullCellsError, decide, snapshot
+from bat.curriculum.history import best_after_path, decision_path, previous_state, training_health
+from bat.curriculum.kl import measure_kl
+from bat.curriculum.plan import build_plan
+from bat.evaluate.store import aggregate_path, load_aggregate
+from bat.orchestrate.context import PhaseContext, PhaseResult
+from bat.orchestrate.events import log_event
+from bat.state.atomic import atomic_write_json
+from bat.state.checkpoints import write_best
+
+
+def _write_plan(ctx: PhaseContext, decision, arm) -> Path:
+    from bat.bank.store import open_bank
+
+    bank = open_bank(ctx.layout)
+    rows = bank.rows()
+    plan = build_plan(decision, arm, ctx.config.curriculum, index=bank.index(),
+                      stage_of={r.state_id: r.stage for r in rows}, bank_version=bank.version,
+                      run_seed=ctx.config.run.seed)
+    return atomic_write_json(ctx.layout.plan(plan.round), plan)
+
+
+def run_route(ctx: PhaseContext) -> PhaseResult:
+    """Decide round `ctx.round` from aggregates only; schedule round + 1 unless the run ends here."""
+    cfg, layout, r = ctx.config, ctx.layout, ctx.round
+    agg = load_aggregate(layout, r, "controller")
+    if agg is None:
+        raise FileNotFoundError(f"no controller aggregate at {aggregate_path(layout, r, 'controller')}; run the evaluate phase first")
+    arm = resolve_arm(cfg.curriculum)
+    best, history = previous_state(layout, r)
+    try:
+        snapshot(agg)
+    except NullCellsError as exc:
+        log_event(layout, r, "route", f"STOP: {exc}")
+        raise
+    kl = measure_kl(ctx, agg.checkpoint, best) if best is not None and arm.rl else None
+    decision, new_best = decide(
+        round_index=r, arm=arm, cfg=cfg.curriculum, stage_keys=cfg.stage_keys, candidate=agg, best=best,
+        history=history, kl=kl, health=training_health(layout, r), last_round=r >= cfg.run.rounds,
+    )
+    outputs = [atomic_write_json(decision_path(layout, r), decision), atomic_write_json(best_after_path(layout, r), new_best)]
+    write_best(layout.best_json, Path(new_best.checkpoint), round_index=new_best.round, score=new_best.score,
+               extra=new_best.model_dump(mode="json", exclude={"checkpoint", "round", "score"}))
+    outputs.append(layout.best_json)
+    if decision.next_round is not None:
+        outputs.append(_write_plan(ctx, decision, arm))
+    log_event(layout, r, "route", f"{decision.action}: {decision.reason}; target={decision.target_stage} "
+                                  f"rule={decision.rule} start={decision.start_checkpoint}")
+    from bat.report.round_report import write_round_report
+
+    outputs.extend(write_round_report(layout, r, cfg))
+    counts = {"drop_counter": decision.drop_counter, "overall": agg.overall or 0.0}
+    if kl is not None:
+        counts["kl"] = kl
+    return PhaseResult(outputs=outputs, inputs=[aggregate_path(layout, r, "controller")], counts=counts,
+                       extra={"action": decision.action, "target_stage": decision.target_stage, "rule": decision.rule})
+
+
+route = run_route
+"""Name used by the phase table (`bat.curriculum.phase:route`)."""

@@ -1,0 +1,142 @@
+"""Drive held-out episodes: suite run -> instance materialised on the held-out side -> agent -> RunScore -> EvalRun.
+
+Two drivers share one interface `Driver(prepared) -> list[EpisodeInfo]`: the policy driver runs a checkpoint
+through the rollout team's engine and agent loop (token in / token out, budgets from `rollout.budgets`);
+the scripted driver runs one of the benchmark's scripted agents (reference points, tests, benches).
+"""
+
+from __future__ import annotations
+
+import shutil
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Callable, Sequence
+
+from bat.evaluate.aggregate import run_metrics
+from bat.schemas.evaluation import EvalRun
+
+if TYPE_CHECKING:
+    from bat.config.root import BatConfig
+
+SCRIPTED_PREFIX = "scripted:"
+
+
+@dataclass
+class PreparedRun:
+    """One held-out run ready to play: its suite entry, instance, workspace, grader dir and environment."""
+
+    run: Any
+    """`bat.benchmark.SuiteRun` (run_id, track, repeat, instance_seed, sampling_seed)."""
+    instance: Any
+    workspace: Path
+    grader: Path
+    env: Any
+
+
+@dataclass
+class EpisodeInfo:
+    end_reason: str
+    turns: int = 0
+    infra_error: str | None = None
+    """Set when the episode failed for infrastructure reasons (engine down): its cells become null."""
+
+
+Driver = Callable[[Sequence[PreparedRun]], list[EpisodeInfo]]
+
+
+def prepare_run(run: Any, cfg: "BatConfig", work_root: Path) -> PreparedRun:
+    """Environment of the run's fixed instance; `reset()` (by the driver) materialises
+    `work_root/<run_id>/workspace` and its grader dir beside it (outside the workspace)."""
+    from bat.benchmark import StagedEnv, suite_instance
+
+    base = work_root / run.run_id
+    if base.exists():
+        shutil.rmtree(base)
+    workspace, grader = base / "workspace", base / "grader"
+    instance = suite_instance(run, cfg)
+    return PreparedRun(run=run, instance=instance, workspace=workspace, grader=grader,
+                       env=StagedEnv(instance, workspace, grader, cfg))
+
+
+def scripted_driver(agent: str) -> Driver:
+    """Play every run with the benchmark's scripted `agent` (one of `bat.benchmark.AGENTS`)."""
+    from bat.benchmark import AGENTS, run_agent
+
+    if agent not in AGENTS:
+        raise ValueError(f"unknown scripted agent {agent!r}; valid: {list(AGENTS)}")
+
+    def drive(prepared: Sequence[PreparedRun]) -> list[EpisodeInfo]:
+        out = []
+        for item in prepared:
+            item.env.reset()
+            trajectory = run_agent(item.env, item.instance, agent)
+            out.append(EpisodeInfo(end_reason=str(getattr(trajectory, "outcome", "done")),
+                                   turns=len(getattr(trajectory, "turns", []))))
+        return out
+
+    return drive
+
+
+def policy_driver(cfg: "BatConfig", checkpoint: Path) -> tuple[Driver, Callable[[], None]]:
+    """Run `checkpoint` through the rollout engine + agent loop; returns (driver, close)."""
+    from bat.benchmark import TOOL_NAMES, TOOL_SPECS
+    from bat.policy.loader import load_tokenizer
+    from bat.rollout.chat import TurnTokens
+    from bat.rollout.engine import make_engine
+    from bat.rollout.loop import LoopSettings, RolloutSpec, run_rollouts
+
+    engine = make_engine(cfg.rollout, checkpoint)
+    turn_tokens = TurnTokens(load_tokenizer(checkpoint), TOOL_SPECS)
+    settings = LoopSettings(budgets=cfg.rollout.budgets, temperature=cfg.evaluate.temperature,
+                            no_tool_call=cfg.rollout.no_tool_call, tool_workers=cfg.rollout.tool_workers,
+                            tool_names=list(TOOL_NAMES))
+
+    def drive(prepared: Sequence[PreparedRun]) -> list[EpisodeInfo]:
+        specs = [RolloutSpec(rollout_id=p.run.run_id, state_id=p.run.run_id, k=0, seed=int(p.run.sampling_seed),
+                             env=p.env, workspace=p.workspace) for p in prepared]
+        outcomes = run_rollouts(engine, specs, turn_tokens, settings)
+        infos = []
+        for outcome in outcomes:
+            rec = outcome.record
+            infra = rec.invalid_reason if rec.end_reason == "error" else None
+            infos.append(EpisodeInfo(end_reason=rec.end_reason, turns=len(rec.turns), infra_error=infra))
+        return infos
+
+    return drive, engine.close
+
+
+def to_eval_run(item: PreparedRun, info: EpisodeInfo, split: str, cfg: "BatConfig", seconds: float) -> EvalRun:
+    """Score the finished episode (grader side) into an `EvalRun`; infrastructure failures become null cells."""
+    run = item.run
+    base = dict(run_id=run.run_id, split=split, track=run.track, repeat=int(run.repeat), seed=int(run.sampling_seed),
+                instance_id=str(getattr(item.instance, "instance_id", "")), end_reason=info.end_reason,
+                turns=info.turns, duration_s=round(seconds, 3))
+    keys = list(cfg.stage_keys)
+    if info.infra_error is not None:
+        return EvalRun(**base, stages={k: None for k in keys}, task=None, null_reason=info.infra_error)
+    try:
+        score = item.env.score(run_id=run.run_id, repeat=int(run.repeat))
+    except Exception as exc:  # grader/harness failure: an infrastructure-null run, reported not zeroed
+        return EvalRun(**base, stages={k: None for k in keys}, task=None, null_reason=f"score: {type(exc).__name__}: {exc}")
+    return score_to_run(score, base, cfg)
+
+
+def score_to_run(score: Any, base: dict[str, Any], cfg: "BatConfig") -> EvalRun:
+    """`RunScore` -> `EvalRun`: the benchmark's Agentic/Overall are kept (one scoring source); a run whose
+    cells are all present but lacks them is completed with `run_metrics`. Null reasons are carried."""
+    stages = {k: score.stages[k] for k in cfg.stage_keys if k in score.stages}
+    agentic, overall = score.agentic, score.overall
+    if agentic is None and stages and all(v is not None for v in stages.values()) and score.task is not None:
+        agentic, overall = run_metrics(stages, score.task, cfg.stage_weights, breach=bool(score.breach))
+    null_reason = "; ".join(score.null_reasons) or (None if score.valid else "invalid run")
+    return EvalRun(**base, stages=stages, task=score.task, agentic=agentic, overall=overall, breach=bool(score.breach),
+                   null_reason=null_reason)
+
+
+def play(prepared: Sequence[PreparedRun], driver: Driver, split: str, cfg: "BatConfig") -> list[EvalRun]:
+    """Drive a chunk of prepared runs and score each; wall time is shared evenly across the chunk."""
+    start = time.monotonic()
+    infos = driver(prepared)
+    seconds = (time.monotonic() - start) / max(1, len(prepared))
+    return [to_eval_run(item, info, split, cfg, seconds) for item, info in zip(prepared, infos)]

@@ -1,0 +1,103 @@
+"""Phase functions: `evaluate` (controller split every round, final split per config) and `final_test`
+(final + untouched test split on the retained best, once, at the end of the run).
+
+Reads the candidate checkpoint (round 0: the SFT export; round r: the GRPO candidate, both named in the
+producing phase's DONE.json) and the held-out suite; writes aggregates to `round_NN/<phase>/` and raw runs +
+manifests to `heldout/round_NN/<split>/`.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from bat.config.load import config_hash
+from bat.evaluate.episodes import SCRIPTED_PREFIX, Driver, policy_driver, scripted_driver
+from bat.evaluate.runner import evaluate_split
+from bat.orchestrate.context import PhaseContext, PhaseResult
+from bat.orchestrate.events import log_event
+from bat.state.atomic import atomic_write_json, read_json
+from bat.state.checkpoints import read_best
+from bat.state.markers import read_done
+
+CHECKPOINT_KEYS = ("candidate", "checkpoint", "export", "export_dir")
+
+
+def candidate_checkpoint(ctx: PhaseContext) -> str:
+    """The checkpoint this round produced: `sft` DONE (round 0) or `grpo` DONE (round r), extra/counts key
+    among CHECKPOINT_KEYS; `scripted:<agent>` when `evaluate.agent` is a scripted agent."""
+    if ctx.config.evaluate.agent != "policy":
+        return SCRIPTED_PREFIX + ctx.config.evaluate.agent
+    producer = "sft" if ctx.round == 0 else "grpo"
+    done = read_done(ctx.layout.phase_dir(ctx.round, producer))
+    if done is None:
+        raise FileNotFoundError(f"round {ctx.round}: phase {producer!r} is not done "
+                                f"({ctx.layout.phase_dir(ctx.round, producer)}/DONE.json missing); nothing to evaluate")
+    for key in CHECKPOINT_KEYS:
+        value = done.extra.get(key)
+        if isinstance(value, str) and value:
+            path = Path(value) if Path(value).is_absolute() else ctx.layout.root / value
+            if not path.is_dir():
+                raise FileNotFoundError(f"{producer} DONE.json names checkpoint {path}, which does not exist")
+            return str(path)
+    raise KeyError(f"{producer} DONE.json extra has none of {list(CHECKPOINT_KEYS)}; cannot find the checkpoint to evaluate")
+
+
+def _driver(ctx: PhaseContext, checkpoint: str) -> tuple[Driver, object]:
+    if checkpoint.startswith(SCRIPTED_PREFIX):
+        return scripted_driver(checkpoint[len(SCRIPTED_PREFIX):]), None
+    return policy_driver(ctx.config, Path(checkpoint))
+
+
+def _evaluate(ctx: PhaseContext, checkpoint: str, splits: list[str]) -> PhaseResult:
+    driver, close = _driver(ctx, checkpoint)
+    result = PhaseResult(extra={"checkpoint": checkpoint})
+    chash = config_hash(ctx.config)
+    try:
+        for split in splits:
+            agg, written = evaluate_split(ctx.config, ctx.layout, ctx.round, split, checkpoint, driver,
+                                          config_hash=chash, phase=ctx.phase)
+            result.outputs.extend(written)
+            result.counts[f"{split}_runs"] = agg.n_runs
+            result.counts[f"{split}_null_cells"] = len(agg.null_cells)
+            if agg.overall is not None:
+                result.counts[f"{split}_overall"] = agg.overall
+            log_event(ctx.layout, ctx.round, ctx.phase,
+                      f"{split}: Overall {agg.overall if agg.overall is None else round(100 * agg.overall, 1)} "
+                      f"over {agg.n_runs} runs, {len(agg.null_cells)} null cell(s), checkpoint {checkpoint}")
+    finally:
+        if callable(close):
+            close()
+    if Path(checkpoint).exists():
+        result.inputs.append(Path(checkpoint))
+    return result
+
+
+def run_evaluate(ctx: PhaseContext) -> PhaseResult:
+    """Controller split on this round's candidate; plus the final split per `evaluate.final_eval`."""
+    policy = ctx.config.evaluate.final_eval
+    last = ctx.round >= ctx.config.run.rounds
+    splits = ["controller"] + (["final"] if policy == "every_round" or (policy == "last_round" and last) else [])
+    return _evaluate(ctx, candidate_checkpoint(ctx), splits)
+
+
+def run_final_test(ctx: PhaseContext) -> PhaseResult:
+    """Final + test split on the retained best (checkpoints/best.json), once per run; refuses a second checkpoint."""
+    best = read_best(ctx.layout.best_json)
+    if best is None:
+        raise FileNotFoundError(f"no retained best at {ctx.layout.best_json}; run the route phase first")
+    checkpoint = str(best["checkpoint"])
+    marker = ctx.layout.heldout_dir / "test_split_used.json"
+    if marker.exists():
+        used = read_json(marker)
+        if used.get("checkpoint") != checkpoint:
+            raise RuntimeError(f"the test split was already evaluated on {used.get('checkpoint')} (round {used.get('round')}); "
+                               "it is evaluated once per run, at the end")
+    atomic_write_json(marker, {"checkpoint": checkpoint, "round": ctx.round})
+    splits = ["final"] + (["test"] if ctx.config.evaluate.test_split else [])
+    return _evaluate(ctx, checkpoint, splits)
+
+
+evaluate = run_evaluate
+"""Name used by the phase table (`bat.evaluate.phase:evaluate`)."""
+final_test = run_final_test
+"""Name for a `final_test` phase row (`bat.evaluate.phase:final_test`)."""

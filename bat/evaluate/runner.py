@@ -1,0 +1,121 @@
+"""One evaluation of one checkpoint on one split: resume, retry null runs, aggregate, write both sides.
+
+Held-out side (`heldout/round_NN/<split>/`): `partial.jsonl` while running, then `runs.jsonl` (unless
+`evaluate.keep_raw_runs` is false) and `manifest.json`; workspaces live under `work/` there and are removed.
+Training side: `round_NN/<phase>/aggregate_<split>.json` only.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import shutil
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Sequence
+
+from bat.evaluate.aggregate import aggregate_runs
+from bat.evaluate.episodes import SCRIPTED_PREFIX, Driver, play, prepare_run, score_to_run
+from bat.evaluate.manifest import build_manifest, checkpoint_digest, manifest_digest
+from bat.evaluate.store import EVAL_PHASE, partial_runs_path, write_aggregate, write_heldout
+from bat.schemas.evaluation import SPLITS, EvalAggregate, EvalRun, RunEntry
+from bat.state.jsonl import append_jsonl, read_jsonl
+from bat.state.layout import RunLayout
+
+if TYPE_CHECKING:
+    from bat.config.root import BatConfig
+
+
+def suite_runs(cfg: "BatConfig", split: str) -> list[Any]:
+    """The suite's runs of `split` (tracks x repeats from the `benchmark` section)."""
+    from bat.benchmark import heldout_suite
+
+    if split not in SPLITS:
+        raise ValueError(f"unknown split {split!r}; valid: {list(SPLITS)}")
+    return list(heldout_suite(cfg, split=split))
+
+
+def _versions() -> tuple[str, str]:
+    import bat.benchmark as benchmark
+
+    suite = str(getattr(benchmark, "SUITE_VERSION", "builtin"))
+    harness = str(getattr(benchmark, "HARNESS_VERSION", getattr(benchmark, "__version__", "builtin")))
+    return suite, harness
+
+
+def _has_null(run: EvalRun) -> bool:
+    return run.task is None or any(v is None for v in run.stages.values())
+
+
+def _digest(checkpoint: str) -> str:
+    if checkpoint.startswith(SCRIPTED_PREFIX):
+        return "scripted:" + hashlib.sha256(checkpoint.encode("utf-8")).hexdigest()
+    return checkpoint_digest(checkpoint)
+
+
+def play_runs(
+    runs: Sequence[Any], driver: Driver, cfg: "BatConfig", split: str, work_root: Path, partial: Path
+) -> dict[str, EvalRun]:
+    """Play runs not yet finished in `partial` (resume), then retry null runs `evaluate.null_retries` times."""
+    done: dict[str, EvalRun] = {r.run_id: r for r in (read_jsonl(partial, EvalRun) if partial.exists() else [])}
+    chunk = cfg.evaluate.parallel_runs
+    for attempt in range(cfg.evaluate.null_retries + 1):
+        pending = [r for r in runs if r.run_id not in done or (attempt > 0 and _has_null(done[r.run_id]))]
+        if attempt > 0 and not pending:
+            break
+        for start in range(0, len(pending), chunk):
+            prepared = [prepare_run(r, cfg, work_root) for r in pending[start : start + chunk]]
+            results = play(prepared, driver, split, cfg)
+            append_jsonl(partial, results)
+            done.update({r.run_id: r for r in results})
+            for item in prepared:
+                shutil.rmtree(item.workspace.parent, ignore_errors=True)
+    return done
+
+
+def external_records(cfg: "BatConfig", checkpoint: str, split: str, work: Path) -> list[EvalRun]:
+    """Runs scored by the benchmark's external-evaluator adapter (`benchmark.kind = external`)."""
+    from bat.benchmark import run_external
+
+    work.mkdir(parents=True, exist_ok=True)
+    return [score_to_run(s, dict(run_id=f"{split}-{s.run_id}", split=split, track=s.track, repeat=s.repeat, seed=0,
+                                 instance_id=s.instance_id, end_reason="external"), cfg)
+            for s in run_external(checkpoint, work, cfg)]
+
+
+def evaluate_split(
+    cfg: "BatConfig",
+    layout: RunLayout,
+    round_index: int,
+    split: str,
+    checkpoint: str,
+    driver: Driver,
+    *,
+    config_hash: str,
+    phase: str = EVAL_PHASE,
+) -> tuple[EvalAggregate, list[Path]]:
+    """Evaluate `checkpoint` on `split`; returns the aggregate and every file written."""
+    heldout = layout.heldout_runs(round_index, split)
+    partial = partial_runs_path(layout, round_index, split)
+    if cfg.benchmark.kind == "external" and not checkpoint.startswith(SCRIPTED_PREFIX):
+        records = external_records(cfg, checkpoint, split, heldout / "work")
+    else:
+        runs = suite_runs(cfg, split)
+        done = play_runs(runs, driver, cfg, split, heldout / "work", partial)
+        records = [done[r.run_id] for r in runs]
+    suite_version, harness_version = _versions()
+    digest = _digest(checkpoint)
+    manifest = build_manifest(
+        round_index=round_index, split=split, checkpoint=checkpoint, digest=digest, suite_version=suite_version,
+        harness_version=harness_version, config_hash=config_hash, run_seed=cfg.run.seed,
+        evaluator=cfg.benchmark.kind, sampling={"temperature": cfg.evaluate.temperature},
+        runs=[RunEntry(run_id=r.run_id, track=r.track, repeat=r.repeat, seed=r.seed, instance_id=r.instance_id) for r in records],
+    )
+    agg = aggregate_runs(
+        records, stage_keys=cfg.stage_keys, round_index=round_index, checkpoint=checkpoint, checkpoint_digest=digest,
+        suite_version=suite_version, harness_version=harness_version, manifest_digest=manifest_digest(manifest),
+        confidence=cfg.evaluate.confidence,
+    )
+    written = write_heldout(layout, round_index, split, records, manifest, keep_raw=cfg.evaluate.keep_raw_runs)
+    written.append(write_aggregate(layout, agg, phase))
+    partial.unlink(missing_ok=True)
+    shutil.rmtree(heldout / "work", ignore_errors=True)
+    return agg, written

@@ -1,0 +1,75 @@
+"""Where evaluation outputs live: aggregates on the training side, raw runs + manifests on the held-out side."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Sequence
+
+from bat.schemas.evaluation import SPLITS, EvalAggregate, EvalManifest, EvalRun
+from bat.state.atomic import atomic_write_json, read_json
+from bat.state.jsonl import read_jsonl, write_jsonl
+from bat.state.layout import RunLayout
+
+EVAL_PHASE = "evaluate"
+FINAL_TEST_PHASE = "final_test"
+
+
+def _check_split(split: str) -> None:
+    if split not in SPLITS:
+        raise ValueError(f"unknown evaluation split {split!r}; valid: {list(SPLITS)}")
+
+
+def aggregate_path(layout: RunLayout, round_index: int, split: str, phase: str = EVAL_PHASE) -> Path:
+    """Training-side aggregate file: `round_NN/<phase>/aggregate_<split>.json`."""
+    _check_split(split)
+    return layout.phase_dir(round_index, phase) / f"aggregate_{split}.json"
+
+
+def heldout_runs_path(layout: RunLayout, round_index: int, split: str) -> Path:
+    """Held-out raw run records: `heldout/round_NN/<split>/runs.jsonl`."""
+    _check_split(split)
+    return layout.heldout_runs(round_index, split) / "runs.jsonl"
+
+
+def heldout_manifest_path(layout: RunLayout, round_index: int, split: str) -> Path:
+    _check_split(split)
+    return layout.heldout_runs(round_index, split) / "manifest.json"
+
+
+def write_aggregate(layout: RunLayout, agg: EvalAggregate, phase: str = EVAL_PHASE) -> Path:
+    """Atomically write the aggregate (the only evaluation file on the training side)."""
+    return atomic_write_json(aggregate_path(layout, agg.round, agg.split, phase), agg)
+
+
+def load_aggregate(layout: RunLayout, round_index: int, split: str = "controller", phase: str = EVAL_PHASE) -> EvalAggregate | None:
+    """The aggregate of `round_index`/`split`, or None when that evaluation has not been written."""
+    path = aggregate_path(layout, round_index, split, phase)
+    if not path.exists():
+        return None
+    return EvalAggregate.model_validate(read_json(path))
+
+
+def write_heldout(
+    layout: RunLayout, round_index: int, split: str, runs: Sequence[EvalRun], manifest: EvalManifest, *, keep_raw: bool
+) -> list[Path]:
+    """Write the manifest (always) and the raw runs (when `keep_raw`) on the held-out side; returns the paths."""
+    written = [atomic_write_json(heldout_manifest_path(layout, round_index, split), manifest)]
+    raw = heldout_runs_path(layout, round_index, split)
+    if keep_raw:
+        write_jsonl(raw, runs)
+        written.append(raw)
+    elif raw.exists():
+        raw.unlink()
+    return written
+
+
+def read_heldout_runs(layout: RunLayout, round_index: int, split: str) -> list[EvalRun]:
+    """Raw runs of one evaluation (held-out side; only evaluation phases may call this)."""
+    path = heldout_runs_path(layout, round_index, split)
+    return read_jsonl(path, EvalRun) if path.exists() else []
+
+
+def partial_runs_path(layout: RunLayout, round_index: int, split: str) -> Path:
+    """Runs finished so far (appended one by one) so an interrupted evaluation resumes."""
+    _check_split(split)
+    return layout.heldout_runs(round_index, split) / "partial.jsonl"

@@ -1,0 +1,37 @@
+"""Phase graph, executors (submitit slurm/local/debug), Apptainer wrapping, preemption, launcher.
+
+Contract for phase authors (other teams)
+----------------------------------------
+* A phase function is `def run(ctx: PhaseContext) -> PhaseResult` (see `bat.orchestrate.context`).
+  The product table `bat.orchestrate.graph.PHASES` points at (one line per phase)::
+
+      synthesize -> bat.bank.phase:synthesize      scan     -> bat.leakage.phase:scan
+      sft        -> bat.train.phase:sft            grpo     -> bat.train.phase:grpo
+      rollout    -> bat.rollout.phase:rollout      verify   -> bat.verify.phase:verify
+      evaluate   -> bat.evaluate.phase:evaluate    route    -> bat.curriculum.phase:route
+
+* Write outputs under `ctx.phase_dir` (or the layout paths your phase owns), atomically, and resume
+  from partial outputs found there: a phase may be killed (SIGKILL) or interrupted (USR2 ->
+  requeue) at any moment and is then simply called again with the same context; the rerun must
+  produce the same outputs. Do not write DONE.json yourself: the runner writes it last from your
+  `PhaseResult` (inputs/outputs digested, counts, extra).
+* Optional: register a flush hook with `bat.orchestrate.preempt.on_interrupt(fn)` to persist
+  in-memory progress (e.g. a step checkpoint) when the job is interrupted; it runs before requeue.
+* `route` reports its decision through `PhaseResult.extra`: `{"stop": true}` ends the run early;
+  otherwise the orchestrator queues round r+1 while r+1 <= `config.run.rounds`.
+* Async bank refresh beside round r >= 1 runs synthesize -> scan with `ctx.round == r`
+  (outputs recorded under `round_NN/synthesize|scan/`, the bank version itself under `bank/vNNNN/`).
+* Multi-GPU phases: with `resources.<phase>.launcher == "tasks"` the function runs once per task
+  (one per GPU) under srun; read ranks from `submitit.JobEnvironment()`; only rank 0's result is
+  recorded.
+
+Public API (for the CLI, jobs/ and tests)
+-----------------------------------------
+* `graph.PHASES: dict[str, PhaseSpec]`, `graph.round_phases(r) -> tuple[str, ...]`,
+  `graph.resolve_table(config) -> dict[str, PhaseSpec]` (applies `orchestrate.phase_overrides`).
+* `runner.run_phase(config, layout, round, phase) -> PhaseResult | None` (None: already DONE).
+* `executors.make_executor(config, layout, round, phase) -> submitit.Executor`.
+* `driver.queue_round(config, layout, round, owner) -> list[JobRef]`;
+  `driver.run(config, layout, rounds=None) -> int` (what `bat run` calls).
+* `container.apptainer_argv(container_cfg, state_root, scratch, command) -> list[str]`.
+"""

@@ -1,0 +1,170 @@
+"""Queue rounds: inspect state, take the round lease, submit only unfinished phases as an `afterok` chain.
+
+Slurm: every phase of a round is submitted up front; the route job queues round r+1 (`after_route`).
+local/debug: phases run one after another and `run` loops over rounds in this process.
+Reads: DONE.json markers, job records, the lease. Writes: job records, leases, events, run.json.
+"""
+
+from __future__ import annotations
+
+import os
+import socket
+import time
+from typing import TYPE_CHECKING, Callable
+
+from bat.orchestrate.events import log_event
+from bat.orchestrate.executors import executor_kind, make_executor
+from bat.orchestrate.graph import ASYNC_ORDER, round_phases
+from bat.orchestrate.jobrecords import job_active, read_job_record, write_job_record
+from bat.orchestrate.preempt import PhaseJob
+from bat.orchestrate.preflight import preflight
+from bat.state.layout import RunLayout
+from bat.state.lease import Lease, LeaseHeld
+from bat.state.markers import read_done
+
+if TYPE_CHECKING:
+    from bat.config.root import BatConfig
+
+
+class PhaseFailed(RuntimeError):
+    """A phase job ended without writing DONE.json (its log path is in the message)."""
+
+
+def default_owner() -> str:
+    """Who is queueing: the Slurm job id when inside one, else host:pid."""
+    job = os.environ.get("SLURM_JOB_ID")
+    return f"slurm-job-{job}" if job else f"{socket.gethostname()}:{os.getpid()}"
+
+
+def next_round(config: "BatConfig", layout: RunLayout) -> int | None:
+    """First round (0..run.rounds) whose route is not DONE; None when finished or route asked to stop."""
+    for r in range(config.run.rounds + 1):
+        done = read_done(layout.phase_dir(r, "route"))
+        if done is None:
+            return r
+        if done.extra.get("stop"):
+            return None
+    return None
+
+
+def queue_phase(config: "BatConfig", layout: RunLayout, r: int, phase: str, deps: list[str], owner: str,
+                heartbeat: Callable[[], None] = lambda: None) -> str | None:
+    """Queue (round, phase) unless DONE or already queued; returns the live Slurm job id or None.
+
+    local/debug executors wait for the job here (heartbeating the lease) and raise PhaseFailed.
+    """
+    if read_done(layout.phase_dir(r, phase)) is not None:
+        return None
+    kind = executor_kind(config)
+    record = read_job_record(layout, r, phase)
+    if kind == "slurm" and job_active(record):
+        log_event(layout, r, phase, f"already queued as job {record['job_id']}, not queueing again")
+        return str(record["job_id"])
+    from bat.config.load import resolved_dict
+
+    executor = make_executor(config, layout, r, phase, deps)
+    job = executor.submit(PhaseJob(resolved_dict(config), str(layout.root), r, phase, chain_next=kind == "slurm"))
+    write_job_record(layout, r, phase, job_id=job.job_id, executor=kind, owner=owner, dependency=deps)
+    log_event(layout, r, phase, f"queued job {job.job_id} on {kind}" + (f" afterok:{':'.join(deps)}" if deps else ""))
+    if kind == "slurm":
+        return str(job.job_id)
+    while not job.done():
+        heartbeat()
+        time.sleep(min(config.orchestrate.poll_s, 0.5))
+    try:
+        job.result()
+    except Exception as exc:  # submitit re-raises the job's failure with its traceback
+        raise PhaseFailed(f"round {r} phase {phase} failed (job {job.job_id}, log {job.paths.stderr}): {exc}") from exc
+    if read_done(layout.phase_dir(r, phase)) is None:
+        raise PhaseFailed(f"round {r} phase {phase}: job {job.job_id} ended without DONE.json")
+    return None
+
+
+def queue_round(config: "BatConfig", layout: RunLayout, r: int, owner: str | None = None) -> list[str]:
+    """Preflight, take the round lease, queue the round's unfinished phases in order; returns queued job ids.
+
+    Raises PreflightError (nothing queued) or LeaseHeld (another driver is queueing this round).
+    """
+    preflight(config, r)
+    owner = owner or default_owner()
+    lease = Lease(layout.lease(f"round_{r:02d}"), owner, ttl_s=config.orchestrate.lease_ttl_s).acquire()
+    log_event(layout, r, "driver", f"lease taken by {owner}")
+    try:
+        jobs = _queue_chain(config, layout, r, round_phases(r), owner, lease.heartbeat)
+        if r >= 1 and config.orchestrate.bank_refresh:
+            jobs += _queue_chain(config, layout, r, ASYNC_ORDER, owner, lease.heartbeat)
+    finally:
+        lease.release()
+    return jobs
+
+
+def _queue_chain(config: "BatConfig", layout: RunLayout, r: int, phases: tuple[str, ...], owner: str,
+                 heartbeat: Callable[[], None]) -> list[str]:
+    deps: list[str] = []
+    for phase in phases:
+        heartbeat()
+        job_id = queue_phase(config, layout, r, phase, list(deps), owner, heartbeat)
+        if job_id is not None:
+            deps.append(job_id)
+    return deps
+
+
+def after_route(config: "BatConfig", layout: RunLayout, r: int) -> str:
+    """Inside the route job (Slurm): stop on the route's request or the budget, else queue round r+1."""
+    done = read_done(layout.phase_dir(r, "route"))
+    if done is not None and done.extra.get("stop"):
+        log_event(layout, r, "route", "route asked to stop: no further rounds")
+        return "stopped"
+    if r + 1 > config.run.rounds:
+        log_event(layout, r, "route", f"round budget run.rounds={config.run.rounds} reached")
+        return "budget reached"
+    try:
+        jobs = queue_round(config, layout, r + 1)
+    except LeaseHeld as exc:
+        log_event(layout, r, "route", f"round {r + 1} is being queued by another driver ({exc})")
+        return "held"
+    return f"queued round {r + 1}: {jobs}"
+
+
+def run(config: "BatConfig", layout: RunLayout, *, owner: str | None = None, wait: bool = False,
+        allow_config_change: bool = False) -> int:
+    """`bat run` / run_round.sh: queue (Slurm) or run (local) rounds until done; returns an exit code."""
+    from bat.state.run_record import open_run
+
+    r = next_round(config, layout)
+    if r is None:
+        print(f"bat: {layout.root}: all {config.run.rounds} round(s) finished (or route stopped); nothing to do")
+        return 0
+    preflight(config, r)
+    open_run(layout, config, allow_config_change=allow_config_change)
+    kind = executor_kind(config)
+    while r is not None:
+        try:
+            jobs = queue_round(config, layout, r, owner)
+        except LeaseHeld as exc:
+            print(f"bat: round {r} not queued: {exc}")
+            return 0
+        if kind == "slurm":
+            print(f"bat: round {r} queued on Slurm: jobs {jobs or '(all phases already DONE or queued)'}")
+            return wait_slurm(config, layout) if wait else 0
+        print(f"bat: round {r} finished ({kind} executor)")
+        r = next_round(config, layout)
+    return 0
+
+
+def wait_slurm(config: "BatConfig", layout: RunLayout, timeout_s: float | None = None) -> int:
+    """Poll until every round is DONE (0) or no job of the unfinished round is alive any more (1)."""
+    deadline = None if timeout_s is None else time.monotonic() + timeout_s
+    quiet = 0
+    while True:
+        r = next_round(config, layout)
+        if r is None:
+            return 0
+        alive = any(job_active(read_job_record(layout, rr, p)) for rr in (r, max(r - 1, 0)) for p in round_phases(rr))
+        quiet = 0 if alive else quiet + 1
+        if quiet >= 3:  # three polls without a live job: the chain broke (failed or cancelled phase)
+            log_event(layout, r, "driver", "no live job left and round unfinished: resubmit to resume")
+            return 1
+        if deadline is not None and time.monotonic() > deadline:
+            return 1
+        time.sleep(config.orchestrate.poll_s)

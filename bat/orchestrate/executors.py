@@ -1,0 +1,70 @@
+"""submitit executors from config: slurm, local, debug or auto; per-phase resources; container hook."""
+
+from __future__ import annotations
+
+import shutil
+from typing import TYPE_CHECKING, Any
+
+import submitit
+
+from bat.orchestrate.container import submitit_python
+from bat.orchestrate.graph import PHASES
+from bat.state.layout import RunLayout
+
+if TYPE_CHECKING:
+    from bat.config.root import BatConfig
+
+EXECUTOR_KINDS = ("auto", "slurm", "local", "debug")
+
+
+def executor_kind(config: "BatConfig") -> str:
+    """Concrete executor: `auto` becomes `slurm` when `sbatch` is on PATH, else `local`."""
+    kind = config.orchestrate.executor
+    if kind not in EXECUTOR_KINDS:
+        raise ValueError(f"orchestrate.executor={kind!r}; valid: {list(EXECUTOR_KINDS)}")
+    if kind == "auto":
+        return "slurm" if shutil.which("sbatch") else "local"
+    return kind
+
+
+def resource_parameters(config: "BatConfig", phase: str, kind: str) -> dict[str, Any]:
+    """submitit parameters for `phase` (generic + `slurm_`-prefixed) from `orchestrate.resources`."""
+    if phase not in PHASES and phase != "driver":
+        raise KeyError(f"unknown phase {phase!r}; valid: {sorted(PHASES)} or 'driver'")
+    key = PHASES[phase].resources if phase in PHASES else "driver"
+    orch = config.orchestrate
+    res = orch.resources[key]
+    tasks = res.gpus if res.launcher == "tasks" and res.gpus > 0 else 1
+    params: dict[str, Any] = {"timeout_min": res.time_min, "name": f"{config.run.name}.{phase}"}
+    if kind == "local":
+        params["tasks_per_node"] = tasks
+        if res.gpus:
+            params["gpus_per_node"] = res.gpus
+    if kind == "slurm":
+        params.update(mem_gb=res.mem_gb, cpus_per_task=res.cpus, nodes=res.nodes, tasks_per_node=tasks,
+                      slurm_signal_delay_s=orch.signal_delay_s)
+        if res.gpus:
+            params["gpus_per_node"] = res.gpus
+        if res.partition:
+            params["slurm_partition"] = res.partition
+        extra: dict[str, Any] = {"kill-on-invalid-dep": "yes", **res.additional}
+        params["slurm_additional_parameters"] = extra
+    return params
+
+
+def make_executor(config: "BatConfig", layout: RunLayout, round_index: int, phase: str,
+                  dependency: list[str] | None = None) -> submitit.Executor:
+    """An executor whose jobs log under `jobs/round_NN/<phase>/<job id>`; `dependency` = afterok job ids."""
+    kind = executor_kind(config)
+    folder = layout.submitit_dir(round_index, phase) / "%j"
+    init: dict[str, Any] = {}
+    if kind in ("slurm", "local"):
+        init[f"{kind}_max_num_timeout"] = config.orchestrate.max_timeouts
+    if kind == "slurm" and config.orchestrate.container.enabled:
+        init["slurm_python"] = submitit_python(config.orchestrate.container, layout.root)
+    executor = submitit.AutoExecutor(folder=folder, cluster=kind, **init)
+    params = resource_parameters(config, phase, kind)
+    if dependency and kind == "slurm":
+        params["slurm_dependency"] = "afterok:" + ":".join(dependency)
+    executor.update_parameters(**params)
+    return executor

@@ -1,0 +1,62 @@
+"""Refuse a bad launch before any job is queued: phase functions importable, executor usable, partitions exist."""
+
+from __future__ import annotations
+
+import shutil
+import subprocess
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from bat.config.load import ConfigError
+from bat.orchestrate.executors import executor_kind
+from bat.orchestrate.graph import ASYNC_ORDER, check_round, round_phases, resolve_table
+
+if TYPE_CHECKING:
+    from bat.config.root import BatConfig
+
+
+class PreflightError(ConfigError):
+    """The launch would fail; nothing was queued. The message lists every problem and what is valid."""
+
+
+def slurm_partitions() -> list[str]:
+    """Partition names known to the cluster (`sinfo -h -o %R`); [] when sinfo fails."""
+    try:
+        out = subprocess.run(["sinfo", "-h", "-o", "%R"], capture_output=True, text=True, timeout=30, check=False)
+    except (OSError, subprocess.TimeoutExpired):
+        return []
+    return sorted({line.strip() for line in out.stdout.splitlines() if line.strip()}) if out.returncode == 0 else []
+
+
+def preflight_problems(config: "BatConfig", round_index: int) -> list[str]:
+    """Every reason the round `round_index` cannot be queued with this config; [] when fine."""
+    problems: list[str] = []
+    if round_index > config.run.rounds:
+        problems.append(f"round {round_index} is beyond the round budget run.rounds={config.run.rounds}")
+    phases = round_phases(round_index)
+    if round_index >= 1 and config.orchestrate.bank_refresh:
+        phases = (*phases, *ASYNC_ORDER)
+    problems += check_round(config, round_index, phases)
+    kind = executor_kind(config)
+    table = resolve_table(config)
+    if kind == "slurm":
+        if shutil.which("sbatch") is None:
+            problems.append("orchestrate.executor=slurm but `sbatch` is not on PATH; valid here: local, debug")
+        else:
+            wanted = {table[p].resources for p in phases}
+            valid = slurm_partitions()
+            for key in sorted(wanted):
+                part = config.orchestrate.resources[key].partition
+                if part and valid and part not in valid:
+                    problems.append(f"orchestrate.resources.{key}.partition={part!r} does not exist; valid: {valid}")
+        container = config.orchestrate.container
+        if container.enabled and not Path(container.image).is_file():
+            problems.append(f"orchestrate.container.image={container.image!r} not found; build it with containers/build.sh")
+    return problems
+
+
+def preflight(config: "BatConfig", round_index: int) -> None:
+    """Raise PreflightError listing every problem; returns None when the round can be queued."""
+    problems = preflight_problems(config, round_index)
+    if problems:
+        raise PreflightError(f"refusing to queue round {round_index}:\n  " + "\n  ".join(problems))

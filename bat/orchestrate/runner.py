@@ -1,0 +1,71 @@
+"""Run one phase function and mark it complete: DONE.json is written last; a DONE phase is a no-op.
+
+Reads: the phase's inputs (whatever its function reads). Writes: `round_NN/<phase>/DONE.json`
+(via `bat.state.markers.write_done`) plus event lines; the phase function writes everything else.
+"""
+
+from __future__ import annotations
+
+import time
+from typing import TYPE_CHECKING
+
+from bat.orchestrate.context import PhaseContext, PhaseResult
+from bat.orchestrate.events import log_event
+from bat.orchestrate.graph import PhaseSpec, load_phase_fn, resolve_table
+from bat.state.layout import RunLayout
+from bat.state.markers import read_done, write_done
+
+if TYPE_CHECKING:
+    from bat.config.root import BatConfig
+
+
+def global_rank() -> int:
+    """Rank of this process inside a multi-task submitit job (0 outside submitit or for single tasks)."""
+    import submitit
+
+    try:
+        return int(submitit.JobEnvironment().global_rank)
+    except RuntimeError:  # not inside a submitit job
+        return 0
+
+
+def run_phase(
+    config: "BatConfig",
+    layout: RunLayout,
+    round_index: int,
+    phase: str,
+    table: dict[str, PhaseSpec] | None = None,
+) -> PhaseResult | None:
+    """Call the phase function for (round, phase) and write its DONE.json; None when already DONE."""
+    from bat.config.load import config_hash
+
+    table = table or resolve_table(config)
+    if phase not in table:
+        raise KeyError(f"unknown phase {phase!r}; valid: {sorted(table)}")
+    ctx = PhaseContext(config=config, layout=layout, round=round_index, phase=phase)
+    if read_done(ctx.phase_dir) is not None:
+        log_event(layout, round_index, phase, "already DONE, nothing to do")
+        return None
+    fn = load_phase_fn(table[phase].target)
+    ctx.phase_dir.mkdir(parents=True, exist_ok=True)
+    log_event(layout, round_index, phase, f"start ({table[phase].target})")
+    started = time.perf_counter()
+    result = fn(ctx)
+    if not isinstance(result, PhaseResult):
+        raise TypeError(f"phase {phase} ({table[phase].target}) returned {type(result).__name__}, not PhaseResult")
+    elapsed = time.perf_counter() - started
+    if global_rank() == 0:
+        extra = {**result.extra, "compute_s": round(elapsed, 3)}
+        write_done(
+            ctx.phase_dir,
+            phase=phase,
+            config_hash=config_hash(config),
+            round_index=round_index,
+            inputs=result.inputs,
+            outputs=result.outputs,
+            counts=result.counts,
+            extra=extra,
+            run_root=layout.root,
+        )
+        log_event(layout, round_index, phase, f"DONE in {elapsed:.2f}s counts={result.counts}")
+    return result

@@ -1,0 +1,36 @@
+"""Policy side of bat: load an HF causal LM offline, build the deterministic tiny model, tool-call codec.
+
+Public API (stable; other teams code against it):
+
+* `bat.policy.codec`
+    - `TOOL_CALL_OPEN = "<tool_call>"`, `TOOL_CALL_CLOSE = "</tool_call>"`; an assistant turn holds
+      free text followed by at most one block
+      `<tool_call>{"name": "...", "arguments": {...}}</tool_call>`.
+    - `ToolCall(name: str, arguments: dict)`  (pydantic; `.as_dict() -> {"name", "arguments"}`)
+    - `InvalidAction(reason: str, raw: str, detail: str)`  reason in `INVALID_REASONS`
+      (`no_tool_call`, `unclosed_tool_call`, `bad_json`, `not_an_object`, `missing_name`,
+      `bad_arguments`, `multiple_tool_calls`, `unknown_tool`); `.as_dict()` gives an invalid-action
+      record the benchmark env turns into an error observation.
+    - `parse_tool_call(text, tool_names=None) -> ToolCall | InvalidAction`  (never raises)
+    - `render_tool_call(call, thought="") -> str`  (inverse of parse: parse(render(c)) == c)
+* `bat.policy.loader`
+    - `load_policy(path, *, dtype="float32", device="cpu") -> Policy`  (offline only: sets
+      `local_files_only`; a missing path raises FileNotFoundError naming the expected files)
+    - `load_tokenizer(path)`;  `Policy(model, tokenizer, path)` dataclass
+* `bat.policy.tiny`
+    - `build_tiny_model(out_dir, cfg: ModelConfig, seed: int, *, corpus=None) -> Path`
+      writes an HF directory (config.json, model.safetensors, tokenizer.json,
+      tokenizer_config.json, chat_template.jinja, bat_model.json); same seed -> same bytes.
+* `bat.policy.chat`
+    - `CHAT_TEMPLATE` (ChatML-style jinja; roles system/user/assistant/tool; assistant
+      messages may carry `tool_calls=[{"name","arguments"}]` or `{"function": {...}}`; `tools=`
+      renders the tool list into the system turn)
+    - `render_messages(tokenizer, messages, tools=None, add_generation_prompt=False) -> str`
+    - `encode_messages(tokenizer, messages, tools=None) -> (ids, loss_mask)`: loss mask is 1 on
+      the tokens of the LAST assistant message (its content + end-of-turn token), 0 elsewhere.
+* `bat.policy.corpus`: `tokenizer_corpus() -> list[str]` (tool language + observations from
+  `bat.benchmark` when importable, plus a fixed corpus of text shipped with Python).
+
+Config: `bat.config.model.ModelConfig` (`path` to a local HF model, or tiny-builder settings).
+CLI: `bat model build-tiny --out DIR [--config YAML] [--seed N]`.
+"""

@@ -1,0 +1,69 @@
+"""Load any HF-format causal LM + tokenizer from a local directory, offline only (never a hub download)."""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+DTYPES = ("float32", "bfloat16", "float16")
+_WEIGHT_FILES = ("model.safetensors", "model.safetensors.index.json", "pytorch_model.bin", "pytorch_model.bin.index.json")
+
+
+@dataclass
+class Policy:
+    """A loaded policy: model (eval mode), tokenizer and the directory it came from."""
+
+    model: Any
+    tokenizer: Any
+    path: Path
+
+
+def check_model_dir(path: str | Path) -> Path:
+    """Return `path` as a Path if it is a local HF model directory; else raise naming what is missing."""
+    p = Path(path)
+    if not p.is_dir():
+        raise FileNotFoundError(f"model path {p} is not a local directory (hub ids are not allowed; build one "
+                                f"with `bat model build-tiny --out DIR` or point model.path at an HF directory)")
+    missing = [] if (p / "config.json").exists() else ["config.json"]
+    if not any((p / name).exists() for name in _WEIGHT_FILES):
+        missing.append(f"one of {list(_WEIGHT_FILES)}")
+    if missing:
+        raise FileNotFoundError(f"model directory {p} lacks {', '.join(missing)}")
+    return p
+
+
+def load_tokenizer(path: str | Path) -> Any:
+    """Tokenizer from a local directory (local_files_only)."""
+    from transformers import AutoTokenizer
+
+    p = Path(path)
+    if not (p / "tokenizer.json").exists() and not (p / "tokenizer_config.json").exists():
+        raise FileNotFoundError(f"{p} has no tokenizer.json / tokenizer_config.json")
+    return AutoTokenizer.from_pretrained(p, local_files_only=True)
+
+
+def torch_dtype(name: str) -> Any:
+    """torch dtype for one of DTYPES; anything else raises listing the valid names."""
+    import torch
+
+    if name not in DTYPES:
+        raise ValueError(f"dtype {name!r} is not valid; valid dtypes: {list(DTYPES)}")
+    return getattr(torch, name)
+
+
+def load_model(path: str | Path, *, dtype: str = "float32", device: str = "cpu") -> Any:
+    """Causal LM weights from a local directory, in eval mode on `device`."""
+    from transformers import AutoModelForCausalLM
+
+    p = check_model_dir(path)
+    model = AutoModelForCausalLM.from_pretrained(p, dtype=torch_dtype(dtype), local_files_only=True)
+    return model.to(device).eval()
+
+
+def load_policy(path: str | Path, *, dtype: str = "float32", device: str = "cpu") -> Policy:
+    """Model + tokenizer from one local directory. Sets HF_HUB_OFFLINE for this process if unset."""
+    os.environ.setdefault("HF_HUB_OFFLINE", "1")
+    p = check_model_dir(path)
+    return Policy(model=load_model(p, dtype=dtype, device=device), tokenizer=load_tokenizer(p), path=p)

@@ -1,0 +1,84 @@
+"""`openai` engine: a client for an OpenAI-compatible `/v1/completions` server (`vllm serve`, SGLang).
+
+Token in, token out: the prompt is sent as a list of token ids; the reply must carry the sampled ids,
+either as vLLM's `return_tokens_as_token_ids` strings (`"token_id:123"`) in `logprobs.tokens` or as a
+`token_ids` list on the choice. A server that returns only text is refused with a clear error, since
+re-tokenizing text would break the alignment of ids, masks and behavior logprobs.
+"""
+
+from __future__ import annotations
+
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+from typing import Any, Literal
+
+from bat.config.rollout import OpenAIEngineConfig
+from bat.rollout.engine import GenRequest, GenResult
+from bat.rollout.httpjson import HttpError, post_json
+
+_PREFIX = "token_id:"
+
+
+def parse_choice(choice: dict[str, Any]) -> GenResult:
+    """Ids, logprobs and finish of one completion choice; raises ValueError when ids are not returned."""
+    lp = choice.get("logprobs") or {}
+    tokens, logps = lp.get("tokens"), lp.get("token_logprobs")
+    if tokens is not None and all(isinstance(t, str) and t.startswith(_PREFIX) for t in tokens):
+        ids = [int(t[len(_PREFIX):]) for t in tokens]
+    elif isinstance(choice.get("token_ids"), list):
+        ids = [int(t) for t in choice["token_ids"]]
+    else:
+        raise ValueError("server reply carries no token ids; start vLLM with token ids enabled "
+                         "(request field return_tokens_as_token_ids) or use the `hf`/`vllm` engine")
+    if logps is None or len(logps) != len(ids):
+        raise ValueError(f"server returned {len(ids)} token ids but "
+                         f"{'no' if logps is None else len(logps)} token logprobs")
+    finish: Literal["stop", "length"] = "stop" if choice.get("finish_reason") == "stop" else "length"
+    return GenResult(token_ids=ids, logprobs=[float(x) if x is not None else 0.0 for x in logps], finish=finish)
+
+
+class OpenAIEngine:
+    """Client engine; `set_weights` asks nothing of the server (reload it there) but records the checkpoint."""
+
+    name = "openai"
+
+    def __init__(self, cfg: OpenAIEngineConfig, *, top_p: float = 1.0, top_k: int = 0, checkpoint: str = "") -> None:
+        self.cfg, self.top_p, self.top_k = cfg, top_p, top_k
+        self.url = cfg.base_url.rstrip("/") + "/completions"
+        self.checkpoint = checkpoint or cfg.model
+
+    def body(self, req: GenRequest) -> dict[str, Any]:
+        """The completions request for one GenRequest (vLLM extensions for ids and stop tokens)."""
+        body: dict[str, Any] = {
+            "model": self.cfg.model, "prompt": list(req.prompt_ids), "max_tokens": req.max_new_tokens,
+            "temperature": req.temperature, "top_p": self.top_p, "seed": req.seed, "logprobs": 0,
+            "return_tokens_as_token_ids": True, "stop_token_ids": list(req.stop_ids),
+            "skip_special_tokens": False, "include_stop_str_in_output": True,
+        }
+        if self.top_k > 0:
+            body["top_k"] = self.top_k
+        return body
+
+    def _one(self, req: GenRequest) -> GenResult:
+        last = ""
+        for _ in range(self.cfg.max_retries + 1):
+            try:
+                reply = post_json(self.url, self.body(req), timeout_s=self.cfg.timeout_s, api_key_env=self.cfg.api_key_env)
+                return parse_choice(reply["choices"][0])
+            except HttpError as exc:
+                last = str(exc)
+            except (KeyError, IndexError, TypeError, ValueError) as exc:
+                return GenResult(token_ids=[], logprobs=[], finish="length", error=f"bad server reply: {exc}")
+        return GenResult(token_ids=[], logprobs=[], finish="length", error=last)
+
+    def generate(self, requests: list[GenRequest]) -> list[GenResult]:
+        """One HTTP request per GenRequest, `concurrency` in flight (the server batches them)."""
+        with ThreadPoolExecutor(max_workers=self.cfg.concurrency) as pool:
+            return list(pool.map(self._one, requests))
+
+    def set_weights(self, path: str | Path) -> None:
+        """Record the new checkpoint; the server must be restarted/reloaded on it (its prefix cache goes with it)."""
+        self.checkpoint = str(path)
+
+    def close(self) -> None:
+        pass

@@ -1,0 +1,46 @@
+"""Open the benchmark environment for one rollout of a Stage Bank row (through the bank's own helpers).
+
+Workspace = a fresh, digest-checked copy of the row's state package p; grader side = rebuilt from the
+practice task's seed outside the workspace; prefix execution records come from the bank's state dir.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from bat.rollout.runner import OpenedEnv, StateJob
+
+if TYPE_CHECKING:
+    from bat.config.root import BatConfig
+    from bat.schemas.bank import PracticeTask
+
+
+def grader_side(task: "PracticeTask", config: "BatConfig", workdir: Path) -> Path:
+    """Grader dir regenerated from the practice task under `workdir` (never from rollout files)."""
+    from bat.bank.practice import write_grader
+
+    return write_grader(task, config, workdir)
+
+
+def prior_records(state_dir: Path) -> list[Any]:
+    """ExecutionRecords of the teacher prefix a state package was built from (empty for E2E rows)."""
+    from bat.bank.replay import PRIOR_RECORDS
+    from bat.sandbox import ExecutionRecord
+    from bat.state.jsonl import read_jsonl
+
+    path = Path(state_dir) / PRIOR_RECORDS
+    return read_jsonl(path, ExecutionRecord) if path.exists() else []
+
+
+def bank_opener(bank: Any, config: "BatConfig"):
+    """`open_env(job, k, workdir)` for `run_shards` over rows of an opened bank version (job.payload = BankRow)."""
+    from bat.bank.prompts import to_dicts
+    from bat.bank.rows import open_row_env
+
+    def open_env(job: StateJob, k: int, workdir: Path) -> OpenedEnv:
+        env = open_row_env(bank.path, job.payload, workdir, config)
+        return OpenedEnv(env=env, workspace=env.workspace, messages=to_dicts(job.payload.prompt),
+                         close=getattr(env, "close", None))
+
+    return open_env

@@ -1,0 +1,110 @@
+"""Shard driver: K rollouts per state, `states_per_shard` states per shard, resume by per-shard DONE markers.
+
+Seeds come from (run seed, round, "rollout", shard, state_id, k), so a shard redone after an interruption
+reproduces the same bytes. The engine is built lazily: a fully finished phase loads no model.
+"""
+
+from __future__ import annotations
+
+import shutil
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Callable, Sequence
+
+from bat.rollout.chat import TurnTokens
+from bat.rollout.engine import Engine
+from bat.rollout.loop import Env, LoopSettings, RolloutSpec, run_rollouts
+from bat.rollout.shards import clear_partial, shard_dir, shard_done, shard_meta, write_shard
+from bat.seeds import derive_seed
+
+
+@dataclass(frozen=True)
+class StateJob:
+    """One Stage Bank state to roll out K times (one GRPO group)."""
+
+    state_id: str
+    pool: str
+    stage: str
+    payload: Any = None
+    """Whatever `open_env` needs (e.g. the BankRow)."""
+
+
+@dataclass
+class OpenedEnv:
+    """An environment ready for one rollout, its workspace and the opening messages."""
+
+    env: Env
+    workspace: Path | None
+    messages: list[dict[str, Any]] | None = None
+    close: Callable[[], None] | None = None
+
+
+@dataclass
+class ShardRun:
+    """Summary of a `run_shards` call."""
+
+    shards: list[Path] = field(default_factory=list)
+    skipped: list[int] = field(default_factory=list)
+    written: list[int] = field(default_factory=list)
+    meta: list[dict[str, Any]] = field(default_factory=list)
+
+
+def plan_shards(jobs: Sequence[StateJob], states_per_shard: int) -> list[list[StateJob]]:
+    """Split jobs into consecutive shards of `states_per_shard` (order kept)."""
+    if states_per_shard < 1:
+        raise ValueError(f"states_per_shard must be >= 1, got {states_per_shard}")
+    return [list(jobs[i : i + states_per_shard]) for i in range(0, len(jobs), states_per_shard)]
+
+
+def rollout_id(round_index: int, shard: int, state_id: str, k: int) -> str:
+    """Stable id of one rollout."""
+    return f"r{round_index:02d}-s{shard:04d}-{state_id}-k{k}"
+
+
+def run_shards(phase_dir: Path, jobs: Sequence[StateJob], *, k: int, states_per_shard: int, run_seed: int,
+               round_index: int, open_env: Callable[[StateJob, int, Path], OpenedEnv],
+               engine_factory: Callable[[], Engine], turn_tokens: Callable[[], TurnTokens],
+               settings: LoopSettings, scratch: Path, keep_evidence: bool = True,
+               log: Callable[[str], None] = lambda _msg: None) -> ShardRun:
+    """Write every missing shard under `phase_dir`; finished shards are skipped. Returns a summary."""
+    phase_dir.mkdir(parents=True, exist_ok=True)
+    clear_partial(phase_dir)
+    out = ShardRun()
+    engine: Engine | None = None
+    tt: TurnTokens | None = None
+    for index, shard_jobs in enumerate(plan_shards(jobs, states_per_shard)):
+        out.shards.append(shard_dir(phase_dir, index))
+        if shard_done(phase_dir, index):
+            out.skipped.append(index)
+            out.meta.append(shard_meta(shard_dir(phase_dir, index)))
+            continue
+        if engine is None:
+            engine, tt = engine_factory(), turn_tokens()
+        work = scratch / f"shard_{index:04d}"
+        shutil.rmtree(work, ignore_errors=True)
+        specs, opened = [], []
+        try:
+            for job in shard_jobs:
+                for kk in range(k):
+                    rid = rollout_id(round_index, index, job.state_id, kk)
+                    env = open_env(job, kk, work / rid)
+                    opened.append(env)
+                    specs.append(RolloutSpec(
+                        rollout_id=rid, state_id=job.state_id, k=kk, env=env.env, messages=env.messages,
+                        seed=derive_seed(run_seed, round_index, "rollout", index, job.state_id, kk),
+                        workspace=env.workspace, round=round_index, shard=index, pool=job.pool, stage=job.stage))
+            outcomes = run_rollouts(engine, specs, tt, settings)
+            workspaces = {s.rollout_id: (s.workspace if keep_evidence else None) for s in specs}
+            meta = {"engine": engine.name, "checkpoint": engine.checkpoint, "k": k, "round": round_index}
+            write_shard(phase_dir, index, outcomes, workspaces, meta)
+        finally:
+            for env in opened:
+                if env.close:
+                    env.close()
+            shutil.rmtree(work, ignore_errors=True)
+        out.written.append(index)
+        out.meta.append(shard_meta(shard_dir(phase_dir, index)))
+        log(f"rollout shard {index}: {len(specs)} rollouts written")
+    if engine is not None:
+        engine.close()
+    return out

@@ -1,0 +1,98 @@
+"""Rollout shards: `rollout/shard_NNNN/{rollouts.jsonl, timings.jsonl, evidence/, DONE.json}`.
+
+A shard directory is built under a temp name and renamed into place whole (DONE.json inside, written
+last), so a shard either exists complete or not at all; resume skips shards that have DONE.json.
+"""
+
+from __future__ import annotations
+
+import shutil
+from collections import Counter
+from pathlib import Path
+from typing import Any, Sequence
+
+from bat.rollout.loop import RolloutOutcome
+from bat.rollout.workspace import copy_evidence
+from bat.schemas.rollout import RolloutRecord
+from bat.state.atomic import atomic_dir, atomic_write_json, read_json
+from bat.state.digest import sha256_path
+from bat.state.jsonl import read_jsonl, write_jsonl
+
+ROLLOUTS = "rollouts.jsonl"
+TIMINGS = "timings.jsonl"
+EVIDENCE = "evidence"
+DONE = "DONE.json"
+
+
+def shard_dir(phase_dir: Path, index: int) -> Path:
+    """`<phase_dir>/shard_NNNN`."""
+    return Path(phase_dir) / f"shard_{index:04d}"
+
+
+def shard_done(phase_dir: Path, index: int) -> bool:
+    """True when shard `index` is complete (its DONE.json exists)."""
+    return (shard_dir(phase_dir, index) / DONE).is_file()
+
+
+def finished_shards(phase_dir: Path) -> list[Path]:
+    """Complete shard directories, in index order (partial temp dirs are ignored)."""
+    return sorted(p for p in Path(phase_dir).glob("shard_[0-9][0-9][0-9][0-9]") if (p / DONE).is_file())
+
+
+def write_shard(phase_dir: Path, index: int, outcomes: Sequence[RolloutOutcome],
+                workspaces: dict[str, Path | None], meta: dict[str, Any]) -> Path:
+    """Write one complete shard atomically: records, timings, evidence copies, then DONE.json; returns its dir."""
+    final = shard_dir(phase_dir, index)
+    with atomic_dir(final) as tmp:
+        records: list[RolloutRecord] = []
+        for outcome in outcomes:
+            rec = outcome.record
+            rel = f"{EVIDENCE}/{rec.rollout_id}"
+            kept = copy_evidence(workspaces.get(rec.rollout_id), tmp / rel)
+            records.append(rec.model_copy(update={"evidence_dir": rel if kept else None}))
+        write_jsonl(tmp / ROLLOUTS, records)
+        write_jsonl(tmp / TIMINGS, [{"rollout_id": o.record.rollout_id, "turns": o.timings} for o in outcomes])
+        atomic_write_json(tmp / DONE, {
+            "shard": index,
+            "rollouts": len(records),
+            "valid": sum(r.valid for r in records),
+            "state_ids": sorted({r.state_id for r in records}),
+            "end_reasons": dict(sorted(Counter(r.end_reason for r in records).items())),
+            "generated_tokens": sum(r.response_tokens for r in records),
+            "rollouts_sha256": sha256_path(tmp / ROLLOUTS),
+            **meta,
+        })
+    return final
+
+
+def read_shard(directory: Path) -> list[RolloutRecord]:
+    """Records of one complete shard; raises if it has no DONE.json."""
+    directory = Path(directory)
+    if not (directory / DONE).is_file():
+        raise FileNotFoundError(f"{directory}: shard is not complete (no {DONE})")
+    return read_jsonl(directory / ROLLOUTS, RolloutRecord)
+
+
+def read_rollouts(phase_dir: Path) -> list[RolloutRecord]:
+    """Every record of every complete shard under a rollout phase dir, shard order then record order."""
+    return [rec for d in finished_shards(phase_dir) for rec in read_shard(d)]
+
+
+def read_timings(directory: Path) -> dict[str, list[dict[str, Any]]]:
+    """rollout_id -> per-turn volatile timing fields of one shard."""
+    return {row["rollout_id"]: row["turns"] for row in read_jsonl(Path(directory) / TIMINGS)}
+
+
+def shard_meta(directory: Path) -> dict[str, Any]:
+    """The shard's DONE.json contents."""
+    return read_json(Path(directory) / DONE)
+
+
+def clear_partial(phase_dir: Path) -> list[Path]:
+    """Remove temp dirs left by interrupted shard writes (`.shard_NNNN.*`); complete shards are untouched."""
+    removed = []
+    for p in Path(phase_dir).glob(".shard_*"):
+        if p.is_dir():
+            shutil.rmtree(p, ignore_errors=True)
+            removed.append(p)
+    return removed

@@ -1,0 +1,220 @@
+"""Isolation runtimes behind one interface: turn an inner command into the argv that runs it contained.
+
+* `process`  : prlimit + own session; fast; NO filesystem or network isolation (weaker, documented).
+* `bwrap`    : bubblewrap; new pid/net/ipc/uts namespaces, read-only system + python + code, tmpfs
+               /tmp, the workspace as the only writable bind at /workspace, everything else absent.
+               As root it drops to `drop_uid` (root is exempt from RLIMIT_NPROC).
+* `apptainer`: argv for `apptainer exec --containall --net --network none`; needs an image and the
+               apptainer binary, neither of which exists on CPU dev machines (argv is unit-tested).
+"""
+
+from __future__ import annotations
+
+import abc
+import os
+import shutil
+import subprocess
+from dataclasses import dataclass, field
+from functools import lru_cache
+from pathlib import Path
+
+from bat.config.sandbox import SandboxConfig
+from bat.sandbox.limits import Limits, find_prlimit, prlimit_argv
+
+INNER_WORKSPACE = "/workspace"
+SYSTEM_LINK_DIRS = ("/bin", "/sbin", "/lib", "/lib64", "/lib32", "/libx32")
+ETC_FILES = ("/etc/alternatives", "/etc/ld.so.cache", "/etc/localtime", "/etc/passwd", "/etc/group", "/etc/fonts")
+
+
+@dataclass(frozen=True)
+class PythonEnv:
+    """The interpreter that runs the tool host, and the read-only trees it needs."""
+
+    executable: str
+    roots: tuple[str, ...]
+    """Interpreter prefix, venv prefix and code directories (mounted read-only by isolating runtimes)."""
+    pythonpath: tuple[str, ...] = field(default_factory=tuple)
+
+
+@lru_cache(maxsize=8)
+def python_env(python: str, code_paths: tuple[str, ...]) -> PythonEnv:
+    """Describe `python` (its prefixes, queried once) plus the `bat` package dir and `code_paths`."""
+    import bat
+
+    query = "import sys; print(sys.prefix); print(sys.base_prefix)"
+    out = subprocess.run([python, "-c", query], capture_output=True, text=True, check=True, timeout=60).stdout
+    prefix, base_prefix = out.splitlines()[:2]
+    bat_dir = Path(bat.__file__).resolve().parent
+    extra = tuple(str(Path(p).resolve()) for p in code_paths)
+    roots = {str(Path(base_prefix).resolve()), prefix, str(bat_dir), *extra}
+    return PythonEnv(executable=python, roots=tuple(sorted(roots)), pythonpath=(str(bat_dir.parent), *extra))
+
+
+def _inside(path: str, roots: list[str]) -> bool:
+    return any(path == r or path.startswith(r.rstrip("/") + "/") for r in roots)
+
+
+class Runtime(abc.ABC):
+    """Base: subclasses say where the workspace/scratch appear inside and build the outer argv."""
+
+    name = "base"
+    isolates_filesystem = False
+    isolates_network = False
+
+    def __init__(self, config: SandboxConfig | None = None) -> None:
+        self.config = config or SandboxConfig()
+
+    def inner_workspace(self, workspace: Path) -> str:
+        return str(workspace)
+
+    def inner_scratch(self, scratch: Path) -> str:
+        return str(scratch)
+
+    def visible_roots(self, pyenv: PythonEnv) -> list[str]:
+        """Host paths the sandboxed code can read besides workspace and scratch (None = everything)."""
+        return list(pyenv.roots)
+
+    def inner_python(self, pyenv: PythonEnv) -> str:
+        return pyenv.executable
+
+    @abc.abstractmethod
+    def argv(self, inner: list[str], *, workspace: Path, scratch: Path, cwd: str, limits: Limits,
+             pyenv: PythonEnv, drop_uid: int) -> list[str]:
+        """The full outer argv that runs `inner` contained, with cwd `cwd` as seen inside."""
+
+
+class ProcessRuntime(Runtime):
+    """Plain subprocess: rlimits via prlimit, own session, tree kill by process group. Not isolating."""
+
+    name = "process"
+
+    def argv(self, inner: list[str], *, workspace: Path, scratch: Path, cwd: str, limits: Limits,
+             pyenv: PythonEnv, drop_uid: int) -> list[str]:
+        return [*prlimit_argv(limits, find_prlimit()), *inner]
+
+
+class BwrapRuntime(Runtime):
+    """bubblewrap sandbox; see the module docstring for what is mounted."""
+
+    name = "bwrap"
+    isolates_filesystem = True
+    isolates_network = True
+
+    def inner_workspace(self, workspace: Path) -> str:
+        return INNER_WORKSPACE
+
+    def inner_scratch(self, scratch: Path) -> str:
+        return "/tmp"
+
+    def mounts(self, pyenv: PythonEnv) -> list[str]:
+        """bwrap options for the read-only system and python trees (parents created 0755)."""
+        opts = ["--ro-bind", "/usr", "/usr"]
+        for name in SYSTEM_LINK_DIRS:
+            if os.path.islink(name):
+                opts += ["--symlink", os.readlink(name), name]
+            elif os.path.isdir(name):
+                opts += ["--ro-bind", name, name]
+        for name in ETC_FILES:
+            opts += ["--ro-bind-try", name, name]
+        bound = ["/usr", *[d for d in SYSTEM_LINK_DIRS if os.path.isdir(d)]]
+        made: set[str] = set()
+        for root in sorted(pyenv.roots):
+            if _inside(root, bound):
+                continue
+            for parent in reversed(Path(root).parents):
+                text = str(parent)
+                if text != "/" and text not in made and not _inside(text, bound):
+                    opts += ["--perms", "0755", "--dir", text]
+                    made.add(text)
+            opts += ["--ro-bind", root, root]
+            bound.append(root)
+        return opts
+
+    def argv(self, inner: list[str], *, workspace: Path, scratch: Path, cwd: str, limits: Limits,
+             pyenv: PythonEnv, drop_uid: int) -> list[str]:
+        bwrap = shutil.which("bwrap")
+        if not bwrap:
+            raise RuntimeError("runtime 'bwrap' needs bubblewrap on PATH (Debian: apt-get install bubblewrap); "
+                               "valid runtimes: " + ", ".join(RUNTIMES))
+        as_root = os.geteuid() == 0
+        if as_root:  # no user namespace, so the uid drop below is real and RLIMIT_NPROC applies
+            spaces = ["--unshare-ipc", "--unshare-pid", "--unshare-net", "--unshare-uts", "--unshare-cgroup-try",
+                      "--cap-add", "CAP_SETUID", "--cap-add", "CAP_SETGID"]
+        else:
+            spaces = ["--unshare-all", "--unshare-user", "--disable-userns"]
+        tmp_bytes = min(limits.memory_mb, 4 * limits.max_file_mb) * 1024 * 1024
+        opts = [
+            bwrap, *spaces, "--die-with-parent", "--new-session", "--hostname", "sandbox",
+            *self.mounts(pyenv),
+            "--proc", "/proc", "--dev", "/dev",
+            "--perms", "1777", "--size", str(tmp_bytes), "--tmpfs", "/tmp",
+            "--bind", str(workspace), INNER_WORKSPACE,
+            "--chdir", cwd, "--",
+        ]
+        drop = []
+        if as_root:
+            setpriv = shutil.which("setpriv")
+            if not setpriv:
+                raise RuntimeError("running bwrap as root needs util-linux `setpriv` to drop privileges")
+            drop = [setpriv, f"--reuid={drop_uid}", f"--regid={drop_uid}", "--clear-groups", "--"]
+        return [*opts, *drop, *prlimit_argv(limits, find_prlimit()), *inner]
+
+
+class ApptainerRuntime(Runtime):
+    """apptainer exec in a contained, network-less instance of the project image (argv only here)."""
+
+    name = "apptainer"
+    isolates_filesystem = True
+    isolates_network = True
+
+    def inner_workspace(self, workspace: Path) -> str:
+        return INNER_WORKSPACE
+
+    def inner_scratch(self, scratch: Path) -> str:
+        return "/tmp"
+
+    def visible_roots(self, pyenv: PythonEnv) -> list[str]:
+        return ["/opt", "/usr", "/usr/local"]
+
+    def inner_python(self, pyenv: PythonEnv) -> str:
+        return "python3"
+
+    def argv(self, inner: list[str], *, workspace: Path, scratch: Path, cwd: str, limits: Limits,
+             pyenv: PythonEnv, drop_uid: int) -> list[str]:
+        image = self.config.apptainer_image
+        if not image:
+            raise RuntimeError("runtime 'apptainer' needs sandbox.apptainer_image (the .sif built by containers/); "
+                               "it is not runnable on CPU dev machines")
+        binary = shutil.which("apptainer") or "apptainer"
+        return [
+            binary, "exec", "--containall", "--cleanenv", "--no-home", "--net", "--network", "none",
+            "--bind", f"{workspace}:{INNER_WORKSPACE}:rw", "--bind", f"{scratch}:/tmp:rw", "--pwd", cwd,
+            image, *prlimit_argv(limits, "prlimit"), *inner,
+        ]
+
+
+RUNTIMES: dict[str, type[Runtime]] = {
+    "bwrap": BwrapRuntime,
+    "process": ProcessRuntime,
+    "apptainer": ApptainerRuntime,
+}
+
+
+def get_runtime(name: str, config: SandboxConfig | None = None) -> Runtime:
+    """Runtime by name (configured by `config`); ValueError lists the valid names."""
+    if name not in RUNTIMES:
+        raise ValueError(f"unknown sandbox runtime {name!r}; valid: {sorted(RUNTIMES)}")
+    return RUNTIMES[name](config)
+
+
+@lru_cache(maxsize=1)
+def bwrap_available() -> bool:
+    """True when bubblewrap is installed and can create its namespaces on this machine."""
+    bwrap = shutil.which("bwrap")
+    if not bwrap:
+        return False
+    probe = [bwrap, "--unshare-net", "--unshare-pid", "--die-with-parent", "--ro-bind", "/", "/", "--", "true"]
+    try:
+        return subprocess.run(probe, capture_output=True, timeout=30).returncode == 0
+    except (OSError, subprocess.TimeoutExpired):
+        return False

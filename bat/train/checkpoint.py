@@ -1,0 +1,106 @@
+"""Resumable step checkpoints (DeepSpeed engine state + per-rank RNG + data cursor) and HF export.
+
+Layout: `<root>/step_NNNNNN/` holds DeepSpeed's files (weights, optimizer, scheduler, client state),
+`rng_rank<R>.pt` per rank, and `meta.json` written last by rank 0 (`bat.state.checkpoints`): a step
+directory without it is ignored and pruned. All ranks write into `<root>/.step_NNNNNN.partial/`, which
+rank 0 renames into place after a barrier (a shared filesystem is assumed for multi-node runs).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import random
+import shutil
+from pathlib import Path
+from typing import Any
+
+from bat.state.atomic import atomic_dir, atomic_write_json
+from bat.state.checkpoints import META_NAME, CheckpointStore, step_name
+from bat.train.engine import DistEnv, barrier
+
+
+def _rng_state() -> dict[str, Any]:
+    import numpy as np
+    import torch
+
+    state = {"python": random.getstate(), "numpy": np.random.get_state(), "torch": torch.get_rng_state()}
+    if torch.cuda.is_available():
+        state["cuda"] = torch.cuda.get_rng_state_all()
+    return state
+
+
+def _set_rng_state(state: dict[str, Any]) -> None:
+    import numpy as np
+    import torch
+
+    random.setstate(state["python"])
+    np.random.set_state(state["numpy"])
+    torch.set_rng_state(state["torch"])
+    if "cuda" in state and torch.cuda.is_available():
+        torch.cuda.set_rng_state_all(state["cuda"])
+
+
+def save_step(engine: Any, store: CheckpointStore, step: int, env: DistEnv, *, client_state: dict[str, Any],
+              meta: dict[str, Any], keep: int) -> Path:
+    """Collective: write step `step` (engine + RNG + `client_state`), mark it valid, keep the newest `keep`."""
+    import torch
+
+    root = Path(store.root)
+    partial_tag = f".{step_name(step)}.partial"
+    partial = root / partial_tag
+    if env.is_main:
+        shutil.rmtree(partial, ignore_errors=True)
+        shutil.rmtree(store.path(step), ignore_errors=True)
+        root.mkdir(parents=True, exist_ok=True)
+    barrier()
+    engine.save_checkpoint(str(root), tag=partial_tag, client_state=client_state, save_latest=False)
+    torch.save(_rng_state(), partial / f"rng_rank{env.rank}.pt")
+    barrier()
+    if env.is_main:
+        partial.rename(store.path(step))
+        atomic_write_json(store.path(step) / META_NAME, {"step": step, **meta})
+        store.prune(keep)
+    barrier()
+    return store.path(step)
+
+
+def load_latest(engine: Any, store: CheckpointStore, env: DistEnv) -> tuple[int, dict[str, Any]] | None:
+    """Collective: restore the newest valid step into `engine` and this rank's RNG; returns (step, client_state)."""
+    import torch
+
+    latest = store.latest()
+    if latest is None:
+        return None
+    step, path = latest
+    loaded, client_state = engine.load_checkpoint(
+        str(path.parent), tag=path.name, load_optimizer_states=True, load_lr_scheduler_states=True
+    )
+    if loaded is None:
+        raise RuntimeError(f"DeepSpeed could not load checkpoint {path}")
+    rng_file = path / f"rng_rank{env.rank}.pt"
+    if not rng_file.exists():
+        raise FileNotFoundError(f"{rng_file} missing: checkpoint {path} was written by a different world size")
+    _set_rng_state(torch.load(rng_file, weights_only=False))
+    return step, dict(client_state or {})
+
+
+def export_hf(engine: Any, tokenizer: Any, out_dir: str | Path, env: DistEnv, extra: dict[str, Any] | None = None) -> Path:
+    """Collective: write the engine's current weights as an HF safetensors directory (atomically, rank 0)."""
+    import deepspeed
+
+    module = engine.module
+    out = Path(out_dir)
+    params = list(module.parameters())
+    gather = engine.zero_optimization_stage() == 3
+    ctx = deepspeed.zero.GatheredParameters(params, modifier_rank=None) if gather else contextlib.nullcontext()
+    with ctx:
+        if env.is_main:
+            state = {k: v.detach().cpu().clone() for k, v in module.state_dict().items()}
+            with atomic_dir(out) as tmp:
+                module.save_pretrained(tmp, state_dict=state, safe_serialization=True)
+                tokenizer.save_pretrained(tmp)
+                if extra:
+                    atomic_write_json(tmp / "bat_export.json", extra)
+    barrier()
+    return out
+

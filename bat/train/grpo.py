@@ -1,0 +1,126 @@
+"""GRPO block (Eqs. 17-19) on DeepSpeed over joined rollout/reward items.
+
+Reads the round-start HF checkpoint (policy init, and a frozen copy as KL reference when beta > 0) and
+`GrpoData`; writes step checkpoints under `ckpt_root` (resumed from the newest valid one),
+`metrics.jsonl` (rank 0: loss, KL, clip fraction, reward mean by pool, grad norm, tokens) and the
+candidate HF export at `export_dir` when all steps are done. Log-probs use each rollout's sampling
+temperature so the ratio compares like with like.
+"""
+
+from __future__ import annotations
+
+import time
+from pathlib import Path
+from typing import Any, Sequence
+
+from bat.config.grpo import GrpoConfig
+from bat.state.checkpoints import CheckpointStore
+from bat.train.checkpoint import export_hf, load_latest, save_step
+from bat.train.common import MetricsLog, all_sum, batch_indices, chunks, peak_memory_mb, plan_accumulation, rank_slice
+from bat.train.engine import build_engine, grad_norm, init_distributed, record_grad_norm
+from bat.train.grpo_data import GrpoData, GrpoItem, collate_items, global_denominator, pool_reward_means
+from bat.train.losses import aggregate_parts, grpo_token_loss, token_logprobs
+
+
+def sequence_logprobs(model: Any, batch: dict[str, Any], device: Any) -> Any:
+    """log pi(token_t | prefix) for t = 1..T-1 at each row's sampling temperature; `[B, T-1]`."""
+    import torch
+
+    ids = batch["input_ids"].to(device)
+    logits = model(input_ids=ids, attention_mask=batch["attention_mask"].to(device)).logits[:, :-1]
+    temp = batch["temperature"].to(device)
+    temp = torch.where(temp > 0, temp, torch.ones_like(temp))
+    return token_logprobs(logits / temp[:, None, None], ids[:, 1:])
+
+
+def _micro_step(engine: Any, ref: Any, batch: dict[str, Any], cfg: GrpoConfig, scale: float) -> list[float]:
+    """Forward/backward one micro-batch; returns [loss numerator, kl sum, clipped count, masked tokens]."""
+    import torch
+
+    device = engine.device
+    logp = sequence_logprobs(engine, batch, device)
+    ref_logp = None
+    if ref is not None and cfg.kl_coef > 0:
+        with torch.no_grad():
+            ref_logp = sequence_logprobs(ref, batch, device)
+    mask = batch["loss_mask"].to(device)
+    per_token, stats = grpo_token_loss(logp, batch["behavior_logprobs"].to(device), ref_logp, batch["adv"].to(device),
+                                       mask, clip_eps=cfg.clip_eps, kl_coef=cfg.kl_coef, kl_kind=cfg.kl_estimator)
+    num, _ = aggregate_parts(per_token, mask, cfg.loss_agg)
+    engine.backward(num * scale)
+    m = mask.bool()
+    return [float(num.detach()), float(stats["kl"][m].sum()), float((stats["clipped"] & m).sum()), float(m.sum())]
+
+
+def _step_record(step: int, picked: Sequence[GrpoItem], sums: list[float], den: int, engine: Any, seconds: float,
+                 tokens: float) -> dict[str, Any]:
+    loss_num, kl_sum, clipped, masked = sums
+    return {"step": step, "loss": loss_num / max(den, 1), "kl": kl_sum / max(masked, 1),
+            "clip_frac": clipped / max(masked, 1), "grad_norm": grad_norm(engine), "lr": engine.get_lr()[0],
+            "tokens": int(tokens), "generated_tokens": int(masked), "rollouts": len(picked),
+            "reward_mean": sum(i.reward for i in picked) / len(picked),
+            "reward_mean_by_pool": pool_reward_means(picked),
+            "adv_abs_mean": sum(abs(i.adv) for i in picked) / len(picked), "tokens_per_s": tokens / max(seconds, 1e-9)}
+
+
+def train_grpo(
+    model_path: str | Path,
+    data: GrpoData,
+    cfg: GrpoConfig,
+    *,
+    seed: int,
+    ckpt_root: str | Path,
+    export_dir: str | Path,
+    metrics_path: str | Path,
+    stop_after: int | None = None,
+) -> dict[str, Any]:
+    """Run (or resume) the GRPO block up to `cfg.steps` (or `stop_after` steps this call); returns a summary."""
+    import torch
+
+    from bat.policy.loader import load_model, load_policy
+
+    if not data.items:
+        raise ValueError(f"no trainable rollouts: {data.counts}")
+    env = init_distributed(cfg.deepspeed)
+    torch.manual_seed(seed)
+    policy = load_policy(model_path)
+    micro = cfg.deepspeed.micro_batch_per_rank
+    accum = plan_accumulation(cfg.minibatch, micro, env.world, "grpo.minibatch")
+    engine = build_engine(policy.model.train(), cfg.deepspeed, lr=cfg.lr, weight_decay=cfg.weight_decay,
+                          grad_clip=cfg.grad_clip, grad_accum=accum, total_steps=cfg.steps,
+                          warmup_ratio=cfg.warmup_ratio, min_lr_ratio=cfg.min_lr_ratio)
+    ref = load_model(model_path, device=str(engine.device)) if cfg.kl_coef > 0 else None
+    if ref is not None:
+        ref.requires_grad_(False)
+    store, log = CheckpointStore(Path(ckpt_root)), MetricsLog(Path(metrics_path), env.is_main)
+    step, cursor = 0, 0
+    restored = load_latest(engine, store, env)
+    if restored is not None:
+        step, cursor = restored[0], int(restored[1]["cursor"])
+        log.truncate_after(step)
+    else:
+        log.reset()
+    pad_id, started, ran, last = policy.tokenizer.pad_token_id, time.perf_counter(), 0, {}
+    while step < cfg.steps and (stop_after is None or ran < stop_after):
+        picked = [data.items[i] for i in batch_indices(len(data.items), cursor, cfg.minibatch, seed)]
+        den = global_denominator(picked, cfg.loss_agg)
+        scale = env.world * accum / max(den, 1)
+        mine, t0, sums = rank_slice(picked, env.rank, env.world), time.perf_counter(), [0.0, 0.0, 0.0, 0.0]
+        for group in chunks(mine, micro):
+            part = _micro_step(engine, ref, collate_items(group, pad_id), cfg, scale)
+            record_grad_norm(engine)
+            engine.step()
+            sums = [a + b for a, b in zip(sums, part)]
+        step, cursor, ran = step + 1, cursor + cfg.minibatch, ran + 1
+        *sums, tokens = all_sum([*sums, sum(len(i.ids) for i in mine)])
+        last = _step_record(step, picked, sums, den, engine, time.perf_counter() - t0, tokens)
+        log.write(last)
+        if step % cfg.checkpoint_every == 0 or step == cfg.steps or (stop_after is not None and ran == stop_after):
+            save_step(engine, store, step, env, client_state={"cursor": cursor},
+                      meta={"kind": "grpo", "cursor": cursor, "seed": seed, "start": str(model_path)},
+                      keep=cfg.keep_checkpoints)
+    done = step >= cfg.steps
+    if done:
+        export_hf(engine, policy.tokenizer, export_dir, env, extra={"kind": "grpo", "steps": step, "start": str(model_path)})
+    return {"step": step, "done": done, "last": last, "seconds": time.perf_counter() - started,
+            "peak_memory_mb": peak_memory_mb(), "engine": engine, **data.counts}

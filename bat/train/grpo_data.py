@@ -1,0 +1,143 @@
+"""Join rollout and reward shards into GRPO training items with group-normalised advantages (Eq. 4).
+
+A rollout joins its group's statistics only if the rollout is valid and its reward record exists, is
+valid and carries a reward (infrastructure failures are excluded, never counted as reward 0). Groups
+are `state_id` only. Rollouts longer than `max_seq_len` or without generated tokens still count in
+their group's statistics but are not trained on.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Iterable, Sequence
+
+from bat.schemas.rollout import RewardRecord, RolloutRecord
+from bat.state.jsonl import read_jsonl
+
+
+@dataclass(frozen=True)
+class GrpoItem:
+    """One trainable rollout: tokens, generated-token mask, behavior log-probs, advantage, provenance."""
+
+    rollout_id: str
+    state_id: str
+    pool: str
+    ids: list[int]
+    mask: list[int]
+    behavior: list[float]
+    temperature: float
+    reward: float
+    adv: float
+
+
+@dataclass
+class GrpoData:
+    items: list[GrpoItem]
+    counts: dict[str, int] = field(default_factory=dict)
+
+
+def read_records(paths: Iterable[str | Path], model: type) -> list[Any]:
+    """All records of `model` from the given JSONL files, in order."""
+    out: list[Any] = []
+    for path in paths:
+        out.extend(read_jsonl(path, model))
+    return out
+
+
+def _exclusion(rollout: RolloutRecord, reward: RewardRecord | None) -> str | None:
+    if not rollout.valid:
+        return "excluded_invalid_rollout"
+    if reward is None:
+        return "excluded_missing_reward"
+    if not reward.valid or reward.reward is None:
+        return "excluded_invalid_reward"
+    if reward.state_id != rollout.state_id:
+        raise ValueError(f"reward for {rollout.rollout_id} names state {reward.state_id}, rollout has {rollout.state_id}")
+    return None
+
+
+def build_items(
+    rollouts: Sequence[RolloutRecord],
+    rewards: Sequence[RewardRecord],
+    *,
+    max_seq_len: int,
+    normalize_std: bool,
+    adv_eps: float,
+) -> GrpoData:
+    """Join by rollout_id, compute advantages within each state_id group, drop untrainable rollouts (counted)."""
+    import torch
+
+    from bat.train.losses import group_advantages
+
+    by_id = {r.rollout_id: r for r in rewards}
+    counts: Counter[str] = Counter(rollouts=len(rollouts), rewards=len(rewards))
+    usable: list[tuple[RolloutRecord, float]] = []
+    for rollout in rollouts:
+        reason = _exclusion(rollout, by_id.get(rollout.rollout_id))
+        if reason:
+            counts[reason] += 1
+        else:
+            usable.append((rollout, float(by_id[rollout.rollout_id].reward)))  # type: ignore[arg-type]
+    if not usable:
+        return GrpoData(items=[], counts=dict(counts))
+    adv = group_advantages(torch.tensor([r for _, r in usable]), [ro.state_id for ro, _ in usable],
+                           normalize_std=normalize_std, eps=adv_eps).tolist()
+    items: list[GrpoItem] = []
+    groups: dict[str, list[float]] = {}
+    for (rollout, reward), a in zip(usable, adv):
+        groups.setdefault(rollout.state_id, []).append(reward)
+        if len(rollout.token_ids) > max_seq_len:
+            counts["excluded_overlong"] += 1
+            continue
+        if sum(rollout.loss_mask[1:]) == 0:
+            counts["excluded_no_generated_tokens"] += 1
+            continue
+        items.append(GrpoItem(rollout.rollout_id, rollout.state_id, rollout.pool, list(rollout.token_ids),
+                              list(rollout.loss_mask), list(rollout.behavior_logprobs), rollout.temperature, reward, a))
+    counts["groups"] = len(groups)
+    counts["groups_identical_rewards"] = sum(1 for v in groups.values() if max(v) == min(v))
+    counts["trainable"] = len(items)
+    return GrpoData(items=items, counts=dict(counts))
+
+
+def collate_items(items: Sequence[GrpoItem], pad_id: int) -> dict[str, Any]:
+    """Right-padded ids/attention plus shifted `[B, T-1]` mask and behavior log-probs, `[B]` adv and temperature."""
+    import torch
+
+    width = max(len(i.ids) for i in items)
+    shape = (len(items), width)
+    ids = torch.full(shape, pad_id, dtype=torch.long)
+    attn = torch.zeros(shape, dtype=torch.long)
+    mask = torch.zeros(shape, dtype=torch.long)
+    behavior = torch.zeros(shape, dtype=torch.float32)
+    for row, item in enumerate(items):
+        n = len(item.ids)
+        ids[row, :n] = torch.tensor(item.ids)
+        attn[row, :n] = 1
+        mask[row, :n] = torch.tensor(item.mask)
+        behavior[row, :n] = torch.tensor(item.behavior, dtype=torch.float32)
+    return {
+        "input_ids": ids,
+        "attention_mask": attn,
+        "loss_mask": mask[:, 1:],
+        "behavior_logprobs": behavior[:, 1:],
+        "adv": torch.tensor([i.adv for i in items], dtype=torch.float32),
+        "temperature": torch.tensor([i.temperature for i in items], dtype=torch.float32),
+    }
+
+
+def global_denominator(items: Sequence[GrpoItem], mode: str) -> int:
+    """Denominator of the loss aggregation over a whole minibatch (tokens, or sequences with tokens)."""
+    if mode == "token-mean":
+        return sum(sum(i.mask[1:]) for i in items)
+    return sum(1 for i in items if sum(i.mask[1:]) > 0)
+
+
+def pool_reward_means(items: Sequence[GrpoItem]) -> dict[str, float]:
+    """Mean reward per pool over `items`."""
+    sums: dict[str, list[float]] = {}
+    for item in items:
+        sums.setdefault(item.pool, []).append(item.reward)
+    return {pool: sum(v) / len(v) for pool, v in sorted(sums.items())}

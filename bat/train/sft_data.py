@@ -1,0 +1,86 @@
+"""SFT rows -> token examples (loss only on the target, Eq. 10), overlong rejection, seeded batch order.
+
+Rows are `bat.schemas.bank.SftRow` (context messages + one teacher target). A row longer than
+`max_seq_len` tokens is rejected before training and counted, never clipped.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Iterable, Sequence
+
+from bat.schemas.bank import SftRow
+from bat.state.jsonl import read_jsonl
+from bat.train.common import batch_indices  # noqa: F401  (re-exported)
+
+
+@dataclass(frozen=True)
+class Example:
+    """One tokenized row: ids, 0/1 loss mask over the same positions, and its source trajectory."""
+
+    ids: list[int]
+    mask: list[int]
+    group: str
+
+
+@dataclass
+class SftData:
+    """Tokenized train/validation examples plus counts of what was kept and rejected."""
+
+    train: list[Example]
+    val: list[Example]
+    counts: dict[str, int] = field(default_factory=dict)
+
+
+def read_sft_rows(paths: Iterable[str | Path]) -> list[SftRow]:
+    """All SftRows of the given JSONL files, in file order (CorruptRecordError names file:line)."""
+    rows: list[SftRow] = []
+    for path in paths:
+        rows.extend(read_jsonl(path, SftRow))
+    return rows
+
+
+def encode_rows(rows: Sequence[SftRow], tokenizer: Any, max_seq_len: int) -> tuple[list[Example], dict[str, int]]:
+    """Tokenize rows; returns kept examples and counts {rows, kept, rejected_overlong, rejected_no_target}."""
+    from bat.bank.sft import tokenize_sft_row
+
+    kept: list[Example] = []
+    counts = {"rows": len(rows), "kept": 0, "rejected_overlong": 0, "rejected_no_target": 0}
+    for row in rows:
+        ids, mask = tokenize_sft_row(row, tokenizer)
+        if len(ids) > max_seq_len:
+            counts["rejected_overlong"] += 1
+            continue
+        if sum(mask[1:]) == 0:  # the first position is never predicted
+            counts["rejected_no_target"] += 1
+            continue
+        kept.append(Example(ids=ids, mask=mask, group=row.trajectory_id))
+    counts["kept"] = len(kept)
+    return kept, counts
+
+
+def prepare_sft(train_rows: Sequence[SftRow], val_rows: Sequence[SftRow], tokenizer: Any, max_seq_len: int) -> SftData:
+    """Tokenize both splits and merge their counts (`train_*`, `val_*`)."""
+    train, train_counts = encode_rows(train_rows, tokenizer, max_seq_len)
+    val, val_counts = encode_rows(val_rows, tokenizer, max_seq_len)
+    if not train:
+        raise ValueError(f"no SFT training rows left after rejection: {train_counts} (max_seq_len={max_seq_len})")
+    counts = {f"train_{k}": v for k, v in train_counts.items()} | {f"val_{k}": v for k, v in val_counts.items()}
+    return SftData(train=train, val=val, counts=counts)
+
+
+def collate(examples: Sequence[Example], pad_id: int) -> dict[str, Any]:
+    """Right-padded `input_ids`, `attention_mask` and the shifted target `loss_mask` ([B, T-1])."""
+    import torch
+
+    width = max(len(e.ids) for e in examples)
+    ids = torch.full((len(examples), width), pad_id, dtype=torch.long)
+    attn = torch.zeros((len(examples), width), dtype=torch.long)
+    mask = torch.zeros((len(examples), width), dtype=torch.long)
+    for row, example in enumerate(examples):
+        n = len(example.ids)
+        ids[row, :n] = torch.tensor(example.ids)
+        attn[row, :n] = 1
+        mask[row, :n] = torch.tensor(example.mask)
+    return {"input_ids": ids, "attention_mask": attn, "loss_mask": mask[:, 1:]}

@@ -1,0 +1,15 @@
+"""Run the `evaluate` phase of one round in this process (no scheduler): `run(ctx)` of the phase table.
+
+Reads:  the candidate checkpoint, the held-out suite.
+Writes: round_NN/evaluate/ aggregates only; raw runs under heldout/round_NN/; DONE.json last (a DONE phase is a no-op, a partial one resumes).
+Launch: python jobs/evaluate.py --config configs/local.yaml --state state/local --round R [--set k=v]
+        (normally queued for you by `sbatch run_round.sh` / `bat run`; use this to debug one phase,
+        or under `srun` for a hand-made allocation).
+"""
+
+import sys
+
+from bat.orchestrate.entry import phase_main
+
+if __name__ == "__main__":
+    sys.exit(phase_main("evaluate"))

@@ -1,0 +1,31 @@
+#!/usr/bin/env bash
+#SBATCH --job-name=bat-driver
+#SBATCH --time=00:15:00
+#SBATCH --cpus-per-task=1
+#SBATCH --mem=1G
+#SBATCH --output=bat-driver-%j.out
+# The BaT round as a script. `sbatch run_round.sh` queues the next unfinished round as one submitit
+# job per phase (afterok chain; the route job queues round r+1); `./run_round.sh` runs the rounds
+# here with the local executor. Resubmitting is always safe: DONE phases are skipped, queued ones
+# are not queued twice, and a lease stops two drivers from queueing the same round.
+#   BAT_CONFIG=configs/cluster.yaml BAT_STATE=state/myrun sbatch run_round.sh [--set k=v ...]
+set -euo pipefail
+cd "${SLURM_SUBMIT_DIR:-$(dirname "$(readlink -f "$0")")}"
+CONFIG=${BAT_CONFIG:-configs/local.yaml}
+STATE=${BAT_STATE:-state/local}
+PY=${BAT_PYTHON:-$( [ -x .venv/bin/python ] && echo .venv/bin/python || echo python3 )}
+EXTRA=()   # the executor comes from the config (slurm/local/auto); BAT_EXECUTOR overrides it
+if [ -n "${BAT_EXECUTOR:-}" ]; then EXTRA=(--set "orchestrate.executor=$BAT_EXECUTOR"); fi
+
+PHASES=(
+  synthesize  # round 0 (+ async refresh): teacher runs practice tasks -> bank/vNNNN SFT/RL rows, stage states
+  scan        # round 0 (+ async refresh): leakage preflight vs held-out fingerprints -> ADMITTED or rejected
+  sft         # round 0: cold-start SFT on admitted rows -> checkpoints/sft
+  rollout     # round r>=1: K continuations per Stage Bank state of plan.json -> round_NN/rollout shards
+  verify      # round r>=1: rubric items x evidence -> reward shards (eta * mean verdict)
+  grpo        # round r>=1: group-normalised advantages, clipped ratio + KL -> candidate checkpoint
+  evaluate    # every round: fixed held-out suite -> stage scores, Task, Agentic, Overall (aggregates only)
+  route       # every round: gate/fallback, next target stage -> plan for round r+1 (queues it on Slurm)
+)
+
+exec "$PY" jobs/launch.py --config "$CONFIG" --state "$STATE" --phases "${PHASES[*]}" ${EXTRA[@]+"${EXTRA[@]}"} "$@"

@@ -1,0 +1,180 @@
+"""End-to-end synthesis of a tiny bank over the real benchmark (in-process tool runner for speed)."""
+
+import json
+
+import numpy as np
+import pytest
+
+from bat.bank import store
+from bat.bank.practice import instance_for
+from bat.bank.replay import PRIOR_RECORDS, replay_prefix
+from bat.bank.rows import open_row_env
+from bat.bank.states import prefixed, tree_digest
+from bat.bank.synthesize import synthesize
+from bat.config import load_config
+from bat.state.jsonl import read_jsonl
+from bat.state.layout import RunLayout
+
+OVERRIDES = [
+    "bank.tracks=[classification]", "bank.tasks_per_track=1", "bank.e2e_per_track=1", "benchmark.runtime=inprocess",
+]
+
+
+@pytest.fixture(scope="module")
+def config():
+    return load_config(None, OVERRIDES)
+
+
+@pytest.fixture(scope="module")
+def bank(config, tmp_path_factory):
+    layout = RunLayout(tmp_path_factory.mktemp("bank") / "run")
+    version, reused = synthesize(config, layout)
+    assert not reused
+    return version
+
+
+def _rows(bank):
+    return {(r.stage, r.outcome): r for r in bank.rows()}
+
+
+def _prior(bank, row):
+    return read_jsonl(bank.path / row.state.path / PRIOR_RECORDS)
+
+
+def _names(records):
+    return [r["tool"].split(":")[-1] for r in records]
+
+
+def test_counts_per_stage_track_outcome(bank):
+    counts = bank.manifest().counts
+    assert counts["rl"] == {
+        "E2E": {"classification": {"success": 1}},
+        "S1": {"classification": {"success": 1}},
+        "S2": {"classification": {"success": 1}},
+        "S3": {"classification": {"recovery": 1, "success": 1}},
+        "S4": {"classification": {"failure": 1, "success": 1}},
+        "S5": {"classification": {"failure": 1, "success": 1}},
+    }
+    assert counts["rl_total"] == len(bank.rows()) == 9
+    assert counts["e2e"] == {"accepted": 1, "candidates": 1, "rejected_by_reason": {}}
+    assert counts["trajectories_unchecked"] == {}
+    bank.verify()
+    index = bank.index()
+    assert sorted(index.by_stage) == ["E2E", "S1", "S2", "S3", "S4", "S5"]
+    assert len({r.state_id for r in bank.rows()}) == 9
+
+
+def test_synthesis_is_deterministic(bank, config, tmp_path):
+    other, reused = synthesize(config, RunLayout(tmp_path / "other"))
+    assert not reused
+    assert other.manifest().digests == bank.manifest().digests
+    assert other.manifest().fingerprint == bank.manifest().fingerprint
+    layout = RunLayout(bank.path.parents[1])
+    again, reused = synthesize(config, layout)
+    assert reused and again.version == bank.version and layout.bank_versions() == [bank.version]
+
+
+def test_replaying_a_prefix_reproduces_the_stored_digest(bank, config, tmp_path):
+    trajectories = {t.trajectory_id: t for t in bank.trajectories()}
+    for row in bank.rows():
+        traj = trajectories[row.provenance.trajectory_id]
+        workspace, records = replay_prefix(instance_for(row.task, config), traj.turns, row.provenance.prefix_turns,
+                                           tmp_path / row.state_id, config)
+        assert prefixed(tree_digest(workspace)) == row.state.digest, row.state_id
+        assert records == _prior(bank, row)
+
+
+def test_success_state_starts_clean_at_the_boundary(bank):
+    row = _rows(bank)[("S3", "success")]
+    files = bank.state_dir(row.state_id) / "files"
+    assert (files / "plan.md").is_file()
+    instance_state = json.loads((files / ".tool_state" / "state.json").read_text())
+    assert instance_state["loaded"]
+    assert not (files / "outputs").exists() or not any((files / "outputs").iterdir())
+    assert "run_model" not in _names(_prior(bank, row))
+    assert _names(_prior(bank, row))[-1] == "load_model"
+
+
+def test_recovery_state_starts_after_a_failed_pilot(bank):
+    row = _rows(bank)[("S3", "recovery")]
+    prior = _prior(bank, row)
+    assert _names(prior)[-2:] == ["run_model", "check_outputs"]
+    last = prior[-1]
+    assert last["stage"] == "S3" and last["result"]["meta"]["clean"] is False
+    assert prior[-2]["args"]["normalize"] == "none"
+    assert last["result"]["text"].strip() in row.prompt[1].content
+    assert any((bank.state_dir(row.state_id) / "files" / "outputs").iterdir())
+
+
+def test_failure_states_inherit_the_uncorrected_mistake(bank):
+    for stage in ("S4", "S5"):
+        row = _rows(bank)[(stage, "failure")]
+        prior = _prior(bank, row)
+        checks = [r for r in prior if r["tool"].endswith("check_outputs")]
+        assert checks and all(r["result"]["meta"]["clean"] is False for r in checks)
+        assert all(r["args"].get("normalize") == "none" for r in prior if r["tool"].endswith("run_model"))
+        assert f"You start at stage {stage}" in row.prompt[1].content
+
+
+def test_e2e_state_is_the_fresh_reduced_task(bank, config):
+    row = _rows(bank)[("E2E", "success")]
+    assert row.provenance.prefix_turns == 0 and row.reward_source == "e2e_rubric_task"
+    assert row.task.reduction is not None and row.provenance.reduction == row.task.reduction
+    spec = json.loads((bank.state_dir(row.state_id) / "files" / "task" / "spec.json").read_text())
+    assert len(spec["cases"]) == row.task.reduction.cases
+    assert not (bank.state_dir(row.state_id) / "files" / "plan.md").exists()
+    assert {i.stage for i in row.rubric} == {"S1", "S2", "S3", "S4", "S5"}
+    assert all(f"Stage S{i}" in row.skill for i in range(1, 6))
+    decision = json.loads((bank.path / "e2e_acceptance.json").read_text())[row.state_id]
+    assert decision["boot"] and decision["fits_h"] and decision["leak_clean"] is True
+    assert all(decision["stage_checks"].values())
+
+
+def test_env_opened_on_a_recovery_row_grades_the_fix(bank, config, tmp_path):
+    from bat.benchmark.agents import _good_settings, _pilot_cases
+
+    row = _rows(bank)[("S3", "recovery")]
+    env = open_row_env(bank.path, row, tmp_path, config)
+    assert env.reset().startswith("# Task")
+    instance = instance_for(row.task, config)
+    cases = _pilot_cases(instance)
+    env.step({"name": "run_model", "arguments": {"cases": cases, **_good_settings(instance)}})
+    obs = env.step({"name": "check_outputs", "arguments": {"cases": cases}})
+    assert "all checked outputs match the contract" in obs.text
+    assert env.score().items["S3"]["s3c_failure_fixed"] is True
+
+
+def test_rl_rows_carry_no_teacher_text(bank):
+    text = (bank.path / store.RL_ROWS).read_text()
+    assert "<tool_call>" not in text
+    for traj in bank.trajectories():
+        for turn in traj.turns:
+            assert turn.response not in text
+
+
+def test_sft_rows_split_by_trajectory_and_exclude_failures(bank):
+    train, val = bank.sft_rows("train"), bank.sft_rows("validation")
+    assert train and val
+    assert not {r.trajectory_id for r in train} & {r.trajectory_id for r in val}
+    assert {r.outcome for r in train + val} <= {"success", "recovery"}
+    assert "E2E" in {r.stage for r in train + val}
+    counts = bank.manifest().counts["sft"]
+    assert counts["train"] == len(train) and counts["validation"] == len(val)
+    trajectories = {t.trajectory_id: t for t in bank.trajectories()}
+    for row in train + val:
+        assert row.target == trajectories[row.trajectory_id].turns[row.turn].response
+
+
+def test_leakage_preflight_admits_the_bank(bank, config):
+    from bat.leakage.preflight import scan_and_admit
+
+    layout = RunLayout(bank.path.parents[1])
+    report = scan_and_admit(layout, bank.version, config)
+    assert report.verdict == "admitted", report.hits_by_kind
+    assert store.open_bank(layout).version == bank.version
+
+
+def test_bad_track_lists_valid_ones(tmp_path):
+    cfg = load_config(None, ["bank.tracks=[radiology]"])
+    with pytest.raises(ValueError, match="valid \\(benchmark.tracks\\)"):
+        synthesize(cfg, RunLayout(tmp_path / "run"))

@@ -1,0 +1,105 @@
+"""The route phase end to end on disk: aggregates -> decision, best.json, next plan, report + plots (under the guard)."""
+
+import json
+
+import pytest
+
+from bat.bank import store
+from bat.bank.pools import build_index
+from bat.config.root import BatConfig
+from bat.curriculum.decide import NullCellsError
+from bat.curriculum.phase import run_route
+from bat.evaluate.guard import guard_phase
+from bat.evaluate.store import write_aggregate
+from bat.orchestrate.context import PhaseContext
+from bat.schemas.bank import BankRow, ChatMessage, PracticeTask, Provenance, StateRef
+from bat.schemas.evaluation import NullCell
+from bat.schemas.routing import RoundPlan
+from bat.state.atomic import atomic_write_json, read_json
+from bat.state.jsonl import write_jsonl
+from bat.state.layout import RunLayout
+
+from curriculum_helpers import build_agg
+
+
+def _row(state_id, stage):
+    task = PracticeTask(task_id=f"task-{state_id}", track="classification", seed=1, variant="expert")
+    return BankRow(
+        state_id=state_id, stage=stage, track="classification", outcome="success",
+        reward_source="e2e_rubric_task" if stage == "E2E" else "stage_rubric", task=task,
+        state=StateRef(path=f"states/{state_id}", digest="sha256:" + "0" * 64, files=0, bytes=0),
+        prompt=[ChatMessage(role="system", content="skill"), ChatMessage(role="user", content="brief")],
+        rubric=[], evidence=[], skill="skill",
+        provenance=Provenance(source="practice:classification", generator="test", generator_version="0",
+                              teacher="scripted:expert", seeds={"task": 1}, trajectory_id="trj", prefix_turns=0),
+    )
+
+
+@pytest.fixture
+def layout(tmp_path):
+    lay = RunLayout(tmp_path / "run").ensure()
+    rows = [_row(f"{s.lower()}-{i}", s) for s in ("S1", "S2", "S3", "S4", "S5", "E2E") for i in range(6)]
+
+    def fill(build):
+        write_jsonl(build / store.RL_ROWS, rows)
+        atomic_write_json(build / store.RL_INDEX, build_index(rows))
+        return {"rl": len(rows)}
+
+    bank = store.write_version(lay, fill, dict(fingerprint="fp", generator_versions={"bank": "1"}, seeds={"bank": 1},
+                                               reduction_grid="v1", stages=["S1"], tracks=["classification"], config={}))
+    (bank.path / "leakage.json").write_text(json.dumps({"verdict": "admitted", "rows_scanned": 36}))
+    (bank.path / "ADMITTED").write_text("")
+    return lay
+
+
+CFG = BatConfig.model_validate({"run": {"rounds": 3}, "curriculum": {"batches_per_round": 2}})
+S = {"S1": 0.6, "S2": 0.6, "S3": 0.3, "S4": 0.6, "S5": 0.6}
+
+
+def _route(layout, r):
+    ctx = PhaseContext(config=CFG, layout=layout, round=r, phase="route")
+    with guard_phase(ctx):  # route must not touch the held-out side
+        return run_route(ctx)
+
+
+def test_route_rounds_write_decisions_plans_best_and_reports(layout):
+    overalls = [0.40, 0.50, 0.30, 0.52]
+    for r, overall in enumerate(overalls):
+        write_aggregate(layout, build_agg(r, overall, stages=S))
+        result = _route(layout, r)
+        assert result.extra["action"] == ["bootstrap", "promote", "hold", "promote"][r]
+    d2 = read_json(layout.phase_dir(2, "route") / "decision.json")
+    assert d2["start_checkpoint"] == "ckpt/r1" and d2["gate"]["passed"] is False
+    plan = RoundPlan.model_validate(read_json(layout.plan(3)))
+    assert plan.start_checkpoint == "ckpt/r1" and plan.bank_version == 1 and len(plan.batches) == 2
+    assert [sum(1 for row in b if row.pool == "S-target") for b in plan.batches] == [4, 4]
+    assert all(row.stage == plan.target_stage for b in plan.batches for row in b if row.pool == "S-target")
+    assert all(row.stage not in (plan.target_stage, "E2E") for b in plan.batches for row in b if row.pool == "S-mix")
+    assert plan.excluded_state_ids == 9  # 25% of 36 rows held back as KL probes
+    assert not layout.plan(4).exists()  # round 3 is the last round: no plan beyond it
+    best = read_json(layout.best_json)
+    assert best["checkpoint"] == "ckpt/r3" and best["score"] == pytest.approx(0.52)
+    md = layout.report_md(3).read_text()
+    assert "## Decision" in md and "52.0" in md and "promote" in md
+    for name in ("overall.png", "stages.png"):
+        assert (layout.round_dir(3) / name).read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    report = read_json(layout.report_json(2))
+    assert report["decision"]["action"] == "hold" and report["leakage"]["verdict"] == "admitted"
+    assert "KL not measured" in layout.events_log.read_text()
+    # re-running a routed round is idempotent
+    again = _route(layout, 2)
+    assert again.extra["action"] == "hold" and read_json(layout.phase_dir(2, "route") / "decision.json") == d2
+
+
+def test_route_stops_on_null_cells(layout):
+    agg = build_agg(0, 0.4).model_copy(update={"routable": False, "null_cells": [NullCell(track="detection", repeat=1, field="task")]})
+    write_aggregate(layout, agg)
+    with pytest.raises(NullCellsError, match="detection#1:task"):
+        _route(layout, 0)
+    assert "STOP" in layout.round_events(0).read_text()
+    assert not layout.plan(1).exists()
+
+
+def test_route_needs_the_evaluation(layout):
+    with pytest.raises(FileNotFoundError, match="evaluate phase"):
+        _route(layout, 0)

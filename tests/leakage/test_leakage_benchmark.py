@@ -1,0 +1,59 @@
+"""Against the real built-in benchmark: its held-out export builds the index; practice workspaces pass,
+held-out workspaces (ids, data paths, brief paragraphs, VQA questions) are rejected."""
+
+from __future__ import annotations
+
+import pytest
+
+from bat.benchmark import suite
+from bat.benchmark.instance import materialize
+from bat.config.root import BatConfig
+from bat.leakage import Scanner, build_index, collect_heldout_entries, scan_bank_dir
+
+TRACKS = ("detection", "vqa")
+
+
+@pytest.fixture(scope="module")
+def cfg() -> BatConfig:
+    return BatConfig()
+
+
+@pytest.fixture(scope="module")
+def scanner(cfg) -> Scanner:
+    entries = collect_heldout_entries(cfg)
+    assert {e.kind for e in entries} == {"identifier", "path", "answer", "text", "field"}
+    return Scanner(build_index(entries, cfg.leakage))
+
+
+def test_practice_workspaces_are_admitted(tmp_path, cfg, scanner):
+    bank = tmp_path / "v0001"
+    for track in TRACKS:
+        for i in range(2):
+            inst = suite.practice_instance(track, suite.practice_seed(track, i, cfg), cfg)
+            materialize(inst, bank / "states" / f"{track}-{i}" / "files", tmp_path / "grader" / f"{track}-{i}")
+    report = scan_bank_dir(bank, scanner)
+    assert report.verdict == "admitted", [(r.file, r.findings[:2]) for r in report.findings[:3]]
+    assert report.rows_scanned > 10
+    assert report.similarity.rows_with_text > 0
+    assert report.similarity.quantiles["max"] < scanner.config.jaccard_threshold
+
+
+def test_heldout_workspaces_are_rejected(tmp_path, cfg, scanner):
+    bank = tmp_path / "v0001"
+    runs = [run for run in suite.heldout_suite(cfg, "final") if run.track in TRACKS][:2]
+    for run in runs:
+        materialize(suite.suite_instance(run, cfg), bank / "states" / run.run_id / "files", tmp_path / "g" / run.run_id)
+    report = scan_bank_dir(bank, scanner)
+    assert report.verdict == "rejected"
+    assert report.hits_by_kind["identifier"] > 0
+    assert report.hits_by_kind["path"] > 0
+    assert report.hits_by_kind["text_ngram"] > 0
+    readme_rows = [row for row in report.findings if row.file.endswith("task/README.md")]
+    assert len(readme_rows) == len(runs)
+
+
+def test_short_heldout_question_and_answer_in_a_row(scanner):
+    row = {"prompt": [{"role": "user", "content": "Q: How many lesions are visible? Answer from the image."}]}
+    assert {f.kind for f in scanner.scan_row(row).findings} == {"text_ngram"}
+    practice = {"prompt": [{"role": "user", "content": "Count the bright spots in this image."}]}
+    assert scanner.scan_row(practice).findings == []

@@ -1,0 +1,61 @@
+"""Executors and per-phase resources from config; preflight refuses bad launches."""
+
+import pytest
+import toy_phases
+
+from bat.config import load_config
+from bat.orchestrate import executors, preflight
+from bat.orchestrate.executors import make_executor, resource_parameters
+from bat.state.layout import RunLayout
+
+
+def test_slurm_parameters_come_from_the_phase_resources(tmp_path):
+    cfg = load_config(None, [
+        "orchestrate.executor=slurm", "orchestrate.signal_delay_s=120", "orchestrate.max_timeouts=5",
+        "orchestrate.resources.grpo.partition=gpu", "orchestrate.resources.grpo.gpus=8",
+        "orchestrate.resources.grpo.nodes=2", "orchestrate.resources.grpo.launcher=tasks",
+        "orchestrate.resources.grpo.mem_gb=400", "orchestrate.resources.grpo.time_min=240",
+        "orchestrate.resources.grpo.additional={account: lab}",
+    ])
+    ex = make_executor(cfg, RunLayout(tmp_path), 3, "grpo", dependency=["11", "12"])._executor
+    p = ex.parameters
+    assert p["partition"] == "gpu" and p["gpus_per_node"] == 8 and p["nodes"] == 2
+    assert p["ntasks_per_node"] == 8 and p["mem"] == "400GB" and p["time"] == 240
+    assert p["signal_delay_s"] == 120 and p["dependency"] == "afterok:11:12"
+    assert p["additional_parameters"] == {"kill-on-invalid-dep": "yes", "account": "lab"}
+    assert p["job_name"] == "local.grpo" and ex.max_num_timeout == 5
+    assert ex.folder == (tmp_path / "jobs" / "round_03" / "grpo" / "%j").resolve()
+
+
+def test_local_and_debug_ignore_slurm_only_resources():
+    cfg = load_config(None, ["orchestrate.resources.sft.partition=gpu"])
+    local = resource_parameters(cfg, "sft", "local")
+    assert local == {"timeout_min": 60, "name": "local.sft", "tasks_per_node": 1}
+    assert resource_parameters(cfg, "sft", "debug") == {"timeout_min": 60, "name": "local.sft"}
+    with pytest.raises(KeyError, match="unknown phase 'train'"):
+        resource_parameters(cfg, "train", "local")
+
+
+def test_auto_picks_slurm_only_when_sbatch_exists(monkeypatch):
+    cfg = load_config(None, ["orchestrate.executor=auto"])
+    monkeypatch.setattr(executors.shutil, "which", lambda name: None)
+    assert executors.executor_kind(cfg) == "local"
+    monkeypatch.setattr(executors.shutil, "which", lambda name: "/usr/bin/sbatch")
+    assert executors.executor_kind(cfg) == "slurm"
+
+
+def test_preflight_lists_every_problem_before_queueing(monkeypatch):
+    cfg = toy_phases.toy_config("slurm", rounds=1, extra=[
+        "orchestrate.resources.sft.partition=gpu-a100",
+        "orchestrate.phase_overrides.evaluate=no_such_module_xyz:evaluate"])
+    monkeypatch.setattr(preflight.shutil, "which", lambda name: "/usr/bin/sbatch")
+    monkeypatch.setattr(preflight, "slurm_partitions", lambda: ["cpu", "debug"])
+    with pytest.raises(preflight.PreflightError) as info:
+        preflight.preflight(cfg, 0)
+    text = str(info.value)
+    assert "refusing to queue round 0" in text
+    assert "orchestrate.resources.sft.partition='gpu-a100' does not exist; valid: ['cpu', 'debug']" in text
+    assert "evaluate: phase target 'no_such_module_xyz:evaluate'" in text
+    assert "beyond the round budget" in "\n".join(preflight.preflight_problems(cfg, 2))
+    monkeypatch.setattr(preflight.shutil, "which", lambda name: None)
+    assert any("`sbatch` is not on PATH" in p for p in preflight.preflight_problems(cfg, 1))

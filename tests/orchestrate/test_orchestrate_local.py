@@ -1,0 +1,126 @@
+"""Whole rounds through submitit's local executor: resume, USR2/SIGTERM requeue, timeouts, SIGKILL, lease."""
+
+import os
+import signal
+import threading
+import time
+
+import pytest
+import toy_phases
+
+from bat.orchestrate import driver
+from bat.orchestrate.driver import PhaseFailed
+from bat.state.layout import RunLayout
+from bat.state.lease import Lease
+
+ALL_PHASES = [f"round_00/{p}" for p in ("evaluate", "route", "scan", "sft", "synthesize")] + [
+    f"round_01/{p}" for p in ("evaluate", "grpo", "rollout", "route", "verify")]
+
+
+@pytest.fixture(scope="module")
+def reference(tmp_path_factory):
+    """Digests of an uninterrupted 2-round run (debug executor: in-process, same outputs)."""
+    root = tmp_path_factory.mktemp("reference")
+    with pytest.MonkeyPatch.context() as mp:
+        mp.syspath_prepend(os.path.dirname(__file__))
+        assert driver.run(toy_phases.toy_config("debug"), RunLayout(root)) == 0
+    digests = toy_phases.output_digests(root)
+    assert sorted(digests) == ALL_PHASES
+    return digests
+
+
+def _background_run(config, layout):
+    box = {}
+
+    def target():
+        try:
+            box["rc"] = driver.run(config, layout)
+        except Exception as exc:  # noqa: BLE001 - handed to the test thread
+            box["error"] = exc
+
+    thread = threading.Thread(target=target, daemon=True)
+    thread.start()
+    return thread, box
+
+
+def _signal_mid_phase(layout, r, phase, sig, timeout=60.0):
+    """Wait until (r, phase) has written its first shard but no DONE, then send `sig` to its process."""
+    deadline = time.monotonic() + timeout
+    phase_dir = layout.phase_dir(r, phase)
+    while time.monotonic() < deadline:
+        pid = toy_phases.event_pid(layout.root, r, phase)
+        if pid and (phase_dir / "shard_000.jsonl").exists() and not (phase_dir / "DONE.json").exists():
+            os.kill(pid, sig)
+            return pid
+        time.sleep(0.05)
+    raise AssertionError(f"{phase} of round {r} never got mid-way")
+
+
+def test_local_rounds_match_reference_and_rerun_is_noop(tmp_path, reference):
+    layout = RunLayout(tmp_path / "run")
+    cfg = toy_phases.toy_config("local")
+    assert driver.run(cfg, layout) == 0
+    assert toy_phases.output_digests(layout.root) == reference
+    assert toy_phases.row_count(layout.root) == 10 * 12
+    assert driver.next_round(cfg, layout) is None
+    records = sorted(p.read_text() for p in layout.jobs_dir.glob("round_*/*.job.json"))
+    assert len(records) == 10
+    assert driver.run(cfg, layout) == 0  # everything DONE: nothing queued
+    assert sorted(p.read_text() for p in layout.jobs_dir.glob("round_*/*.job.json")) == records
+
+
+@pytest.mark.parametrize("sig", [signal.SIGUSR2, signal.SIGTERM])
+def test_interrupted_phase_requeues_and_output_is_identical(tmp_path, reference, monkeypatch, sig):
+    monkeypatch.setenv("BAT_TOY_SLEEP", "0.3")
+    monkeypatch.setenv("BAT_TOY_SLOW", "0:sft")
+    layout = RunLayout(tmp_path / "run")
+    thread, box = _background_run(toy_phases.toy_config("local", rounds=0), layout)
+    first = _signal_mid_phase(layout, 0, "sft", sig)
+    thread.join(120)
+    assert box == {"rc": 0}
+    assert toy_phases.output_digests(layout.root) == {k: v for k, v in reference.items() if k.startswith("round_00")}
+    log = (layout.root / "events.log").read_text()
+    assert "r00 sft: interrupted (preemption), flushed 0 hook(s), requeueing" in log
+    assert toy_phases.event_pid(layout.root, 0, "sft") != first  # a new process finished it
+    assert toy_phases.row_count(layout.root) == 5 * 12
+
+
+def test_interrupt_near_short_time_limit_counts_as_timeout(tmp_path, monkeypatch):
+    monkeypatch.setenv("BAT_TOY_SLEEP", "0.3")
+    monkeypatch.setenv("BAT_TOY_SLOW", "0:scan")
+    layout = RunLayout(tmp_path / "run")
+    cfg = toy_phases.toy_config("local", rounds=0, extra=[
+        "orchestrate.resources.scan.time_min=5", "orchestrate.max_timeouts=0"])
+    thread, box = _background_run(cfg, layout)
+    _signal_mid_phase(layout, 0, "scan", signal.SIGUSR2)
+    thread.join(120)
+    assert isinstance(box.get("error"), PhaseFailed) and "round 0 phase scan failed" in str(box["error"])
+    assert "r00 scan: interrupted (timeout)" in (layout.root / "events.log").read_text()
+    assert not (layout.phase_dir(0, "scan") / "DONE.json").exists()
+
+
+def test_sigkill_then_resubmit_resumes_to_identical_outputs(tmp_path, reference, monkeypatch):
+    monkeypatch.setenv("BAT_TOY_SLEEP", "0.3")
+    monkeypatch.setenv("BAT_TOY_SLOW", "1:verify")
+    layout = RunLayout(tmp_path / "run")
+    cfg = toy_phases.toy_config("local")
+    thread, box = _background_run(cfg, layout)
+    _signal_mid_phase(layout, 1, "verify", signal.SIGKILL)
+    thread.join(120)
+    assert isinstance(box.get("error"), PhaseFailed)
+    partial = sorted(p.name for p in layout.phase_dir(1, "verify").glob("shard_*"))
+    assert 1 <= len(partial) < 4
+    assert driver.run(cfg, layout) == 0  # resubmission: only unfinished phases run
+    assert toy_phases.output_digests(layout.root) == reference
+    assert toy_phases.row_count(layout.root) == 10 * 12
+    log = (layout.root / "events.log").read_text()
+    assert log.count("r00 synthesize: start") == 1 and log.count("r01 verify: start") == 2
+
+
+def test_lease_blocks_a_second_driver(tmp_path, capsys):
+    layout = RunLayout(tmp_path / "run")
+    cfg = toy_phases.toy_config("local")
+    with Lease(layout.lease("round_00"), "other-driver", ttl_s=60):
+        assert driver.run(cfg, layout) == 0
+    assert "held by other-driver" in capsys.readouterr().out
+    assert not layout.jobs_dir.exists() or not list(layout.jobs_dir.glob("round_*/*.job.json"))

@@ -1,0 +1,79 @@
+"""Engines: hf batched == one-at-a-time per seed, sampling filters, openai client against a local server."""
+
+from __future__ import annotations
+
+import pytest
+import torch
+
+from bat.config.rollout import OpenAIEngineConfig, RolloutConfig
+from bat.rollout.engine import GenRequest, make_engine
+from bat.rollout.engine_hf import HFEngine, filter_logits
+from bat.rollout.engine_openai import OpenAIEngine
+from completions_server import CompletionsServer
+
+
+def requests_for(n: int) -> list[GenRequest]:
+    return [GenRequest(prompt_ids=list(range(10, 14 + 3 * i)), max_new_tokens=6 + 4 * i, seed=100 + i,
+                       temperature=0.9, stop_ids=(2,)) for i in range(n)]
+
+
+def test_hf_batched_equals_one_at_a_time(tiny_model):
+    engine = HFEngine(tiny_model, max_batch=8)
+    reqs = requests_for(4)
+    batched = engine.generate(reqs)
+    for req, got in zip(reqs, batched):
+        alone = engine.generate([req])[0]
+        assert alone.token_ids == got.token_ids
+        assert alone.logprobs == pytest.approx(got.logprobs, abs=1e-4)
+        assert len(got.token_ids) <= req.max_new_tokens and got.finish in ("stop", "length")
+        assert all(lp <= 0.0 for lp in got.logprobs)
+
+
+def test_hf_set_weights_swaps_model_and_greedy_is_deterministic(tiny_model):
+    engine = HFEngine(tiny_model)
+    req = GenRequest(prompt_ids=[5, 6, 7], max_new_tokens=5, seed=1, temperature=0.0)
+    a = engine.generate([req])[0]
+    old = engine.model
+    engine.set_weights(tiny_model)
+    assert engine.model is not old and engine.checkpoint == str(tiny_model)
+    assert engine.generate([req])[0].token_ids == a.token_ids
+    with pytest.raises(FileNotFoundError, match="config.json"):
+        engine.set_weights(tiny_model.parent)
+
+
+def test_filter_logits_top_k_and_top_p():
+    logits = torch.log(torch.tensor([[0.5, 0.3, 0.15, 0.05]]))
+    assert torch.isinf(filter_logits(logits, 1.0, 2)[0, 2:]).all()
+    kept = ~torch.isinf(filter_logits(logits, 0.7, 0)[0])
+    assert kept.tolist() == [True, True, False, False]
+
+
+def test_make_engine_rejects_unknown_and_builds_openai():
+    cfg = RolloutConfig(engine="openai")
+    assert isinstance(make_engine(cfg, "ckpt"), OpenAIEngine)
+    with pytest.raises(ValueError):
+        RolloutConfig(engine="sglang-native")
+
+
+def test_openai_engine_token_ids_roundtrip(tiny_model):
+    local = HFEngine(tiny_model)
+    reqs = requests_for(3)
+    with CompletionsServer(local) as srv:
+        engine = OpenAIEngine(OpenAIEngineConfig(base_url=srv.url, model="policy", concurrency=3), checkpoint="ck")
+        got = engine.generate(reqs)
+        sent = srv.requests[0]
+    want = local.generate(reqs)
+    assert [g.token_ids for g in got] == [w.token_ids for w in want]
+    assert [g.finish for g in got] == [w.finish for w in want]
+    assert got[0].logprobs == pytest.approx(want[0].logprobs, abs=1e-5)
+    assert sent["return_tokens_as_token_ids"] is True and sent["stop_token_ids"] == [2]
+    assert isinstance(sent["prompt"], list) and isinstance(sent["prompt"][0], int)
+
+
+def test_openai_engine_refuses_text_only_servers_and_reports_down_servers(tiny_model):
+    with CompletionsServer(HFEngine(tiny_model), ids_as_text=True) as srv:
+        res = OpenAIEngine(OpenAIEngineConfig(base_url=srv.url)).generate(requests_for(1))[0]
+    assert res.error and "no token ids" in res.error
+    down = OpenAIEngine(OpenAIEngineConfig(base_url="http://127.0.0.1:9/v1", timeout_s=0.5, max_retries=1))
+    res = down.generate(requests_for(1))[0]
+    assert res.error and "127.0.0.1:9" in res.error and res.token_ids == []

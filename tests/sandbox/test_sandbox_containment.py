@@ -1,0 +1,98 @@
+"""Done-when: with real bubblewrap isolation every escape attempt is contained and recorded, and the
+next tool call in the same workspace still works."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import time
+from pathlib import Path
+from typing import Callable
+
+import pytest
+
+from bat.config.sandbox import SandboxConfig
+from bat.sandbox import ExecutionRecord, Sandbox, Workspace, bwrap_available
+from bat.sandbox.selftest import BAT_DIR, ESCAPES, SECRET, run_selftest
+
+
+def _next_call_works(sb: Sandbox) -> ExecutionRecord:
+    record = sb.call_tool("bat.sandbox.tools:list_files", {}, stage="S1")
+    assert record.ok, record.model_dump()
+    assert "task/README.md" in record.result
+    return record
+
+
+@pytest.mark.parametrize("name", sorted(ESCAPES))
+def test_escape_is_contained_recorded_and_next_call_works(
+    name: str, make_sandbox: Callable[..., Sandbox], workspace: Workspace, grader: Path
+) -> None:
+    escape = ESCAPES[name]
+    sb = make_sandbox("bwrap", timeout_s=2)
+    start = time.monotonic()
+    record = sb.execute_code(escape.language, escape.template.format(grader=grader, bat=BAT_DIR), stage="S3",
+                             **escape.limits)
+    elapsed = time.monotonic() - start
+    assert escape.flag in record.flags.raised(), record.model_dump()
+    assert not record.ok and record.stage == "S3"
+    assert record.evidence, "every raised flag carries evidence"
+    assert elapsed < 8.0
+    assert SECRET not in record.stdout + record.stderr
+    assert (grader / "truth.json").read_text() == f'{{"answer": "{SECRET}"}}\n'
+    assert not (BAT_DIR / "sandbox" / "evil.py").exists()
+    assert not Path("/usr/evil.txt").exists()
+    assert len(record.stdout) < 2 * sb.config.max_output_chars
+    assert [p for p in workspace.path.rglob("*") if p.is_symlink()] == []
+    _next_call_works(sb)
+
+
+def test_selftest_passes_under_bwrap() -> None:
+    if not bwrap_available():
+        pytest.skip("bubblewrap not usable here")
+    rows = run_selftest(SandboxConfig(runtime="bwrap"), ["read_grader_bash", "symlink_escape"])
+    assert [(row.name, row.passed) for row in rows] == [("read_grader_bash", True), ("symlink_escape", True)]
+    with pytest.raises(ValueError, match="does not isolate"):
+        run_selftest(SandboxConfig(runtime="process"), ["read_grader_bash"])
+    with pytest.raises(ValueError, match="unknown escape"):
+        run_selftest(SandboxConfig(runtime="bwrap"), ["teleport"])
+
+
+def test_breach_flags_mark_security_not_resources(make_sandbox: Callable[..., Sandbox], grader: Path) -> None:
+    sb = make_sandbox("bwrap")
+    assert sb.execute_code("bash", f"cat {grader}/truth.json").flags.breach
+    loop = sb.execute_code("python", "while True:\n    pass", timeout_s=1)
+    assert loop.flags.limited and not loop.flags.breach
+
+
+def test_no_process_survives_a_call(make_sandbox: Callable[..., Sandbox]) -> None:
+    sb = make_sandbox("bwrap")
+    record = sb.execute_code("bash", "(setsid sleep 4242 &) ; nohup sleep 4242 >/dev/null 2>&1 & echo started")
+    assert record.stdout.strip() == "started"
+    time.sleep(0.2)
+    ps = subprocess.run(["ps", "-eo", "args"], capture_output=True, text=True, check=True).stdout
+    assert "sleep 4242" not in ps
+
+
+def test_sandbox_view_is_minimal(make_sandbox: Callable[..., Sandbox]) -> None:
+    sb = make_sandbox("bwrap")
+    code = (
+        "import os, json\n"
+        "print(json.dumps({'cwd': os.getcwd(), 'files': sorted(os.listdir('.')), 'home': os.path.exists('/home'),"
+        " 'state': os.path.exists('/work/main/state'), 'tmp': os.listdir('/tmp')}))"
+    )
+    record = sb.execute_code("python", code)
+    assert record.ok, record.model_dump()
+    seen = json.loads(record.stdout)
+    assert seen == {"cwd": "/workspace", "files": ["data", "task"], "home": False, "state": False, "tmp": []}
+
+
+def test_tool_call_records_files_changed_and_stage(make_sandbox: Callable[..., Sandbox], workspace: Workspace) -> None:
+    sb = make_sandbox("bwrap")
+    record = sb.call_tool("bat.sandbox.tools:write_file", {"path": "plan/plan.md", "content": "# plan"}, stage="S1")
+    assert record.ok and record.stage == "S1" and record.runtime == "bwrap"
+    assert record.result == "wrote 6 chars to plan/plan.md"
+    assert record.files_changed.added == ["plan", "plan/plan.md"]
+    assert (workspace.path / "plan" / "plan.md").read_text() == "# plan"
+    workspace.reset()
+    assert workspace.verify()
+    assert _next_call_works(sb).files_changed.any is False
