@@ -27,6 +27,7 @@ class Acceptance:
     leak_clean: bool | None = None
     """None when the leakage preflight is disabled (the version-level scan then decides)."""
     reasons: list[str] = field(default_factory=list)
+    """`<kind>: <detail>` with kind in boot, limit_h, stage_check, breach, validate, leak."""
 
     @property
     def accepted(self) -> bool:
@@ -35,6 +36,14 @@ class Acceptance:
     def as_dict(self) -> dict[str, Any]:
         return {"boot": self.boot, "fits_h": self.fits_h, "stage_checks": self.stage_checks,
                 "validate_ok": self.validate_ok, "leak_clean": self.leak_clean, "reasons": self.reasons}
+
+
+def rollout_limit(config: "BatConfig") -> int:
+    """H: `bank.rollout_limit_h`, or the rollout budgets' turn/tool-call limit when unset."""
+    if config.bank.rollout_limit_h is not None:
+        return config.bank.rollout_limit_h
+    budgets = config.rollout.budgets
+    return min(budgets.max_assistant_turns, budgets.max_tool_calls)
 
 
 def validation_passes(turns: Sequence[TrajectoryTurn]) -> int:
@@ -65,35 +74,37 @@ def accept(
     turns: Sequence[TrajectoryTurn],
     score: Any,
     reduction: Reduction,
-    row: BankRow,
-    scanner: Any | None,
     workdir: Path,
     config: "BatConfig",
 ) -> Acceptance:
-    """Evaluate Eq. 15 (plus lambda_validate) for one E2E candidate."""
+    """Evaluate Eq. 15 except the leak term (see `check_leak`), plus lambda_validate, for one E2E candidate."""
     result = Acceptance()
     result.boot, why = boots(state_dir, workdir, config)
     if not result.boot:
         result.reasons.append(f"boot: {why}")
-    h = config.bank.rollout_limit_h
+    h = rollout_limit(config)
     result.fits_h = len(turns) <= h
     if not result.fits_h:
-        result.reasons.append(f"trajectory has {len(turns)} turns > H={h}")
+        result.reasons.append(f"limit_h: trajectory has {len(turns)} turns > H={h}")
     for stage in (s.key for s in config.stages):
         value = score.stages.get(stage)
         result.stage_checks[stage] = stage in score.not_applicable or value == 1.0
         if not result.stage_checks[stage]:
-            result.reasons.append(f"stage check {stage} failed (score {value})")
+            result.reasons.append(f"stage_check: {stage} scored {value}")
     if score.breach:
-        result.reasons.append(f"sandbox breach: {score.breach_reasons}")
+        result.reasons.append(f"breach: {score.breach_reasons}")
     passes = validation_passes(turns)
     result.validate_ok = passes <= reduction.validate_passes
     if not result.validate_ok:
-        result.reasons.append(f"{passes} validation passes > lambda_validate={reduction.validate_passes}")
-    if scanner is not None:
-        findings = scanner.scan_row(row.model_dump(mode="json"), rl_row=True).findings
-        result.leak_clean = not findings
-        if findings:
-            kinds = sorted({f.kind for f in findings})
-            result.reasons.append(f"leakage scan: {len(findings)} findings ({', '.join(kinds)})")
+        result.reasons.append(f"validate: {passes} validation passes > lambda_validate={reduction.validate_passes}")
+    return result
+
+
+def check_leak(result: Acceptance, row: BankRow, scanner: Any) -> Acceptance:
+    """Leak(z) = 0 of Eq. 15: scan the row with the leakage team's scanner (RL rules on); updates `result`."""
+    findings = scanner.scan_row(row.model_dump(mode="json"), rl_row=True).findings
+    result.leak_clean = not findings
+    if findings:
+        kinds = sorted({f.kind for f in findings})
+        result.reasons.append(f"leak: {len(findings)} findings ({', '.join(kinds)})")
     return result

@@ -23,6 +23,11 @@ def instance_for(task: PracticeTask, config: "BatConfig") -> Any:
     """The benchmark instance of `task` (R_lambda applied: only `reduction.cases` cases are generated)."""
     from bat.benchmark import practice_instance
 
+    if task.reduction is not None and task.reduction.input_fraction < 1.0:
+        raise ValueError(
+            f"task {task.task_id}: input_fraction={task.reduction.input_fraction} is not supported by the built-in "
+            "benchmark (fixed-size cases); valid: 1.0 — use a reduction grid without input caps"
+        )
     n_cases = task.reduction.cases if task.reduction else None
     return practice_instance(task.track, task.seed, config, n_cases=n_cases)
 

@@ -28,6 +28,15 @@ class ReplayMismatchError(RuntimeError):
     """A replayed call produced a different observation than the teacher saw (non-deterministic tool)."""
 
 
+def action_of(turn: TrajectoryTurn, offered: Sequence[str]) -> dict[str, Any]:
+    """The action a turn took: its parsed call, or the invalid-action record its response parses to."""
+    if turn.call is not None:
+        return turn.call
+    from bat.policy.codec import parse_tool_call
+
+    return parse_tool_call(turn.response, offered).as_dict()
+
+
 def _env(instance: Any, workdir: Path, config: "BatConfig") -> tuple[Any, Path, Path]:
     from bat.benchmark import StagedEnv
 
@@ -44,7 +53,7 @@ def replay_prefix(instance: Any, turns: Sequence[TrajectoryTurn], upto: int, wor
     """Execute the calls of turns[:upto] in a fresh workspace under `workdir`; returns (workspace, normalised records)."""
     env, workspace, grader = _env(instance, workdir, config)
     for turn in turns[:upto]:
-        env.step(turn.call if turn.call is not None else {"invalid": True, "reason": "no_tool_call", "detail": ""})
+        env.step(action_of(turn, env.offered))
     return workspace, [normalise_record(r, workspace, grader) for r in env.records]
 
 
@@ -75,7 +84,7 @@ def replay_and_pack(
         if t == last:
             break
         turn = turns[t]
-        obs = env.step(turn.call if turn.call is not None else {"invalid": True, "reason": "no_tool_call", "detail": ""})
+        obs = env.step(action_of(turn, env.offered))
         seen = alias_text(obs.text, workspace, grader)
         if seen != turn.observation:
             raise ReplayMismatchError(

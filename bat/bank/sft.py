@@ -38,17 +38,22 @@ class ApproxLengthMeter:
 
 @dataclass(frozen=True)
 class TokenLengthMeter:
-    """Exact length: the ids the SFT trainer will feed (chat template with `tools`)."""
+    """Exact length: the ids the SFT trainer will feed (chat template with `tools`, default the benchmark's)."""
 
     tokenizer: Any
     tools: Sequence[dict[str, Any]] | None = None
     unit: str = "tokens"
 
     def measure(self, messages: Sequence[ChatMessage], target: str) -> int:
-        row_messages = prompts.to_dicts([*messages, ChatMessage(role="assistant", content=target)])
         from bat.policy.chat import encode_messages
 
-        ids, _ = encode_messages(self.tokenizer, row_messages, self.tools)
+        tools = self.tools
+        if tools is None:
+            from bat.benchmark import TOOL_SPECS
+
+            tools = TOOL_SPECS
+        row_messages = prompts.to_dicts([*messages, ChatMessage(role="assistant", content=target)])
+        ids, _ = encode_messages(self.tokenizer, row_messages, tools)
         return len(ids)
 
 
@@ -143,8 +148,15 @@ def tokenize_sft_row(
     row: SftRow, tokenizer: Any, tools: Sequence[dict[str, Any]] | None = None
 ) -> tuple[list[int], list[int]]:
     """Token ids and loss mask of a row through the policy's chat template: mask = 1 exactly on the
-    target response's tokens (and its end-of-turn token), 0 on every context token."""
+    target response's tokens (and its end-of-turn token), 0 on every context token.
+
+    `tools` defaults to the benchmark's `TOOL_SPECS` — the tool list the rollout renders too, so SFT and RL see
+    the same prompt; pass `[]` to render without a tool list."""
     from bat.policy.chat import encode_messages
 
+    if tools is None:
+        from bat.benchmark import TOOL_SPECS
+
+        tools = TOOL_SPECS
     messages = prompts.to_dicts([*row.messages, ChatMessage(role="assistant", content=row.target)])
     return encode_messages(tokenizer, messages, tools)

@@ -10,6 +10,7 @@ import os
 import shutil
 import tempfile
 from dataclasses import dataclass
+from functools import cached_property
 from pathlib import Path
 from typing import Any, Callable
 
@@ -60,13 +61,18 @@ class BankVersion:
         return read_jsonl(self.path / TRAJECTORIES, Trajectory)
 
     def rows(self) -> list[BankRow]:
-        return read_jsonl(self.path / RL_ROWS, BankRow)
+        return list(self._rows_by_id.values())
+
+    @cached_property
+    def _rows_by_id(self) -> dict[str, BankRow]:
+        """RL rows keyed by state_id, read once per BankVersion (a version never changes)."""
+        return {row.state_id: row for row in read_jsonl(self.path / RL_ROWS, BankRow)}
 
     def row(self, state_id: str) -> BankRow:
-        for row in self.rows():
-            if row.state_id == state_id:
-                return row
-        raise KeyError(f"state_id {state_id!r} not in bank v{self.version:04d}")
+        try:
+            return self._rows_by_id[state_id]
+        except KeyError:
+            raise KeyError(f"state_id {state_id!r} not in bank v{self.version:04d} ({len(self._rows_by_id)} rows)") from None
 
     def sft_rows(self, split: str = "train") -> list[SftRow]:
         if split not in SFT_SPLITS:
@@ -141,31 +147,40 @@ def _read_only(directory: Path) -> None:
 
 
 def write_version(
-    layout: RunLayout, fill: Callable[[Path], dict[str, Any]], manifest_fields: dict[str, Any]
+    layout: RunLayout,
+    fill: Callable[[Path], dict[str, Any]],
+    manifest_fields: dict[str, Any],
+    *,
+    resume_key: str | None = None,
 ) -> BankVersion:
     """Build a new version: `fill(build_dir)` writes every file and returns the counts; the manifest
     (digests of all files) is written last, files made read-only, and the directory renamed to the next
-    free `vNNNN` (never replacing an existing version)."""
+    free `vNNNN` (never replacing an existing version).
+
+    Without `resume_key` the build directory is a fresh temp dir removed on any error. With it, the build
+    directory is `bank/.build-<resume_key>` and is kept when the build fails or is killed, so a rerun of the
+    same synthesis resumes from what `fill` finished there."""
     layout.bank_root.mkdir(parents=True, exist_ok=True)
-    build = Path(tempfile.mkdtemp(prefix=".build-", suffix=".tmp", dir=layout.bank_root))
+    if resume_key is None:
+        build = Path(tempfile.mkdtemp(prefix=".build-", suffix=".tmp", dir=layout.bank_root))
+    else:
+        build = layout.bank_root / f".build-{resume_key}"
+        build.mkdir(exist_ok=True)
     try:
         counts = fill(build)
+        digests = version_digests(build)
         for attempt in range(100):
             version = (layout.bank_versions() or [0])[-1] + 1 + attempt
-            manifest = BankManifest(
-                version=version, counts=counts, digests=version_digests(build), **manifest_fields
-            )
+            manifest = BankManifest(version=version, counts=counts, digests=digests, **manifest_fields)
             atomic_write_json(build / MANIFEST, manifest.model_dump(mode="json"))
             _read_only(build)
             try:
                 os.rename(build, layout.bank(version))
             except OSError:
-                for path in build.rglob("*"):
-                    if path.is_file():
-                        path.chmod(0o644)
                 continue
             return BankVersion(layout.bank(version), version)
         raise RuntimeError(f"could not claim a free bank version under {layout.bank_root}")
     except BaseException:
-        shutil.rmtree(build, ignore_errors=True)
+        if resume_key is None:
+            shutil.rmtree(build, ignore_errors=True)
         raise

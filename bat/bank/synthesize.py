@@ -2,23 +2,26 @@
 
 Reads: config (bank, benchmark, sandbox, stages, leakage), the benchmark's practice seed space.
 Writes: one new immutable `RunLayout.bank(v)` (see `bat.bank` for the files). Same config + seed -> same
-fingerprint -> the existing version is reused (no-op); content is byte-identical for a given seed.
+fingerprint -> the existing version is reused (no-op); content is byte-identical for a given seed and any
+number of workers. A killed synthesis resumes: finished tasks keep markers in `bank/.build-<fingerprint>/`.
 """
 
 from __future__ import annotations
 
 import hashlib
 import json
+import multiprocessing
 import shutil
-import tempfile
+from concurrent.futures import ProcessPoolExecutor
 from collections import Counter, defaultdict
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from bat.bank import checks, e2e, practice, rows, sft, store
-from bat.bank.replay import replay_and_pack
-from bat.bank.teacher import TeacherRun, run_llm, run_scripted
+from bat.bank import e2e, practice, rows, sft, store
+from bat.bank.pools import build_index
+from bat.bank import tasks as tasks_mod
+from bat.bank.tasks import TaskResult
 from bat.schemas.bank import E2E, BankRow, PracticeTask, SftRow, Trajectory
 from bat.seeds import derive_seed
 from bat.state.atomic import atomic_write_json
@@ -29,19 +32,27 @@ if TYPE_CHECKING:
     from bat.config.root import BatConfig
 
 
+CONTENT_NEUTRAL = {"workers"}
+"""Bank knobs that change how fast a bank is built, never its content (left out of the fingerprint)."""
+
+
 def bank_seed(config: "BatConfig") -> int:
     """`bank.seed`, or the run seed when unset."""
     return config.run.seed if config.bank.seed is None else config.bank.seed
 
 
 def fingerprint(config: "BatConfig") -> str:
-    """Digest of everything that determines a bank's content (generator version, bank/benchmark/stage config, seed)."""
+    """Digest of everything that determines a bank's content: generator version, seed, and the bank, benchmark,
+    sandbox (records name the runtime), leakage (E2E leak term) and stage config."""
     payload = {
-        "generator": rows.GENERATOR_VERSION,
+        "generators": _generator_versions(),
         "seed": bank_seed(config),
-        "bank": config.bank.model_dump(mode="json"),
+        "bank": config.bank.model_dump(mode="json", exclude=CONTENT_NEUTRAL),
         "benchmark": config.benchmark.model_dump(mode="json"),
+        "sandbox": config.sandbox.model_dump(mode="json"),
+        "leakage": config.leakage.model_dump(mode="json"),
         "stages": [s.model_dump(mode="json") for s in config.stages],
+        "rollout_limit_h": e2e.rollout_limit(config),
     }
     return hashlib.sha256(json.dumps(payload, sort_keys=True).encode("utf-8")).hexdigest()
 
@@ -67,77 +78,28 @@ class Collected:
     unchecked: Counter = field(default_factory=Counter)
     e2e: dict[str, Any] = field(default_factory=lambda: {"candidates": 0, "accepted": 0, "rejected_by_reason": Counter(), "decisions": {}})
 
-
-def _teach(task: PracticeTask, instance: Any, workdir: Path, config: "BatConfig", client: Any) -> TeacherRun:
-    if config.bank.teacher == "llm":
-        return run_llm(instance, client, workdir, config, config.bank.rollout_limit_h)
-    return run_scripted(instance, task.variant, workdir, config)
-
-
-def _trajectory(task: PracticeTask, run: TeacherRun, outcome: str, problems: list[str]) -> Trajectory:
-    s = run.score
-    return Trajectory(
-        trajectory_id=f"trj.{task.task_id}", task=task, outcome=outcome, teacher=run.teacher, brief=run.brief,  # type: ignore[arg-type]
-        turns=run.turns, stage_scores=dict(s.stages), task_score=s.task, overall=s.overall,
-        checked=not problems, check_failures=problems,
-    )
-
-
-def _stage_task(task: PracticeTask, build: Path, scratch: Path, config: "BatConfig", client: Any, out: Collected) -> None:
-    """Teacher run -> checked trajectory -> stage states by prefix replay -> RL rows."""
-    from bat.benchmark.agents import outcome_of
-
-    order = [s.key for s in config.stages]
-    instance = practice.instance_for(task, config)
-    run = _teach(task, instance, scratch / "teacher", config, client)
-    wanted = {v: k for k, v in practice.VARIANT_FOR.items()}.get(task.variant, "success")
-    outcome = outcome_of(run.score) if config.bank.teacher == "llm" else wanted
-    problems = checks.check_run(outcome, run.score, run.turns, order)
-    traj = _trajectory(task, run, outcome, problems)
-    out.trajectories.append(traj)
-    if problems:
-        out.unchecked[outcome] += 1
-        return
-    starts = checks.state_starts(outcome, run.turns, run.score, order)
-    ids = {stage: f"{task.task_id}.{stage}" for stage in starts}
-    seeds = {"task": task.seed}
-    meta = {s: {"state_id": ids[s], "stage": s, "outcome": outcome, "track": task.track, "task_id": task.task_id,
-                "generator": f"{rows.GENERATOR}:{rows.GENERATOR_VERSION}"} for s in starts}
-    dests = {s: build / store.STATES / ids[s] for s in starts}
-    manifests = replay_and_pack(instance, run.turns, starts, scratch / "replay", config, dests, meta)
-    for stage in sorted(starts, key=order.index):
-        out.rows.append(rows.build_row(
-            state_id=ids[stage], stage=stage, outcome=outcome, task=task, brief=run.brief, manifest=manifests[stage],
-            prefix=run.turns[: starts[stage]], trajectory_id=traj.trajectory_id, teacher=run.teacher, seeds=seeds, config=config,
-        ))
-
-
-def _e2e_task(task: PracticeTask, build: Path, scratch: Path, config: "BatConfig", client: Any, scanner: Any, out: Collected) -> None:
-    """Reduced task -> teacher trajectory -> package of the fresh workspace -> Eq. 15 -> accepted E2E row."""
-    assert task.reduction is not None
-    out.e2e["candidates"] += 1
-    instance = practice.instance_for(task, config)
-    run = _teach(task, instance, scratch / "teacher", config, client)
-    state_id = f"{task.task_id}.{E2E}"
-    dest = build / store.STATES / state_id
-    meta = {"state_id": state_id, "stage": E2E, "outcome": "success", "track": task.track, "task_id": task.task_id,
-            "reduction": task.reduction.model_dump(mode="json"), "generator": f"{rows.GENERATOR}:{rows.GENERATOR_VERSION}"}
-    manifest = replay_and_pack(instance, run.turns, {E2E: 0}, scratch / "replay", config, {E2E: dest}, {E2E: meta})[E2E]
-    trajectory_id = f"trj.{task.task_id}"
-    row = rows.build_row(state_id=state_id, stage=E2E, outcome="success", task=task, brief=run.brief, manifest=manifest,
-                         prefix=[], trajectory_id=trajectory_id, teacher=run.teacher, seeds={"task": task.seed}, config=config)
-    verdict = e2e.accept(state_dir=dest, turns=run.turns, score=run.score, reduction=task.reduction, row=row,
-                         scanner=scanner, workdir=scratch / "boot", config=config)
-    out.e2e["decisions"][state_id] = verdict.as_dict()
-    out.trajectories.append(_trajectory(task, run, "success", verdict.reasons))
-    if not verdict.accepted:
-        for reason in verdict.reasons:
-            out.e2e["rejected_by_reason"][reason.split(":")[0].split(" ")[0]] += 1
-        shutil.rmtree(dest, ignore_errors=True)
-        return
-    out.e2e["accepted"] += 1
-    out.e2e_trajectory_ids.add(trajectory_id)
-    out.rows.append(row)
+    def add(self, result: TaskResult, build: Path, scanner: Any | None) -> None:
+        """Merge one task's result (in task order); E2E candidates get the leak term of Eq. 15 here."""
+        traj = result.trajectory
+        verdict = result.acceptance
+        if verdict is not None:
+            self.e2e["candidates"] += 1
+            if verdict.accepted and scanner is not None:
+                e2e.check_leak(verdict, result.rows[0], scanner)
+                if not verdict.accepted:
+                    shutil.rmtree(build / result.rows[0].state.path, ignore_errors=True)
+                    result.rows = []
+                    traj = traj.model_copy(update={"checked": False, "check_failures": list(verdict.reasons)})
+            self.e2e["decisions"][f"{traj.task.task_id}.{E2E}"] = verdict.as_dict()
+            if verdict.accepted:
+                self.e2e["accepted"] += 1
+                self.e2e_trajectory_ids.add(traj.trajectory_id)
+            for reason in verdict.reasons:
+                self.e2e["rejected_by_reason"][reason.split(":")[0]] += 1
+        elif not traj.checked:
+            self.unchecked[traj.outcome] += 1
+        self.trajectories.append(traj)
+        self.rows.extend(result.rows)
 
 
 def _scanner(config: "BatConfig", layout: RunLayout) -> Any | None:
@@ -149,26 +111,29 @@ def _scanner(config: "BatConfig", layout: RunLayout) -> Any | None:
     return Scanner(ensure_index(layout, config))
 
 
-def _client(config: "BatConfig") -> Any:
-    if config.bank.teacher != "llm":
-        return None
-    from bat.bank.llm_client import ChatClient
-
-    return ChatClient(config.bank.llm)
+def _run_missing(config: "BatConfig", tasks: list[PracticeTask], build: Path, scratch: Path) -> None:
+    """Run every task without a finished marker in `build/.tasks/` (in `bank.workers` processes)."""
+    todo = [(i, t) for i, t in enumerate(tasks) if not tasks_mod.marker(build, i).is_file()]
+    if config.bank.workers == 1 or len(todo) <= 1:
+        for i, task in todo:
+            tasks_mod.run_and_mark(i, task, build, scratch, config)
+        return
+    n = len(todo)
+    with ProcessPoolExecutor(max_workers=config.bank.workers, mp_context=multiprocessing.get_context("spawn")) as pool:
+        list(pool.map(tasks_mod.run_and_mark, [i for i, _ in todo], [t for _, t in todo], [build] * n, [scratch] * n, [config] * n))
 
 
 def collect(config: "BatConfig", layout: RunLayout, build: Path) -> Collected:
-    """Run every planned task; state packages are written under `build/states/`."""
+    """Run every planned task, resuming from finished-task markers in `build/.tasks/`; merge in task order.
+
+    State packages are written under `build/states/`; the markers are removed once everything is merged."""
     seed, tracks = bank_seed(config), bank_tracks(config)
     out = Collected(tasks=practice.plan_tasks(config, seed, tracks) + practice.plan_e2e_tasks(config, seed, tracks))
-    client, scanner = _client(config), _scanner(config, layout)
-    layout.scratch_dir.mkdir(parents=True, exist_ok=True)
-    for task in out.tasks:
-        with tempfile.TemporaryDirectory(prefix="bank-", dir=layout.scratch_dir) as tmp:
-            if task.reduction is None:
-                _stage_task(task, build, Path(tmp), config, client, out)
-            else:
-                _e2e_task(task, build, Path(tmp), config, client, scanner, out)
+    _run_missing(config, out.tasks, build, layout.scratch_dir / "bank")
+    scanner = _scanner(config, layout)
+    for i in range(len(out.tasks)):
+        out.add(tasks_mod.read_marker(build, i), build, scanner)
+    shutil.rmtree(build / tasks_mod.MARKERS)
     return out
 
 
@@ -235,8 +200,6 @@ def synthesize(config: "BatConfig", layout: RunLayout) -> tuple[store.BankVersio
             write_jsonl(build / rel, [r for r in sft_rows if r.split == split])
         atomic_write_json(build / store.SFT_REJECTED, stats.as_dict())
         write_jsonl(build / store.RL_ROWS, out.rows)
-        from bat.bank.pools import build_index
-
         atomic_write_json(build / store.RL_INDEX, build_index(out.rows))
         atomic_write_json(build / "e2e_acceptance.json", out.e2e["decisions"])
         return _counts(config, out, sft_rows, stats)
@@ -250,10 +213,13 @@ def synthesize(config: "BatConfig", layout: RunLayout) -> tuple[store.BankVersio
         "tracks": bank_tracks(config),
         "config": {"bank": config.bank.model_dump(mode="json"), "benchmark": config.benchmark.model_dump(mode="json")},
     }
-    return store.write_version(layout, fill, fields), False
+    return store.write_version(layout, fill, fields, resume_key=fp[:16]), False
 
 
 def _generator_versions() -> dict[str, str]:
+    """Versions of every generator whose output lands in the bank (bank, reduction grids, benchmark suite + grader)."""
     from bat.bank.reduction import GRIDS
+    from bat.benchmark import HARNESS_VERSION, SUITE_VERSION
 
-    return {"bank": rows.GENERATOR_VERSION, "reduction_grids": ",".join(sorted(GRIDS)), "teacher_scripts": "bat.benchmark.agents"}
+    return {"bank": rows.GENERATOR_VERSION, "reduction_grids": ",".join(sorted(GRIDS)),
+            "benchmark_suite": SUITE_VERSION, "benchmark_grader": HARNESS_VERSION, "teacher": "bat.benchmark.agents"}

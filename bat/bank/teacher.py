@@ -96,17 +96,18 @@ def run_llm(instance: Any, client: "ChatClient", workdir: Path, config: "BatConf
 
     Context = preamble + ordered stage skills, the brief, then assistant/tool turns; malformed responses are
     stepped as invalid actions (error observations) and kept in the trajectory with `call=None`."""
-    from bat.benchmark import STAGE_SKILLS, TOOL_NAMES, TOOL_SPECS
+    from bat.benchmark import STAGE_SKILLS, tool_specs
 
     env, workspace, grader = _open_env(instance, workdir, config)
     brief = env.reset()
     order = [s.key for s in config.stages]
     skill = prompts.e2e_skill_text(order, STAGE_SKILLS, {s.key: s.name for s in config.stages})
     messages: list[ChatMessage] = [prompts.system_message(skill), prompts.user_message(brief)]
+    specs = tool_specs(config.benchmark.execute_code)
     turns: list[TrajectoryTurn] = []
     for t in range(max_turns):
-        response = client.complete(prompts.to_dicts(messages), TOOL_SPECS)
-        parsed = parse_tool_call(response, TOOL_NAMES)
+        response = client.complete(prompts.to_dicts(messages), specs)
+        parsed = parse_tool_call(response, env.offered)
         call = None if isinstance(parsed, InvalidAction) else parsed.as_dict()
         obs = env.step(parsed.as_dict())
         text = alias_text(obs.text, workspace, grader)

@@ -35,23 +35,37 @@ Environment and tools:
   `step(call) -> Observation(text, record, done)` where call is `{"name", "arguments"}` or an invalid-action
   dict `{"invalid": True, "reason", ...}` (-> error observation, never an exception); `score() -> RunScore`;
   `.records` (list of `bat.sandbox.ExecutionRecord`, each with a stage tag).
-* `grade(instance, workspace_dir, grader_dir, records, config=None) -> RunScore`.
+* `grade(workspace_dir, grader_dir, records, config=None, *, run_id="", repeat=0, judge=None, judge_name="")
+  -> RunScore`; `judge(item: RubricItem, plan_text: str) -> bool | None` decides judgment items (None = null);
+  without a judge the documented proxies decide (see `bat.benchmark.grader`). `StagedEnv.score(judge=...)` too;
+  `config_judge(config) -> (judge | None, identity)` builds it from `verify.judge` (used by `run_episode`).
 
 Agents (scripted, through the same tools):
 * `AGENTS` = ("expert", "noop", "skip-validate", "recovery", "failure");
   `run_agent(env, instance, agent) -> Trajectory(turns=[Turn(thought, call, observation, stage)], outcome)`.
 * `run_episode(track, agent="expert", *, space="heldout", seed=0, workdir, config=None) -> Episode(score,
   trajectory, seconds)` — one full episode (used by `bat bench sandbox`).
-* External evaluator: `run_external(command, checkpoint, request, output, config) -> list[RunScore]`
-  (whole-argv placeholders {checkpoint} {request} {output}; strict validation of the output cells).
+* `run_suite(agent, config, split=, tracks=) -> list[RunScore]`, `aggregate(scores)` (track means, then mean).
+* External evaluator: `run_external(checkpoint, workdir, config) -> list[RunScore]` runs
+  `benchmark.external.command` (whole-argv placeholders {checkpoint} {request} {output}, no shell) and
+  validates its cells strictly (`parse_cells`, `ExternalError`).
+* Tool calls run through `bat.sandbox.Sandbox` (runtime from the `sandbox` section) or, with
+  `benchmark.runtime = "inprocess"`, directly in this process (`bat/benchmark/runtime.py`, one place).
 
-CLI: `bat benchmark run --agent expert|noop|skip-validate [--track T] [--json] [--config FILE]`.
+CLI: `bat benchmark run --agent expert|noop|skip-validate [--track T] [--json] [--config FILE]`;
+`bat benchmark fingerprints --out FILE` (held-out fingerprint entries as JSONL).
 """
 
 from __future__ import annotations
 
 import importlib
 from typing import Any
+
+SUITE_VERSION = "builtin-1"
+"""Version of the built-in suite (instance generation + tracks); bump when generated content changes."""
+HARNESS_VERSION = "builtin-grader-1"
+"""Version of the grader (rubric items, proxies, stage formulas)."""
+GENERATOR_VERSION = SUITE_VERSION
 
 _EXPORTS = {
     "bat.benchmark.agents": ("AGENTS", "Trajectory", "Turn", "outcome_of", "run_agent"),
@@ -61,6 +75,7 @@ _EXPORTS = {
     "bat.benchmark.episode": ("Episode", "run_episode", "run_instance"),
     "bat.benchmark.external": ("ExternalCell", "ExternalError", "parse_cells", "run_external"),
     "bat.benchmark.grader": ("grade",),
+    "bat.benchmark.judging": ("config_judge",),
     "bat.benchmark.instance": ("PITFALLS", "Instance", "generate_instance", "load_grader", "materialize"),
     "bat.benchmark.score": ("RunScore",),
     "bat.benchmark.suite": ("SPLITS", "SuiteRun", "aggregate", "fingerprint_entries", "heldout_suite", "instance_identifiers",
@@ -69,7 +84,7 @@ _EXPORTS = {
     "bat.benchmark.tracks": ("TRACKS",),
 }
 _WHERE = {name: module for module, names in _EXPORTS.items() for name in names}
-__all__ = sorted(_WHERE)
+__all__ = sorted([*_WHERE, "GENERATOR_VERSION", "HARNESS_VERSION", "SUITE_VERSION"])
 
 
 def __getattr__(name: str) -> Any:
@@ -77,3 +92,7 @@ def __getattr__(name: str) -> Any:
     if name not in _WHERE:
         raise AttributeError(f"module 'bat.benchmark' has no attribute {name!r}")
     return getattr(importlib.import_module(_WHERE[name]), name)
+
+
+def __dir__() -> list[str]:
+    return __all__

@@ -8,14 +8,13 @@ submit S5; list/read/execute_code take the current stage.
 
 from __future__ import annotations
 
-import shutil
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from bat.benchmark.instance import Instance, materialize
 from bat.benchmark.runtime import Runner, make_runner
-from bat.benchmark.tools.specs import TOOL_BY_REF, TOOL_NAMES, validate_call
+from bat.benchmark.tools.specs import TOOL_BY_NAME, TOOL_BY_REF, TOOL_NAMES, validate_call
 from bat.sandbox.record import ExecutionRecord
 
 STAGE_ORDER = ("S1", "S2", "S3", "S4", "S5")
@@ -32,7 +31,7 @@ class Observation:
 
 def short_name(record: ExecutionRecord) -> str:
     """Public tool name of a record (`run_model`, `execute_code`, `<invalid>`)."""
-    tool = TOOL_BY_REF.get(record.tool)
+    tool = TOOL_BY_REF.get(record.tool) or TOOL_BY_NAME.get(record.tool)
     return tool.name if tool else record.tool
 
 
@@ -51,7 +50,8 @@ def _call_parts(call: Any) -> tuple[Any, Any, str | None]:
 
 class StagedEnv:
     """Environment over one instance. With `instance=None`, `workspace_dir` must already hold a workspace
-    (e.g. a Stage Bank state package) and `prior_records` the replayed prefix it came from."""
+    (e.g. a Stage Bank state package) and `prior_records` the replayed prefix it came from.
+    Call `close()` (or use `with`) when done: a warm sandbox keeps a tool server per workspace."""
 
     def __init__(self, instance: Instance | None, workspace_dir: str | Path, grader_dir: str | Path, config: Any = None,
                  *, prior_records: list[ExecutionRecord] | None = None, runner: Runner | None = None) -> None:
@@ -72,12 +72,25 @@ class StagedEnv:
     def reset(self) -> str:
         """Fresh workspace (re-materialised from the instance) and the brief as first observation."""
         if self.instance is not None:
-            if self.workspace.exists():
-                shutil.rmtree(self.workspace)
             materialize(self.instance, self.workspace, self.grader_dir)
+        if self._given_runner is None:
+            self.close()
         self._runner = self._given_runner or make_runner(self.workspace, self.grader_dir, self.config)
         self.records, self.done = [], False
         return (self.workspace / "task" / "README.md").read_text()
+
+    def close(self) -> None:
+        """Stop the runner's warm tool server, if any (a runner passed in by the caller is the caller's)."""
+        if self._runner is not None and self._given_runner is None and hasattr(self._runner, "close"):
+            self._runner.close()
+        if self._given_runner is None:
+            self._runner = None
+
+    def __enter__(self) -> "StagedEnv":
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
 
     @property
     def all_records(self) -> list[ExecutionRecord]:
@@ -126,7 +139,8 @@ class StagedEnv:
         except ValueError as exc:
             return self._error(str(exc), "<invalid>", {"name": str(name)[:100], "arguments": arguments}, stage)
         stage = self.stage_of(name, args)
-        assert self._runner is not None, "call reset() before step()"
+        if self._runner is None:
+            raise RuntimeError("StagedEnv.step() before reset(): call reset() first")
         if name == "execute_code":
             record = self._runner.execute_code(args["language"], args["code"], stage=stage)
         else:
@@ -153,8 +167,9 @@ class StagedEnv:
                 text += "\n(blocked: outside the workspace; recorded as a sandbox breach)"
         return text if len(text) <= limit else text[: limit - 20] + "\n...[truncated]"
 
-    def score(self, run_id: str = "", repeat: int = 0) -> "Any":
-        """Grade the episode so far (see `bat.benchmark.grader.grade`)."""
+    def score(self, run_id: str = "", repeat: int = 0, *, judge: Any = None, judge_name: str = "") -> Any:
+        """Grade the episode so far (see `bat.benchmark.grader.grade`; `judge` decides judgment items)."""
         from bat.benchmark.grader import grade
 
-        return grade(self.workspace, self.grader_dir, self.all_records, self.config, run_id=run_id, repeat=repeat)
+        return grade(self.workspace, self.grader_dir, self.all_records, self.config, run_id=run_id, repeat=repeat,
+                     judge=judge, judge_name=judge_name)

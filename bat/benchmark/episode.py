@@ -10,6 +10,7 @@ from typing import Any
 from bat.benchmark.agents import Trajectory, outcome_of, run_agent
 from bat.benchmark.env import StagedEnv
 from bat.benchmark.instance import Instance, generate_instance
+from bat.benchmark.judging import config_judge
 from bat.benchmark.score import RunScore
 
 
@@ -28,10 +29,11 @@ def run_instance(instance: Instance, agent: str, workdir: str | Path, config: An
     cfg = config or BatConfig()
     root = Path(workdir)
     t0 = time.perf_counter()
-    env = StagedEnv(instance, root / "workspace", root / "grader", cfg)
-    env.reset()
-    traj = run_agent(env, instance, agent)
-    score = env.score(run_id=run_id, repeat=repeat)
+    with StagedEnv(instance, root / "workspace", root / "grader", cfg) as env:
+        env.reset()
+        traj = run_agent(env, instance, agent)
+    judge, judge_name = config_judge(cfg)
+    score = env.score(run_id=run_id, repeat=repeat, judge=judge, judge_name=judge_name)
     traj.outcome = outcome_of(score)
     return Episode(score=score, trajectory=traj, seconds=time.perf_counter() - t0, instance=instance)
 

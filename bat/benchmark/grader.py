@@ -19,9 +19,9 @@ from bat.benchmark.contract import (
 )
 from bat.benchmark.instance import load_grader
 from bat.benchmark.score import RunScore
-from bat.benchmark.tools.common import case_extra, load_output, output_path
+from bat.benchmark.tools.common import load_output, output_path
 from bat.benchmark.tools.infer import inspect_outputs
-from bat.benchmark.tools.specs import TOOL_BY_REF
+from bat.benchmark.tools.specs import TOOL_BY_NAME, TOOL_BY_REF
 from bat.benchmark.tracks import get_track
 from bat.sandbox.record import ExecutionRecord
 
@@ -45,7 +45,7 @@ def events_of(records: list[ExecutionRecord]) -> list[Event]:
     """Records -> events (tool short name, args, ok, stage, tool meta)."""
     out = []
     for i, r in enumerate(records):
-        tool = TOOL_BY_REF.get(r.tool)
+        tool = TOOL_BY_REF.get(r.tool) or TOOL_BY_NAME.get(r.tool)
         meta = r.result.get("meta", {}) if isinstance(r.result, dict) else {}
         out.append(Event(i, tool.name if tool else r.tool, dict(r.args), bool(r.ok), r.stage, meta))
     return out
@@ -172,6 +172,8 @@ def grade(workspace_dir: str | Path, grader_dir: str | Path, records: list[Execu
     items["S5"] = {"s5a_has_valid_results": complete, "s5b_format_valid": sub_fmt}
     evidence["S5"] = {"e5_submit_record": submitted, "e5_submission": (ws / "submission" / "manifest.json").is_file()}
     keys = [s.key for s in cfg.stages]
+    not_applicable = [k for k in keys if not items[k]]
+    keys = [k for k in keys if k not in not_applicable]
     stages = {k: stage_score(k, items[k], {"completion_rate": completion}) for k in keys}
     task, metrics = (track.score(preds, truths, meta.get("extras", {})) if complete else (0.0, {}))
     breach_reasons = [f"call {i}: {r.tool}: {', '.join(n for n in r.flags.raised() if n in ('access_outside', 'network', 'symlink_escape'))}"
@@ -179,10 +181,11 @@ def grade(workspace_dir: str | Path, grader_dir: str | Path, records: list[Execu
     nulls = [f"{k}: null item(s) {[i for i, v in items[k].items() if v is None]}" for k in keys if stages[k] is None]
     if breach_reasons:
         stages, task = {k: 0.0 for k in keys}, 0.0
-    ag = agentic(stages, cfg.stages)
+    ag = agentic(stages, cfg.stages, not_applicable)
     eta = {k: sum(evidence[k].values()) / len(EVIDENCE[k]) for k in keys}
     return RunScore(
-        run_id=run_id, track=track.name, instance_id=meta["instance_id"], repeat=repeat, stages=stages, items={k: items[k] for k in keys},
+        run_id=run_id, track=track.name, instance_id=meta["instance_id"], repeat=repeat, stages=stages, not_applicable=not_applicable,
+        items={k: items[k] for k in keys},
         evidence={k: evidence[k] for k in keys}, eta=eta, measures={"completion_rate": completion}, task=task, task_metrics=metrics,
         agentic=ag, overall=overall(task, ag), breach=bool(breach_reasons), breach_reasons=breach_reasons, valid=not nulls,
         null_reasons=nulls, judge=judge_name or ("judge" if judge else "proxy"),

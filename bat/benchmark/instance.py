@@ -19,7 +19,7 @@ from bat.benchmark.contract import STAGE_SKILLS
 from bat.benchmark.tracks import get_track
 from bat.benchmark.vocab import vocab
 from bat.seeds import derive_seed
-from bat.state.atomic import atomic_write_bytes, atomic_write_json, atomic_write_text
+from bat.state.atomic import atomic_dir, dumps_json
 
 if TYPE_CHECKING:
     from bat.config.benchmark import BenchmarkConfig
@@ -95,43 +95,20 @@ def _brief(inst: Instance, track_obj: Any, v: Any, tier: str, spec: dict[str, An
     return "\n".join(lines) + "\n"
 
 
-def generate_instance(track: str, space: str, seed: int, *, n_cases: int | None = None, config: "BenchmarkConfig | None" = None) -> Instance:
-    """Build the instance of (`track`, `space`, `seed`) deterministically; `n_cases` overrides the config."""
-    from bat.config.benchmark import BenchmarkConfig
-
-    cfg = config or BenchmarkConfig()
-    t, v = get_track(track), vocab(space)
-    rng = np.random.default_rng(derive_seed(seed, space, track))
-    n = n_cases or cfg.cases_per_instance
-    modalities = list(t.profiles)
-    modality = modalities[int(rng.integers(len(modalities)))]
-    others = [m for m in modalities if m != modality]
-    cand_modalities = [modality] + [others[i] for i in rng.permutation(len(others))[: max(0, min(cfg.candidate_models, len(modalities)) - 1)]]
-    taken: set[str] = set()
-    names = [v.model_name(rng, taken) for _ in cand_modalities]
-    pkgs = [v.package_name(rng, taken) for _ in range(3)]
-    p = cfg.pitfall_probability
-    pit = {k: bool(rng.random() < p) for k in PITFALLS}
-    case_ids: list[str] = []
+def _add_cases(inst: Instance, t: Any, v: Any, rng: np.random.Generator, n: int, lo: float, span: float) -> tuple[dict[str, str], tuple[int, ...]]:
+    """Generate the cases: input files (raw-scaled, one corrupted if drawn), truths, extras; returns (inputs, shape)."""
     for _ in range(n):
-        case_ids.append(v.case_id(rng, set(case_ids)))
-    cases = {cid: t.make_case(rng, modality) for cid in case_ids}
-    corrupt = case_ids[1 + int(rng.integers(n - 1))] if pit["corrupt_case"] else None
-    lo, span = (float(rng.choice([500, 1000, 1024])), float(rng.choice([2000, 3000, 4095]))) if pit["normalisation"] else (0.0, 1.0)
-    inst = Instance(
-        instance_id=f"{v.instance_prefix}-{track[:4]}-{seed:08x}", track=track, space=space, seed=seed, modality=modality,
-        case_ids=case_ids, pitfalls={**pit, "corrupt_case": corrupt}, fitting_model=names[0],
-        candidates=sorted(names), required_package=pkgs[0] if pit["dependency"] else None, files={}, truths={}, extras={},
-    )
+        inst.case_ids.append(v.case_id(rng, set(inst.case_ids)))
+    cases = {cid: t.make_case(rng, inst.modality) for cid in inst.case_ids}
+    if inst.pitfalls["corrupt_case"]:
+        inst.pitfalls["corrupt_case"] = inst.case_ids[int(rng.integers(1, n))] if n > 1 else inst.case_ids[0]
     inputs: dict[str, str] = {}
     for cid, case in cases.items():
         x = case.unit.astype(np.float32) * np.float32(span) + np.float32(lo)
-        if cid == corrupt:
-            x = x.copy()
+        if cid == inst.pitfalls["corrupt_case"]:
             x.flat[rng.permutation(x.size)[: max(1, x.size // 10)]] = np.nan
-        path = f"data/{v.file_prefix}_{cid}.npy"
-        inst.files[path] = _npy(x)
-        inputs[cid] = path
+        inputs[cid] = f"data/{v.file_prefix}_{cid}.npy"
+        inst.files[inputs[cid]] = _npy(x)
         inst.truths[cid] = case.truth
         extra = dict(case.extra)
         if "type" in extra:
@@ -139,17 +116,55 @@ def generate_instance(track: str, space: str, seed: int, *, n_cases: int | None 
             public = {k: extra[k] for k in ("question", "choices", "type")}
             inst.files[f"data/{v.file_prefix}_{cid}.json"] = json.dumps(public, indent=2).encode()
         inst.extras[cid] = {**extra, "input_shape": list(case.unit.shape)}
-    shape = tuple(next(iter(cases.values())).unit.shape)
-    for i, (name, mod) in enumerate(zip(names, cand_modalities)):
-        alt = bool(pit["layout"]) if i == 0 else bool(rng.random() < 0.5)
-        requires = ([pkgs[0]] if pit["dependency"] else []) if i == 0 else ([pkgs[1 + int(rng.integers(2))]] if rng.random() < 0.5 else [])
-        weights = {"name": name, "track": track, "modality": mod, "params": t.profiles[mod], "expects": "unit_range",
+    return inputs, tuple(next(iter(cases.values())).unit.shape)
+
+
+def _add_models(inst: Instance, t: Any, rng: np.random.Generator, modalities: list[str], pkgs: list[str]) -> None:
+    """Model cards + weights; the first name fits the modality and carries the layout/dependency pitfalls."""
+    names = [inst.fitting_model] + [c for c in inst.candidates if c != inst.fitting_model]
+    for i, (name, mod) in enumerate(zip(names, modalities)):
+        alt = bool(inst.pitfalls["layout"]) if i == 0 else bool(rng.random() < 0.5)
+        if i == 0:
+            requires = [inst.required_package] if inst.required_package else []
+        else:
+            requires = [pkgs[1 + int(rng.integers(2))]] if rng.random() < 0.5 else []
+        weights = {"name": name, "track": t.name, "modality": mod, "params": t.profiles[mod], "expects": "unit_range",
                    "native_layout": "alt" if alt else "contract", "requires": requires}
         inst.files[f"models/{name}/weights.json"] = json.dumps(weights, indent=2, sort_keys=True).encode()
         inst.files[f"models/{name}/card.md"] = _card(name, t, mod, t.profiles[mod], alt, requires).encode()
+
+
+def generate_instance(track: str, space: str, seed: int, *, n_cases: int | None = None, config: "BenchmarkConfig | None" = None) -> Instance:
+    """Build the instance of (`track`, `space`, `seed`) deterministically; `n_cases` overrides the config."""
+    from bat.config.benchmark import BenchmarkConfig
+
+    cfg = config or BenchmarkConfig()
+    t, v = get_track(track), vocab(space)
+    n = n_cases or cfg.cases_per_instance
+    if n < 1:
+        raise ValueError(f"n_cases must be >= 1, got {n}")
+    rng = np.random.default_rng(derive_seed(seed, space, track))
+    modalities = list(t.profiles)
+    modality = modalities[int(rng.integers(len(modalities)))]
+    others = [m for m in modalities if m != modality]
+    chosen = [modality] + [others[i] for i in rng.permutation(len(others))[: min(cfg.candidate_models, len(modalities)) - 1]]
+    taken: set[str] = set()
+    names = [v.model_name(rng, taken) for _ in chosen]
+    pkgs = [v.package_name(rng, taken) for _ in range(3)]
+    pit: dict[str, Any] = {k: bool(rng.random() < cfg.pitfall_probability) for k in PITFALLS}
+    lo, span = (float(rng.choice([500, 1000, 1024])), float(rng.choice([2000, 3000, 4095]))) if pit["normalisation"] else (0.0, 1.0)
+    inst = Instance(
+        instance_id=f"{v.instance_prefix}-{track[:4]}-{seed:08x}", track=track, space=space, seed=seed, modality=modality,
+        case_ids=[], pitfalls=pit, fitting_model=names[0], candidates=sorted(names),
+        required_package=pkgs[0] if pit["dependency"] else None, files={}, truths={}, extras={},
+    )
+    inputs, shape = _add_cases(inst, t, v, rng, n, lo, span)
+    if not pit["corrupt_case"]:
+        pit["corrupt_case"] = None
+    _add_models(inst, t, rng, chosen, pkgs)
     spec = {
         "instance_id": inst.instance_id, "track": track, "task": t.title, "modality": modality, "metric": t.metric,
-        "cases": case_ids, "inputs": inputs, "intensity_range": [lo, lo + span],
+        "cases": inst.case_ids, "inputs": inputs, "intensity_range": [lo, lo + span],
         "units": "scanner units" if pit["normalisation"] else "unit intensities",
         "output": {**t.contract(shape), "directory": "outputs/", "file": f"<case>.{t.output_kind}"},
         "notes": ["Inputs may contain non-finite values in rare corrupted cases."],
@@ -161,20 +176,23 @@ def generate_instance(track: str, space: str, seed: int, *, n_cases: int | None 
 
 
 def materialize(instance: Instance, workspace_dir: str | Path, grader_dir: str | Path) -> tuple[Path, Path]:
-    """Write the workspace files and the grader side; the grader dir must lie outside the workspace."""
+    """Write the workspace and the grader side, each as a whole directory renamed into place (replacing any
+    previous one); the grader dir must lie outside the workspace."""
     ws, gd = Path(workspace_dir).resolve(), Path(grader_dir).resolve()
     if gd == ws or ws in gd.parents:
         raise ValueError(f"grader dir {gd} must lie outside the workspace {ws}")
-    ws.mkdir(parents=True, exist_ok=True)
-    for rel, data in instance.files.items():
-        atomic_write_bytes(ws / rel, data)
-    atomic_write_json(gd / "instance.json", instance.meta())
+    with atomic_dir(ws) as tmp:
+        for rel, data in instance.files.items():
+            (tmp / rel).parent.mkdir(parents=True, exist_ok=True)
+            (tmp / rel).write_bytes(data)
     arrays = {c: v for c, v in instance.truths.items() if isinstance(v, np.ndarray)}
-    atomic_write_json(gd / "truth.json", {c: v for c, v in instance.truths.items() if not isinstance(v, np.ndarray)})
     buf = io.BytesIO()
     np.savez(buf, **arrays)
-    atomic_write_bytes(gd / "truth.npz", buf.getvalue())
-    atomic_write_text(gd / "SOURCE", f"{instance.space}:{instance.track}:{instance.seed}\n")
+    with atomic_dir(gd) as tmp:
+        (tmp / "instance.json").write_text(dumps_json(instance.meta()))
+        (tmp / "truth.json").write_text(dumps_json({c: v for c, v in instance.truths.items() if not isinstance(v, np.ndarray)}))
+        (tmp / "truth.npz").write_bytes(buf.getvalue())
+        (tmp / "SOURCE").write_text(f"{instance.space}:{instance.track}:{instance.seed}\n")
     return ws, gd
 
 

@@ -1,6 +1,7 @@
 """The one place tool calls leave the benchmark: a runner with `call_tool` / `execute_code` -> ExecutionRecord.
 
-`make_runner` returns `bat.sandbox.Sandbox` (isolation runtime from the `sandbox` config section) or, with
+`make_runner` returns `bat.sandbox.Sandbox` (isolation runtime from the `sandbox` config section; in warm mode
+with no `preload` configured, the benchmark's tool modules are preloaded) or, with
 `benchmark.runtime = "inprocess"`, an in-process runner (no isolation: direct calls, same records).
 """
 
@@ -18,6 +19,14 @@ from bat.sandbox.snapshot import diff, snapshot
 
 if TYPE_CHECKING:
     from bat.config.root import BatConfig
+
+
+SANDBOX_PRELOAD = (
+    "numpy", "scipy.ndimage", "bat.benchmark.tools.files", "bat.benchmark.tools.setup", "bat.benchmark.tools.infer",
+    "bat.benchmark.tools.submit", *(f"bat.benchmark.tracks.{t}" for t in
+                                     ("classification", "detection", "enhancement", "report", "segmentation", "synthesis", "vqa")),
+)
+"""Modules a warm sandbox tool server imports once (used when `sandbox.warm` is on and `sandbox.preload` is empty)."""
 
 
 class Runner(Protocol):
@@ -76,4 +85,7 @@ def make_runner(workspace: Path, grader_dir: Path, config: "BatConfig") -> Runne
         return InProcessRunner(workspace, timeout_s=config.sandbox.timeout_s)
     from bat.sandbox import Sandbox
 
-    return Sandbox(workspace, config.sandbox, protected_paths=[grader_dir])
+    sandbox_cfg = config.sandbox
+    if getattr(sandbox_cfg, "warm", False) and not getattr(sandbox_cfg, "preload", ()):
+        sandbox_cfg = sandbox_cfg.model_copy(update={"preload": SANDBOX_PRELOAD})
+    return Sandbox(workspace, sandbox_cfg, protected_paths=[grader_dir])

@@ -44,32 +44,31 @@ def _show(args: argparse.Namespace) -> int:
 
 
 def _print_counts(bank) -> None:
-    """Print stage x outcome counts (RL rows) per track and the SFT/E2E totals as rich tables."""
+    """Print RL rows as a (stage, outcome) x track table, then the SFT / E2E / trajectory totals."""
     from rich.console import Console
     from rich.table import Table
 
-    manifest = bank.manifest()
-    counts = manifest.counts
-    outcomes = ["success", "recovery", "failure"]
-    table = Table(title=f"RL rows, bank v{bank.version:04d} (stage x track x outcome)")
-    table.add_column("stage")
-    table.add_column("track")
-    for outcome in outcomes:
-        table.add_column(outcome, justify="right")
-    table.add_column("total", justify="right")
-    for stage, by_track in counts.get("rl", {}).items():
-        for track, by_outcome in by_track.items():
-            values = [int(by_outcome.get(o, 0)) for o in outcomes]
-            table.add_row(stage, track, *map(str, values), str(sum(values)))
-    console = Console(width=120)
+    counts = bank.manifest().counts
+    rl = counts.get("rl", {})
+    tracks = sorted({t for by_track in rl.values() for t in by_track})
+    table = Table(title=f"RL rows of bank v{bank.version:04d} (stage x outcome x track)")
+    for name in ("stage", "outcome", *tracks, "total"):
+        table.add_column(name, justify="left" if name in ("stage", "outcome") else "right")
+    for stage, by_track in rl.items():
+        for outcome in ("success", "recovery", "failure"):
+            values = [int(by_track.get(t, {}).get(outcome, 0)) for t in tracks]
+            if sum(values):
+                table.add_row(stage, outcome, *map(str, values), str(sum(values)))
+    console = Console(width=140)
     console.print(table)
-    sft = counts.get("sft", {})
-    e2e = counts.get("e2e", {})
+    sft, e2e = counts.get("sft", {}), counts.get("e2e", {})
+    rejected = sft.get("rejected", {})
     console.print(
-        f"RL rows {counts.get('rl_total', 0)} | SFT train {sft.get('train', 0)} validation {sft.get('validation', 0)}"
-        f" rejected overlong {sft.get('rejected', {}).get('overlong', 0)} | trajectories {counts.get('trajectories', 0)}"
-        f" | E2E candidates {e2e.get('candidates', 0)} accepted {e2e.get('accepted', 0)}"
-        f" rejected {e2e.get('rejected_by_reason', {})}"
+        f"RL rows {counts.get('rl_total', 0)} | SFT train {sft.get('train', 0)} validation {sft.get('validation', 0)} "
+        f"by stage {sft.get('by_stage', {})} | overlong rejected {rejected.get('overlong', 0)} "
+        f"(limit {rejected.get('limit')} {rejected.get('unit')}) | trajectories {counts.get('trajectories', 0)} "
+        f"(unchecked {counts.get('trajectories_unchecked', {})}) | E2E accepted {e2e.get('accepted', 0)}/"
+        f"{e2e.get('candidates', 0)} rejected {e2e.get('rejected_by_reason', {})}"
     )
 
 
@@ -94,10 +93,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     show.add_argument("--version", type=int, default=None, help="bank version (default: newest complete)")
     show.set_defaults(handler=_show)
 
-    try:
-        from bat.leakage.cli import add_scan_arguments
-    except ImportError:
-        return
+    from bat.leakage.cli import add_scan_arguments
+
     scan = sub.add_parser("scan", help="leakage preflight of a bank version (admits or rejects it)")
     add_scan_arguments(scan)
     scan.set_defaults(handler=_scan)

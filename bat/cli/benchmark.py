@@ -13,7 +13,7 @@ def _run(args: argparse.Namespace) -> int:
     from bat.config import load_config
     from bat.config.root import BatConfig
 
-    cfg = load_config(args.config, args.overrides) if args.config else BatConfig()
+    cfg = load_config(args.config, args.overrides) if (args.config or args.overrides) else BatConfig()
     if args.runtime:
         cfg = cfg.model_copy(update={"benchmark": cfg.benchmark.model_copy(update={"runtime": args.runtime})})
     if args.agent not in AGENTS:
@@ -42,6 +42,31 @@ def _run(args: argparse.Namespace) -> int:
     return 0
 
 
+def _fingerprints(args: argparse.Namespace) -> int:
+    from bat.benchmark import fingerprint_entries
+    from bat.config import load_config
+    from bat.config.root import BatConfig
+    from bat.state.jsonl import write_jsonl
+
+    cfg = load_config(args.config, args.overrides) if (args.config or args.overrides) else BatConfig()
+    count = write_jsonl(args.out, fingerprint_entries(cfg))
+    print(f"wrote {count} held-out fingerprint entries to {args.out}")
+    return 0
+
+
+def _show(args: argparse.Namespace) -> int:
+    from bat.benchmark import TRACKS, generate_instance
+
+    if args.track not in TRACKS or args.space not in ("heldout", "practice"):
+        print(f"bat benchmark: track must be one of {list(TRACKS)} and space one of ['heldout', 'practice']", file=sys.stderr)
+        return 2
+    inst = generate_instance(args.track, args.space, args.seed)
+    print(inst.files["task/README.md"].decode())
+    print(f"pitfalls: {inst.pitfalls}\nfitting model: {inst.fitting_model}; required package: {inst.required_package}")
+    print("files: " + ", ".join(sorted(inst.files)))
+    return 0
+
+
 def register(subparsers: argparse._SubParsersAction) -> None:
     parser = subparsers.add_parser("benchmark", help="score a built-in scripted agent on the held-out suite")
     sub = parser.add_subparsers(dest="benchmark_command", metavar="ACTION", required=True)
@@ -54,3 +79,13 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     run.add_argument("--config", default=None, help="YAML config (default: built-in defaults)")
     run.add_argument("--set", dest="overrides", action="append", default=[], metavar="KEY=VALUE", help="config override")
     run.set_defaults(handler=_run)
+    fp = sub.add_parser("fingerprints", help="export the held-out fingerprint entries (for the leakage index) as JSONL")
+    fp.add_argument("--out", required=True, help="output JSONL file")
+    fp.add_argument("--config", default=None, help="YAML config (default: built-in defaults)")
+    fp.add_argument("--set", dest="overrides", action="append", default=[], metavar="KEY=VALUE", help="config override")
+    fp.set_defaults(handler=_fingerprints)
+    show = sub.add_parser("show", help="print one generated instance: brief, pitfalls, files (debugging aid)")
+    show.add_argument("--track", required=True, help="track name")
+    show.add_argument("--space", default="practice", help="heldout | practice")
+    show.add_argument("--seed", type=int, default=0, help="instance seed")
+    show.set_defaults(handler=_show)

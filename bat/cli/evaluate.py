@@ -73,7 +73,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     add_config_arguments(run)
     run.add_argument("--state", help="run state directory (default state/<run.name>)")
     run.add_argument("--round", type=int, default=0, help="round the evaluation is filed under")
-    run.add_argument("--split", choices=["controller", "final", "test"], default="controller")
+    run.add_argument("--split", choices=["controller", "final"], default="controller",
+                     help="the test split is evaluated only by the final_test phase, once per run")
     run.add_argument("--checkpoint", help="HF checkpoint directory to evaluate")
     run.add_argument("--agent", help="scripted benchmark agent to evaluate instead (expert, noop, skip-validate, ...)")
     run.set_defaults(handler=_run)

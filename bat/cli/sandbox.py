@@ -14,6 +14,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     selftest = sub.add_parser("selftest", help="run every known escape attempt; exit 1 unless all are contained")
     selftest.add_argument("--runtime", default="bwrap", help="isolating runtime to check (default bwrap)")
     selftest.add_argument("--only", nargs="*", default=None, metavar="NAME", help="run only these escapes")
+    selftest.add_argument("--warm", action="store_true", help="run the calls through a warm tool server")
     selftest.add_argument("--json", action="store_true", help="print rows as JSON")
     selftest.set_defaults(handler=_selftest)
 
@@ -30,7 +31,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     run.set_defaults(handler=_exec)
 
 
-def _config(runtime: str, **fields: float):
+def _config(runtime: str, **fields: float | bool):
     from pydantic import ValidationError
 
     from bat.config.sandbox import SandboxConfig
@@ -45,7 +46,7 @@ def _selftest(args: argparse.Namespace) -> int:
     from bat.sandbox.selftest import run_selftest
 
     try:
-        rows = run_selftest(_config(args.runtime), args.only)
+        rows = run_selftest(_config(args.runtime, warm=args.warm), args.only)
     except (ValueError, RuntimeError) as exc:
         print(f"bat sandbox selftest: {exc}", file=sys.stderr)
         return 2

@@ -41,8 +41,10 @@ class BankConfig(Section):
     """E2E surrogate candidates per track (reduced tasks run by the expert teacher)."""
     reduction_grid: str = "v1"
     """Version of the E2E reduction grid (`bat.bank.reduction.GRIDS`)."""
-    rollout_limit_h: int = Field(24, ge=1)
-    """H of Eq. 15: an E2E surrogate is accepted only if its teacher trajectory has <= H turns."""
+    rollout_limit_h: int | None = Field(24, ge=1)
+    """H of Eq. 15: an E2E surrogate is accepted only if its teacher trajectory has <= H turns (reference: 24
+    assistant turns). None derives it from the rollout budgets: min(rollout.budgets.max_assistant_turns,
+    rollout.budgets.max_tool_calls) — use that when training rollouts run with the same budgets."""
     teacher: Literal["scripted", "llm"] = "scripted"
     """Teacher that runs the practice tasks: the benchmark's scripted variants or an LLM endpoint."""
     llm: LlmTeacherConfig = LlmTeacherConfig()
@@ -55,6 +57,8 @@ class BankConfig(Section):
     """Characters per token for the approximate length when no tokenizer is given."""
     validation_fraction: float = Field(0.1, ge=0.0, lt=1.0)
     """Fraction of trajectories (not rows) whose SFT rows go to the validation split."""
+    workers: int = Field(1, ge=1, le=256)
+    """Worker processes running practice tasks in parallel (results merged in task order: same bank for any value)."""
     sft_outcomes: tuple[Literal["success", "recovery", "failure"], ...] = ("success", "recovery")
     """Outcome labels whose teacher trajectories become SFT rows (failure runs only seed RL failure states)."""
 

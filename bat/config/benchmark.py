@@ -40,8 +40,8 @@ class BenchmarkConfig(Section):
     """Cases in one instance (kept tiny so a scripted run takes well under a second of compute)."""
     pitfall_probability: float = Field(0.5, ge=0.0, le=1.0)
     """Probability of each pitfall (normalisation, layout, dependency, corrupt case) per instance."""
-    candidate_models: int = Field(3, ge=1, le=6)
-    """Model cards in `models/`; exactly one fits the instance's modality."""
+    candidate_models: int = Field(3, ge=1, le=3)
+    """Model cards in `models/` (each track has 3 modality profiles); exactly one fits the instance's modality."""
     pilot_max_cases: int = Field(2, ge=1, le=8)
     """A run_model call on at most this many cases is a pilot (S3); more is batch inference (S4)."""
     setup_fail_limit: int = Field(5, ge=0, le=100)

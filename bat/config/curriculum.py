@@ -41,8 +41,8 @@ class FallbackConfig(Section):
     """Bank rows held back from training as KL probe prompts."""
     kl_max_fraction: float = Field(0.25, gt=0.0, lt=1.0)
     """At most this fraction of a bank's rows is held back as KL probes (small banks keep most rows for training)."""
-    kl_max_tokens: int = Field(256, ge=8)
-    """Tokens per probe prompt (longer prompts are truncated from the left for the KL estimate)."""
+    kl_new_tokens: int = Field(32, ge=1)
+    """Continuation tokens the candidate samples per probe prompt; KL is averaged over them."""
 
 
 class CurriculumConfig(Section):

@@ -1,4 +1,8 @@
-"""GrpoConfig: the inner-loop GRPO block (Eqs. 4, 17-19) on rollout + reward shards."""
+"""GrpoConfig: the inner-loop GRPO block (Eqs. 4, 17-19) on rollout + reward shards.
+
+Every block starts a fresh optimizer and schedule from the round's start checkpoint (the paper's
+"optimizer reset between rounds"); only a resumed, interrupted block restores optimizer state.
+"""
 
 from __future__ import annotations
 
@@ -43,7 +47,5 @@ class GrpoConfig(Section):
     """Save a resumable step checkpoint every this many steps (paper: 5)."""
     keep_checkpoints: int = Field(3, ge=1)
     """Keep the newest K step checkpoints (paper: 3)."""
-    reset_optimizer: bool = True
-    """Start each round with fresh optimizer state (paper ablation control)."""
     deepspeed: DeepSpeedConfig = DeepSpeedConfig(micro_batch_per_rank=2)
     """Engine settings."""

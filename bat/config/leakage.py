@@ -26,7 +26,14 @@ DEFAULT_EVAL_FIELDS = (
     "reference_answer",
     "track_means",
     "half_width",
+    "half_widths",
+    "null_cells",
+    "routable",
+    "suite_version",
+    "harness_version",
 )
+"""Names only evaluation records carry (`bat.schemas.evaluation`, held-out run ids/scores); generic names the
+bank also uses (track, overall, stages, seed, split, breach) are deliberately absent."""
 
 DEFAULT_RL_FORBIDDEN_FIELDS = (
     "target",
@@ -83,6 +90,8 @@ class LeakageConfig(Section):
     """Bank-relative file names the scanner does not read (its own outputs)."""
     max_findings_per_row: int = Field(20, ge=1, le=10_000)
     """Findings kept per row in the report (the count of the rest is recorded)."""
+    max_report_rows: int = Field(2000, ge=1, le=1_000_000)
+    """Flagged rows listed in leakage.json (all are counted; the rest are summarised by count)."""
 
     @model_validator(mode="after")
     def _check_thresholds(self) -> "LeakageConfig":

@@ -87,8 +87,9 @@ class OrchestrateConfig(Section):
     """Seconds before the time limit at which Slurm sends USR2 (flush + requeue)."""
     max_timeouts: int = Field(3, ge=0, le=100)
     """Requeues allowed after timeouts (preemptions requeue without limit)."""
-    sigterm_requeue: bool = True
-    """Treat SIGTERM like USR2 (checkpoint + requeue) for clusters that preempt with SIGTERM only."""
+    sigterm_flush: bool = True
+    """On SIGTERM (preemption on clusters that send only SIGTERM, or `scancel`) run the flush hooks and exit;
+    Slurm requeues preempted jobs (`--requeue`) and the phase resumes from disk; a cancelled job stays cancelled."""
     lease_ttl_s: int = Field(600, ge=5, le=7 * 24 * 3600)
     """A driver lease not renewed for this long is stale and may be taken over."""
     poll_s: float = Field(2.0, gt=0, le=600)

@@ -73,12 +73,18 @@ class RolloutConfig(Section):
     """States per output shard; a shard is the unit of resume."""
     max_batch: int = Field(32, ge=1)
     """Most sequences in one generation batch (rollouts in flight beyond it are generated in chunks)."""
+    cohorts: int = Field(2, ge=1)
+    """Fixed rollout groups generated in turn: one group's tool calls run in the sandboxes while the next
+    group generates (1 = lockstep: generate all, then run all tool calls)."""
     tool_workers: int = Field(4, ge=1)
     """Threads executing tool calls of different rollouts in parallel."""
     no_tool_call: Literal["end", "observe"] = "end"
     """A turn with no `<tool_call>` block: `end` = final answer (`no_tool_call`); `observe` = error observation."""
     keep_evidence: bool = True
     """Copy each rollout's final workspace into its shard (`evidence/<rollout_id>/`) for the verifier."""
+    hf_prefix_cache: bool = True
+    """`hf` engine: keep each rollout's KV cache between turns (a turn prefills only its new tokens; requests
+    then run one at a time). False = batch requests and prefill the whole context every turn."""
     dtype: Literal["float32", "bfloat16", "float16"] = "float32"
     """Weights dtype of the `hf` engine."""
     device: str = Field("cpu", pattern=r"^(cpu|cuda(:\d+)?)$")

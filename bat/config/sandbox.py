@@ -26,6 +26,8 @@ class SandboxConfig(Section):
     """RLIMIT_NPROC: processes/threads of the sandbox user (shared by concurrent calls when bat runs as root)."""
     max_file_mb: int = Field(64, ge=1, le=1_048_576)
     """RLIMIT_FSIZE: largest file a call may write, MiB."""
+    max_workspace_mb: int = Field(2048, ge=1, le=1_048_576)
+    """Workspace size above which a call is flagged `file_size` (checked after the call; not a quota)."""
     nofile: int = Field(256, ge=16, le=65_536)
     """RLIMIT_NOFILE: open file descriptors per process."""
     max_output_chars: int = Field(8192, ge=256, le=10_000_000)
@@ -38,5 +40,10 @@ class SandboxConfig(Section):
     """Extra directories mounted read-only and put on PYTHONPATH inside bwrap (the `bat` package is always)."""
     apptainer_image: str = ""
     """Image (.sif) the `apptainer` runtime runs calls in; required when runtime is `apptainer`."""
+    warm: bool = False
+    """Keep one sandboxed tool server per workspace that forks each call from a pre-imported interpreter
+    (same isolation, far faster tool calls; per-call limits cannot exceed the config values)."""
+    preload: tuple[str, ...] = ()
+    """Modules the warm server imports once (e.g. `bat.benchmark.tools.infer`); ignored when cold."""
     python: str = ""
     """Python interpreter for the tool host and `execute_code`; empty = the interpreter running bat."""

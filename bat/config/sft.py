@@ -25,6 +25,8 @@ class SftConfig(Section):
     """Rows per optimizer step over all ranks (paper: 64); must be a multiple of micro * ranks."""
     max_seq_len: int = Field(8192, ge=16, le=1_000_000)
     """Rows longer than this are rejected before training (counted, never clipped)."""
+    render_tools: bool = True
+    """Render the benchmark's tool list (`bat.benchmark.TOOL_SPECS`) into each row's system turn, as rollouts do."""
     val_every: int = Field(50, ge=1)
     """Validation loss every this many steps (and at the end)."""
     checkpoint_every: int = Field(50, ge=1)

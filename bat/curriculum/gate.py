@@ -49,7 +49,7 @@ def evaluate_gate(
         checks.append(GateCheck(name="track_drop", value=None, threshold=cfg.max_track_drop, passed=False,
                                 detail=f"candidate lacks tracks {missing}"))
     elif best.tracks:
-        worst = max(best.tracks, key=lambda t: (best.tracks[t] - candidate.tracks[t], -sorted(best.tracks).index(t)))
+        worst = max(sorted(best.tracks), key=lambda t: best.tracks[t] - candidate.tracks[t])
         checks.append(_le("track_drop", best.tracks[worst] - candidate.tracks[worst], cfg.max_track_drop, f"worst track {worst}"))
     for stage in cfg.late_stages:
         if stage in best.stages and stage in candidate.stages:

@@ -55,7 +55,7 @@ def training_health(layout: RunLayout, round_index: int) -> TrainingHealth | Non
     """Health of the round's training from the DONE counts of `rollout` and `grpo` (None for round 0).
 
     Non-finite numbers in grpo counts (or a positive `nonfinite` count) mark unhealthy metrics; aborted
-    rollouts are rollout counts `invalid` (or `aborted`) out of `rollouts`.
+    rollouts are rollout counts `rollouts - valid` (or `invalid` / `aborted` when present) out of `rollouts`.
     """
     if round_index == 0:
         return None
@@ -67,6 +67,9 @@ def training_health(layout: RunLayout, round_index: int) -> TrainingHealth | Non
     if grpo is not None:
         finite = all(math.isfinite(float(v)) for v in grpo.counts.values()) and not grpo.counts.get("nonfinite", 0)
     counts = rollout.counts if rollout is not None else {}
-    aborted = int(counts.get("invalid", counts.get("aborted", 0)))
     total = int(counts.get("rollouts", 0))
+    if "valid" in counts:
+        aborted = total - int(counts["valid"])
+    else:
+        aborted = int(counts.get("invalid", counts.get("aborted", 0)))
     return TrainingHealth(metrics_finite=finite, aborted=aborted, total=total, source="DONE counts of rollout/grpo")

@@ -41,4 +41,4 @@ def measure_kl(ctx: "PhaseContext", candidate: str, best: BestCheckpoint) -> flo
         return None
     from bat.train.kl_estimate import estimate_kl
 
-    return float(estimate_kl(candidate, best.checkpoint, prompts))
+    return float(estimate_kl(candidate, best.checkpoint, prompts, max_new_tokens=cfg.kl_new_tokens, seed=ctx.seed("kl")))

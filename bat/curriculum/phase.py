@@ -14,6 +14,7 @@ from bat.curriculum.decide import NullCellsError, decide, snapshot
 from bat.curriculum.history import best_after_path, decision_path, previous_state, training_health
 from bat.curriculum.kl import measure_kl
 from bat.curriculum.plan import build_plan
+from bat.evaluate.guard import guard_phase
 from bat.evaluate.store import aggregate_path, load_aggregate
 from bat.orchestrate.context import PhaseContext, PhaseResult
 from bat.orchestrate.events import log_event
@@ -33,7 +34,15 @@ def _write_plan(ctx: PhaseContext, decision, arm) -> Path:
 
 
 def run_route(ctx: PhaseContext) -> PhaseResult:
-    """Decide round `ctx.round` from aggregates only; schedule round + 1 unless the run ends here."""
+    """Decide round `ctx.round` from aggregates only; schedule round + 1 unless the run ends here.
+
+    Runs under the held-out guard: any attempt to open `heldout/` from here raises `HeldoutAccessError`.
+    """
+    with guard_phase(ctx):
+        return _route(ctx)
+
+
+def _route(ctx: PhaseContext) -> PhaseResult:
     cfg, layout, r = ctx.config, ctx.layout, ctx.round
     agg = load_aggregate(layout, r, "controller")
     if agg is None:
@@ -65,7 +74,8 @@ def run_route(ctx: PhaseContext) -> PhaseResult:
     if kl is not None:
         counts["kl"] = kl
     return PhaseResult(outputs=outputs, inputs=[aggregate_path(layout, r, "controller")], counts=counts,
-                       extra={"action": decision.action, "target_stage": decision.target_stage, "rule": decision.rule})
+                       extra={"action": decision.action, "target_stage": decision.target_stage, "rule": decision.rule,
+                              "next_round": decision.next_round})
 
 
 route = run_route

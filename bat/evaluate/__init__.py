@@ -3,26 +3,37 @@
 Public API (team "evaluate/curriculum"):
 
 * `bat.evaluate.aggregate`:
-  `run_metrics(stage_scores, task, weights) -> (agentic, overall)` — per-run Agentic (weights renormalised
-  over applicable stages; a missing key = not applicable, `None` = infrastructure-null) and Overall = 0.5*Task +
-  0.5*Agentic, all on [0, 1] unrounded;
-  `aggregate_runs(runs: list[EvalRun], *, stage_keys, confidence=0.95, ...) -> EvalAggregate` — mean of repeats
-  within a track, then mean of track means; t-based half-widths across track means; null cells listed (a metric
-  with a null cell is `None`, `routable=False`).
-* `bat.evaluate.compare.paired_compare(a: EvalAggregate, b: EvalAggregate, metric="overall") -> PairedComparison`
-  — per-track paired deltas (b - a), mean, t half-width, scipy paired t-test p-value.
-* `bat.evaluate.guard`: `heldout_guard(layout, phase)` context manager (sys audit hook) that raises
-  `HeldoutAccessError` on any open/listdir under `layout.heldout_dir` while a training phase runs, and again at
-  exit if a violation was swallowed; `guard_phase(ctx)` picks the right behaviour for a phase (only the phases in
-  `EvaluateConfig.heldout_phases` may read the held-out side).
-* `bat.evaluate.manifest`: `checkpoint_digest(path) -> str`, `build_manifest(...) -> EvalManifest`.
-* `bat.evaluate.store`: writes aggregates to `round_NN/evaluate/aggregate_<split>.json` (training side) and raw
-  per-run records + the full manifest to `RunLayout.heldout_runs(round, split)` (or discards raw records when
-  `EvaluateConfig.keep_raw_runs` is false); `load_aggregate(layout, round, split) -> EvalAggregate | None`.
-* `bat.evaluate.phase.run_evaluate(ctx) -> PhaseResult` — the `evaluate` phase (controller split every round;
-  final split per `EvaluateConfig.final_eval`); `run_final_test(ctx)` — the untouched test split, once, at the
-  end of a run, on the best checkpoint.
+  `run_metrics(stages, task, weights, breach=False) -> (agentic, overall)` — per-run Agentic (weights
+  renormalised over applicable stages; a missing key = not applicable, `None` = infrastructure-null) and
+  Overall = 0.5*Task + 0.5*Agentic, on [0, 1] unrounded;
+  `aggregate_runs(runs: list[EvalRun], *, stage_keys, round_index, checkpoint, checkpoint_digest, suite_version,
+  harness_version, manifest_digest, confidence=0.95) -> EvalAggregate` — mean of repeats within a track, then the
+  mean of track means; t-based half-widths across track means (scipy); a metric with a null cell is `None`, the
+  cell is listed and `routable=False`; `pct(x)` / `pct_delta(a, b)` render 0-100 with one decimal.
+* `bat.evaluate.compare.paired_compare(a, b, metric="overall") -> PairedComparison` — per-track deltas b - a,
+  mean, t half-width, one-sample t-test p-value on the deltas.
+* `bat.evaluate.guard`: `heldout_guard(layout, phase)` context manager (process-wide audit hook) raising
+  `HeldoutAccessError` on open/listdir/scandir/... under `layout.heldout_dir`, and again at exit if a violation
+  was swallowed; `guard_phase(ctx)` = that guard unless `ctx.phase` is in `evaluate.heldout_phases`
+  (default `evaluate`, `final_test`). The phase runner should wrap every phase call in `with guard_phase(ctx):`.
+* `bat.evaluate.runner.evaluate_split(cfg, layout, round, split, checkpoint, driver, *, config_hash,
+  phase="evaluate") -> (EvalAggregate, written_paths)` — plays the suite's runs (resumes from
+  `heldout/round_NN/<split>/partial.jsonl`, re-runs null runs `evaluate.null_retries` times), writes raw runs +
+  manifest on the held-out side and the aggregate to `round_NN/<phase>/aggregate_<split>.json`. With
+  `benchmark.kind = external` the benchmark's external-evaluator adapter scores the checkpoint instead.
+* `bat.evaluate.episodes`: `policy_driver(cfg, checkpoint) -> (driver, close)` (rollout engine + agent loop,
+  batched `evaluate.parallel_runs` at a time, `rollout.budgets`), `scripted_driver(agent)` (benchmark agents;
+  checkpoint label `scripted:<agent>`).
+* `bat.evaluate.store`: `load_aggregate(layout, round, split="controller", phase="evaluate")`, `aggregate_path`,
+  `write_aggregate`, `write_heldout`, `read_heldout_runs` (evaluation phases only).
+* `bat.evaluate.manifest`: `checkpoint_digest(path)`, `build_manifest(...) -> EvalManifest`, `manifest_digest(m)`.
+* Phase functions (`bat.evaluate.phase`): `run_evaluate(ctx)` (alias `evaluate`) — controller split on the
+  round's checkpoint (round 0: `sft` DONE.json extra `candidate|checkpoint|export|export_dir`; round r: the same
+  keys of `grpo`'s DONE.json), plus the final split per `evaluate.final_eval`; `run_final_test(ctx)` (alias
+  `final_test`) — final + untouched test split on `checkpoints/best.json`, once per run.
+* CLI: `bat evaluate run --agent expert | --checkpoint DIR [--round N] [--split controller|final]`,
+  `bat evaluate compare A B [--metric overall|task|agentic|S3]`. Bench: `bat bench evaluate`.
 
-Record types live in `bat.schemas.evaluation` (EvalRun, TrackAggregate, EvalAggregate, EvalManifest,
-PairedComparison). Scores are stored on [0, 1] unrounded; reports render x100 with one decimal.
+Record types live in `bat.schemas.evaluation` (EvalRun, NullCell, TrackAggregate, EvalAggregate, RunEntry,
+EvalManifest, PairedComparison). Scores are stored on [0, 1] unrounded; reports render x100 with one decimal.
 """

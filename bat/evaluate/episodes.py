@@ -78,6 +78,19 @@ def scripted_driver(agent: str) -> Driver:
     return drive
 
 
+def opening_messages(cfg: "BatConfig", brief: str) -> list[dict[str, str]]:
+    """The BaT Agent's fixed opening: system = agent preamble + every public stage skill in order, user = brief.
+
+    The same shape as the bank's E2E rows and teacher context, so evaluation shows the policy what it trained on.
+    """
+    from bat.bank import prompts
+    from bat.benchmark import STAGE_SKILLS
+
+    names = {s.key: s.name for s in cfg.stages}
+    skill = prompts.e2e_skill_text(cfg.stage_keys, STAGE_SKILLS, names)
+    return prompts.to_dicts([prompts.system_message(skill), prompts.user_message(brief)])
+
+
 def policy_driver(cfg: "BatConfig", checkpoint: Path) -> tuple[Driver, Callable[[], None]]:
     """Run `checkpoint` through the rollout engine + agent loop; returns (driver, close)."""
     from bat.benchmark import TOOL_NAMES, TOOL_SPECS
@@ -94,7 +107,8 @@ def policy_driver(cfg: "BatConfig", checkpoint: Path) -> tuple[Driver, Callable[
 
     def drive(prepared: Sequence[PreparedRun]) -> list[EpisodeInfo]:
         specs = [RolloutSpec(rollout_id=p.run.run_id, state_id=p.run.run_id, k=0, seed=int(p.run.sampling_seed),
-                             env=p.env, workspace=p.workspace) for p in prepared]
+                             env=p.env, workspace=p.workspace, messages=opening_messages(cfg, p.env.reset()))
+                 for p in prepared]
         outcomes = run_rollouts(engine, specs, turn_tokens, settings)
         infos = []
         for outcome in outcomes:

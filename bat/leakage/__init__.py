@@ -7,7 +7,9 @@ Fingerprint index (published by the held-out side, read by the training side):
 * `Entry(kind, value, source="")` with `kind` in `KINDS` = ("identifier", "path", "answer", "text", "field"):
   identifier = held-out task/case ids, model names, file names; path = held-out file paths;
   answer = answers/labels; text = held-out briefs/questions/reports (n-grams + MinHash);
-  field = eval-derived field names (keys/values only evaluation produces).
+  field = eval-derived field names (keys/values only evaluation produces). Identifier/answer/path/field
+  values shorter than `min_pattern_chars` match only a whole string value, longer ones any substring on
+  word boundaries.
 * `build_index(entries: Iterable[Entry | tuple[str, str] | dict], config: LeakageConfig) -> FingerprintIndex`
   (an unknown kind raises listing `KINDS`).
 * `save_index(index, path) -> Path` / `load_index(path, config) -> FingerprintIndex`: a directory
@@ -27,8 +29,9 @@ Scanner:
   forbidden_field (assistant targets / transcripts / answers in RL rows), credential (token-looking strings;
   never echoed in reports), machine_path (absolute paths outside `allowed_abs_path_prefixes`).
 * `scan_bank_dir(bank_dir, scanner) -> LeakageReport`: every file of a bank version: each JSONL line is a
-  row (`rl/*.jsonl` rows are RL rows), other UTF-8 files are one row each, binary files contribute their
-  relative path only. `leakage.json`, `ADMITTED`, `REJECTED.json` are not scanned.
+  row (`rl/*.jsonl` rows are RL rows), a `.json` file is one parsed row, other UTF-8 files are one row each,
+  binary files contribute their relative path only; every relative path is scanned too. `leakage.json`,
+  `ADMITTED`, `REJECTED.json` are not scanned. Only string keys/values are checked (numbers are not).
 * `LeakageReport` (pydantic, `schema_version`): verdict "admitted" | "rejected", rows/files scanned, hits
   by kind, per-row findings, and the measured audit: distribution of each row's highest near-duplicate
   Jaccard against held-out texts (histogram + quantiles).
@@ -37,12 +40,13 @@ Scanner:
   `read_report(bank_dir) -> LeakageReport | None`.
 * `scan_and_admit(layout, version, config: BatConfig, index=None) -> LeakageReport`: the whole preflight
   for one version (`ensure_index(layout, config)` loads the index or builds + saves it from the benchmark);
-  a version already scanned with the same index, manifest and settings is not rescanned.
+  a version already scanned with the same index, files (content digest) and settings is not rescanned.
   `LeakageRejected(report, path)` is raised by the phase when rejected and `leakage.fail_on_reject`.
 
-Phase: `bat.leakage.phase:run_scan(ctx) -> PhaseResult` (phase "scan"): scans the newest bank version under
-`ctx.layout.bank_root`, writes `leakage.json` (+ `ADMITTED` when clean) in that version directory; a rejected
-version raises `LeakageRejected` (admission stops; rounds keep pinning the previous admitted version).
+Phase: `bat.leakage.phase:scan` (= `run_scan`, `run`; `(ctx) -> PhaseResult`, phase "scan"): scans the
+newest complete bank version (with MANIFEST.json) under `ctx.layout.bank_root`, writes `leakage.json` and
+`ADMITTED` (clean) or `REJECTED.json` in that version directory; a rejected version raises `LeakageRejected`
+(admission stops; rounds keep pinning the previous admitted version).
 CLI helper for `bat bank scan`: `bat.leakage.cli.add_scan_arguments(parser)` + `bat.leakage.cli.cli_scan(args) -> int`.
 Benchmark: `bat bench scan` (bat/bench/scan.py).
 """

@@ -8,6 +8,7 @@ contributes only its relative path. Every relative path is itself scanned (file 
 from __future__ import annotations
 
 import fnmatch
+import hashlib
 import json
 from pathlib import Path
 from typing import Any, Iterator
@@ -85,7 +86,19 @@ def scan_bank_dir(bank_dir: Path, scanner: Scanner) -> LeakageReport:
                 continue
             builder.add(row_id, rel, line, scanner.scan_row(row, rl_row=rl))
     report = builder.build(root.name, scanner.index.digest, scanner.index.counts())
-    return report.model_copy(update={"manifest_digest": manifest_digest(root)})
+    return report.model_copy(
+        update={"manifest_digest": manifest_digest(root), "content_digest": content_digest(root, config.skip_files)}
+    )
+
+
+def content_digest(bank_dir: Path, skip: tuple[str, ...]) -> str:
+    """`sha256:<hex>` over the relative paths and bytes of the files the scanner reads (sorted)."""
+    root = Path(bank_dir)
+    digest = hashlib.sha256()
+    for path in bank_files(root, skip):
+        digest.update(path.relative_to(root).as_posix().encode("utf-8") + b"\0")
+        digest.update(sha256_file(path).encode("ascii") + b"\n")
+    return "sha256:" + digest.hexdigest()
 
 
 def manifest_digest(bank_dir: Path) -> str:

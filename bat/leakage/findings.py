@@ -52,6 +52,7 @@ class RowFindings(BaseModel):
     row_id: str
     file: str
     line: int | None = None
+    """1-based record number inside a JSONL file (blank lines are not counted); None for whole files."""
     findings: list[Finding]
     dropped: int = Field(0, ge=0)
     """Findings beyond `max_findings_per_row` (counted, not stored)."""

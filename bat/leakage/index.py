@@ -82,6 +82,8 @@ class FingerprintIndex:
     entries: list[Entry]
     config: LeakageConfig
     digest: str
+    origin: dict[str, str] = field(default_factory=dict)
+    """Where the entries came from (e.g. the digest of the benchmark config they were exported under)."""
     automaton: Any = None
     """pyahocorasick automaton: lower-cased pattern -> (pattern length, [(kind, entry position)])."""
     whole_values: dict[str, list[int]] = field(default_factory=dict)
@@ -91,6 +93,8 @@ class FingerprintIndex:
     ngrams: dict[int, dict[int, int]] = field(default_factory=dict)
     """Word-run length n -> {stable hash of n words -> text entry position}."""
     windows: list[TextWindow] = field(default_factory=list)
+    shingle_union: frozenset[int] = frozenset()
+    """Every held-out window shingle: |A & union| / |A| bounds A's Jaccard with any window from above."""
     lsh: MinHashLSH | None = None
     template: MinHash | None = None
     """Empty MinHash with the index's permutations; signatures are copies of it (no re-initialisation)."""
@@ -139,6 +143,7 @@ def build_index(entries: Iterable[Entry | tuple | list | dict], config: LeakageC
     if len(automaton):
         automaton.make_automaton()
         index.automaton = automaton
+    index.shingle_union = frozenset().union(*(window.shingles for window in index.windows))
     return index
 
 
@@ -187,14 +192,21 @@ def _add_text(index: FingerprintIndex, automaton: Any, position: int, value: str
 
 
 def save_index(index: FingerprintIndex, path: str | os.PathLike[str]) -> Path:
-    """Write `entries.jsonl` and `INDEX.json` (schema_version, counts, digest) into `path` atomically."""
+    """Write `entries.jsonl` and `INDEX.json` (schema_version, counts, digest, origin) into `path` atomically."""
     with atomic_dir(path) as tmp:
         write_jsonl(tmp / "entries.jsonl", index.entries)
         atomic_write_json(
             tmp / "INDEX.json",
-            {"schema_version": INDEX_SCHEMA_VERSION, "counts": index.counts(), "digest": index.digest},
+            {"schema_version": INDEX_SCHEMA_VERSION, "counts": index.counts(), "digest": index.digest,
+             "origin": index.origin},
         )
     return Path(path)
+
+
+def read_index_meta(path: str | os.PathLike[str]) -> dict[str, Any] | None:
+    """INDEX.json of an index directory, or None when there is none."""
+    meta = Path(path) / "INDEX.json"
+    return read_json(meta) if meta.is_file() else None
 
 
 def load_index(path: str | os.PathLike[str], config: LeakageConfig) -> FingerprintIndex:
@@ -217,4 +229,5 @@ def load_index(path: str | os.PathLike[str], config: LeakageConfig) -> Fingerpri
     index = build_index(entries, config)
     if index.digest != meta.get("digest"):
         raise ValueError(f"{root}: entries digest {index.digest} != recorded {meta.get('digest')}")
+    index.origin = dict(meta.get("origin") or {})
     return index

@@ -54,5 +54,5 @@ def run_scan(ctx: PhaseContext) -> PhaseResult:
     )
 
 
-run = run_scan
-"""Alias so the phase table may name either `bat.leakage.phase:run_scan` or `bat.leakage.phase:run`."""
+scan = run = run_scan
+"""Aliases: the phase table names `bat.leakage.phase:scan`; `run_scan` and `run` are the same function."""

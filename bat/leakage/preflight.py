@@ -6,12 +6,14 @@ the held-out side's export (`bat.benchmark.fingerprint_entries`) and saved there
 
 from __future__ import annotations
 
+import hashlib
+import json
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from bat.leakage.bankscan import manifest_digest, scan_bank_dir
+from bat.leakage.bankscan import content_digest, manifest_digest, scan_bank_dir
 from bat.leakage.heldout import collect_heldout_entries
-from bat.leakage.index import FingerprintIndex, build_index, load_index, save_index
+from bat.leakage.index import FingerprintIndex, build_index, load_index, read_index_meta, save_index
 from bat.leakage.report import LeakageReport, read_report, unscanned_report, write_verdict, REPORT_NAME
 from bat.leakage.scanner import Scanner
 from bat.state.layout import RunLayout
@@ -38,14 +40,28 @@ def index_dir(layout: RunLayout, config: "BatConfig") -> Path:
     return Path(config.leakage.index_path) if config.leakage.index_path else layout.fingerprint_index
 
 
+def benchmark_origin(config: "BatConfig") -> dict[str, str]:
+    """Origin label of an index exported from the built-in benchmark under `config.benchmark`."""
+    text = json.dumps(config.benchmark.model_dump(mode="json"), sort_keys=True)
+    return {"source": "bat.benchmark.fingerprint_entries",
+            "benchmark_config": "sha256:" + hashlib.sha256(text.encode("utf-8")).hexdigest()}
+
+
 def ensure_index(layout: RunLayout, config: "BatConfig") -> FingerprintIndex:
-    """Load the exported index, or build it from the benchmark's held-out export and save it."""
+    """Load the index at `leakage.index_path` (must exist), or the run's own index at
+    `layout.fingerprint_index` when it was exported under the current benchmark config; otherwise build it
+    from the benchmark's held-out export and save it there (a changed held-out suite gets a fresh index)."""
     path = index_dir(layout, config)
-    if (path / "INDEX.json").is_file():
-        return load_index(path, config.leakage)
     if config.leakage.index_path:
-        raise FileNotFoundError(f"leakage.index_path={path} has no INDEX.json; export the index there first")
+        if read_index_meta(path) is None:
+            raise FileNotFoundError(f"leakage.index_path={path} has no INDEX.json; export the index there first")
+        return load_index(path, config.leakage)
+    origin = benchmark_origin(config)
+    meta = read_index_meta(path)
+    if meta is not None and meta.get("origin") in (origin, {}):
+        return load_index(path, config.leakage)
     index = build_index(collect_heldout_entries(config), config.leakage)
+    index.origin = origin
     save_index(index, path)
     return index
 
@@ -55,7 +71,8 @@ def scan_and_admit(
 ) -> LeakageReport:
     """Scan bank `version` and write leakage.json + ADMITTED/REJECTED.json; returns the report.
 
-    A version already scanned with the same index digest, manifest digest and settings is not rescanned.
+    A version already scanned with the same index, the same files (content digest) and the same settings is
+    not rescanned.
     """
     bank_dir = layout.bank(version)
     if not bank_dir.is_dir():
@@ -78,6 +95,7 @@ def _same_inputs(report: LeakageReport, index: FingerprintIndex, bank_dir: Path,
         report.scanned
         and report.index_digest == index.digest
         and report.manifest_digest == manifest_digest(bank_dir)
+        and report.content_digest == content_digest(bank_dir, config.leakage.skip_files)
         and report.settings == config.leakage.model_dump(mode="json")
         and (bank_dir / ("ADMITTED" if report.verdict == "admitted" else "REJECTED.json")).exists()
     )

@@ -66,6 +66,8 @@ class LeakageReport(BaseModel):
     """Name of the scanned version directory (e.g. `v0003`); never an absolute path."""
     manifest_digest: str = ""
     """`sha256:<hex>` of the version's MANIFEST.json (which digests every file) at scan time."""
+    content_digest: str = ""
+    """`sha256:<hex>` tree digest of exactly the files scanned (scan outputs excluded)."""
     verdict: Literal["admitted", "rejected"]
     scanned: bool = True
     """False only when `leakage.enabled` is off (admitted unscanned)."""
@@ -76,6 +78,8 @@ class LeakageReport(BaseModel):
     """Files that are not UTF-8 text: only their relative path is scanned."""
     rows_scanned: int = Field(ge=0)
     rows_flagged: int = Field(ge=0)
+    rows_omitted: int = Field(0, ge=0)
+    """Flagged rows beyond `max_report_rows` (counted in the totals, not listed in `findings`)."""
     hits_by_kind: dict[str, int]
     rows_by_kind: dict[str, int]
     similarity: SimilarityAudit
@@ -96,6 +100,7 @@ class ReportBuilder:
         self.rows_by_kind = {kind: 0 for kind in FINDING_KINDS}
         self.similarities: list[float] = []
         self.flagged: list[RowFindings] = []
+        self.omitted = 0
 
     def add(self, row_id: str, file: str, line: int | None, scan: RowScan, count: bool = True) -> None:
         """Record one scanned row (flagged rows keep at most `max_findings_per_row` findings); `count=False`
@@ -109,6 +114,9 @@ class ReportBuilder:
             self.rows_by_kind[kind] += 1
         for finding in scan.findings:
             self.hits[finding.kind] += 1
+        if len(self.flagged) >= self.config.max_report_rows:
+            self.omitted += 1
+            return
         cap = self.config.max_findings_per_row
         self.flagged.append(
             RowFindings(
@@ -125,13 +133,14 @@ class ReportBuilder:
         """The report; verdict is "admitted" exactly when no row was flagged."""
         return LeakageReport(
             bank_version=bank_version,
-            verdict="rejected" if self.flagged else "admitted",
+            verdict="rejected" if self.flagged or self.omitted else "admitted",
             index_digest=index_digest,
             index_counts=index_counts,
             files_scanned=self.files,
             binary_files=self.binary_files,
             rows_scanned=self.rows,
-            rows_flagged=len(self.flagged),
+            rows_flagged=len(self.flagged) + self.omitted,
+            rows_omitted=self.omitted,
             hits_by_kind=self.hits,
             rows_by_kind=self.rows_by_kind,
             similarity=similarity_audit(self.similarities, self.config),
@@ -180,6 +189,7 @@ def write_verdict(bank_dir: Path, report: LeakageReport) -> Path:
         "verdict": report.verdict,
         "index_digest": report.index_digest,
         "manifest_digest": report.manifest_digest,
+        "content_digest": report.content_digest,
         "rows_scanned": report.rows_scanned,
         "rows_flagged": report.rows_flagged,
         "hits_by_kind": {k: v for k, v in report.hits_by_kind.items() if v},

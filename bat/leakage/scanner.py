@@ -18,7 +18,9 @@ from bat.leakage import text as T
 from bat.leakage.findings import INDEX_KIND_TO_FINDING, Finding
 from bat.leakage.index import FingerprintIndex, field_key
 
-_CACHE_LIMIT = 50_000
+_CACHE_LIMIT = 20_000
+_CACHE_MAX_CHARS = 4096
+"""Per-string results are cached (system prompts and skills repeat across rows); long strings are not."""
 
 
 @dataclass
@@ -117,9 +119,10 @@ class Scanner:
                 found.append(("machine_path", T.snippet(value, start, end), label, ""))
         similarity = None if is_key else self._texts(value, found)
         result = _StringResult(findings=found, similarity=similarity or 0.0, text_checked=similarity is not None)
-        if len(self._cache) >= _CACHE_LIMIT:
-            self._cache.clear()
-        self._cache[cache_key] = result
+        if len(value) <= _CACHE_MAX_CHARS:
+            if len(self._cache) >= _CACHE_LIMIT:
+                self._cache.clear()
+            self._cache[cache_key] = result
         return result
 
     def _exact(self, value: str, found: list[tuple[str, str, str, str]]) -> None:
@@ -132,6 +135,7 @@ class Scanner:
                 for end, (length, hits) in self.index.automaton.iter(lower)
                 if _bounded(lower, end - length + 1, end + 1)
             ]
+            shown = value if len(lower) == len(value) else lower  # offsets are into `lower`
             seen: set[tuple[str, int]] = set()
             for start, stop, hits in spans:
                 if any(s <= start and stop <= e and (s, e) != (start, stop) for s, e, _ in spans):
@@ -141,7 +145,7 @@ class Scanner:
                         continue
                     seen.add((kind, position))
                     source = entries[position].source if position >= 0 else "config:eval_fields"
-                    found.append((INDEX_KIND_TO_FINDING[kind], T.snippet(value, start, stop), f"{kind} entry", source))
+                    found.append((INDEX_KIND_TO_FINDING[kind], T.snippet(shown, start, stop), f"{kind} entry", source))
         for position in self.index.whole_values.get(value.strip().lower(), ()):
             entry = entries[position]
             found.append((INDEX_KIND_TO_FINDING[entry.kind], value.strip()[:80], f"whole-value {entry.kind}", entry.source))
@@ -176,17 +180,20 @@ class Scanner:
             return None
         if not self.index.windows:
             return 0.0
-        best, best_entry = 0.0, -1
+        best, best_entry, best_window = 0.0, -1, tokens
+        union, floor = self.index.shingle_union, self.config.audit_floor
         for window in T.windows(tokens, self.config.window_words):
             shingles = T.shingle_set(window, self.config.shingle_size)
+            if len(shingles & union) < floor * len(shingles):
+                continue  # exact bound: Jaccard with every held-out window is below the audit floor
             for key in self.index.lsh.query(self.index.minhash(shingles)):
                 candidate = self.index.windows[key]
                 similarity = T.jaccard(shingles, candidate.shingles)
                 if similarity > best:
-                    best, best_entry = similarity, candidate.entry
+                    best, best_entry, best_window = similarity, candidate.entry, window
         if best >= self.config.jaccard_threshold and not verbatim:  # a verbatim run already flags the string
             found.append(
-                ("near_duplicate", " ".join(tokens[:12])[:80], f"jaccard={best:.3f}", entries[best_entry].source)
+                ("near_duplicate", " ".join(best_window[:12])[:80], f"jaccard={best:.3f}", entries[best_entry].source)
             )
         return best
 

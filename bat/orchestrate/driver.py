@@ -71,6 +71,9 @@ def queue_phase(config: "BatConfig", layout: RunLayout, r: int, phase: str, deps
     while not job.done():
         heartbeat()
         time.sleep(min(config.orchestrate.poll_s, 0.5))
+    if kind == "local" and not _wait_for(job.paths.result_pickle, 2.0):  # none at all = the job was killed
+        raise PhaseFailed(f"round {r} phase {phase}: job {job.job_id} died without a result (killed?); "
+                          f"log {job.paths.stderr}; rerun to resume from its partial outputs")
     try:
         job.result()
     except Exception as exc:  # submitit re-raises the job's failure with its traceback
@@ -78,6 +81,13 @@ def queue_phase(config: "BatConfig", layout: RunLayout, r: int, phase: str, deps
     if read_done(layout.phase_dir(r, phase)) is None:
         raise PhaseFailed(f"round {r} phase {phase}: job {job.job_id} ended without DONE.json")
     return None
+
+
+def _wait_for(path, timeout_s: float) -> bool:
+    deadline = time.monotonic() + timeout_s
+    while not path.exists() and time.monotonic() < deadline:
+        time.sleep(0.05)
+    return path.exists()
 
 
 def queue_round(config: "BatConfig", layout: RunLayout, r: int, owner: str | None = None) -> list[str]:

@@ -27,15 +27,18 @@ def executor_kind(config: "BatConfig") -> str:
     return kind
 
 
-def resource_parameters(config: "BatConfig", phase: str, kind: str) -> dict[str, Any]:
-    """submitit parameters for `phase` (generic + `slurm_`-prefixed) from `orchestrate.resources`."""
+def resource_parameters(config: "BatConfig", phase: str, kind: str, round_index: int = 0) -> dict[str, Any]:
+    """submitit parameters for `phase` (generic + `slurm_`-prefixed) from `orchestrate.resources`.
+
+    Job names are `<run>.rNN.<phase>` so `squeue`/`sacct` show which round and phase a job is.
+    """
     if phase not in PHASES and phase != "driver":
         raise KeyError(f"unknown phase {phase!r}; valid: {sorted(PHASES)} or 'driver'")
     key = PHASES[phase].resources if phase in PHASES else "driver"
     orch = config.orchestrate
     res = orch.resources[key]
     tasks = res.gpus if res.launcher == "tasks" and res.gpus > 0 else 1
-    params: dict[str, Any] = {"timeout_min": res.time_min, "name": f"{config.run.name}.{phase}"}
+    params: dict[str, Any] = {"timeout_min": res.time_min, "name": f"{config.run.name}.r{round_index:02d}.{phase}"}
     if kind == "local":
         params["tasks_per_node"] = tasks
         if res.gpus:
@@ -47,7 +50,7 @@ def resource_parameters(config: "BatConfig", phase: str, kind: str) -> dict[str,
             params["gpus_per_node"] = res.gpus
         if res.partition:
             params["slurm_partition"] = res.partition
-        extra: dict[str, Any] = {"kill-on-invalid-dep": "yes", **res.additional}
+        extra: dict[str, Any] = {"kill-on-invalid-dep": "yes", "requeue": True, **res.additional}
         params["slurm_additional_parameters"] = extra
     return params
 
@@ -63,7 +66,7 @@ def make_executor(config: "BatConfig", layout: RunLayout, round_index: int, phas
     if kind == "slurm" and config.orchestrate.container.enabled:
         init["slurm_python"] = submitit_python(config.orchestrate.container, layout.root)
     executor = submitit.AutoExecutor(folder=folder, cluster=kind, **init)
-    params = resource_parameters(config, phase, kind)
+    params = resource_parameters(config, phase, kind, round_index)
     if dependency and kind == "slurm":
         params["slurm_dependency"] = "afterok:" + ":".join(dependency)
     executor.update_parameters(**params)

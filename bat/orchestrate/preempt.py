@@ -1,8 +1,8 @@
 """Preemption-safe phase jobs: a `submitit.helpers.Checkpointable` that resumes from files on disk.
 
-On USR2 (or SIGTERM when `orchestrate.sigterm_requeue`) submitit calls `checkpoint()`: registered
-flush hooks persist in-memory progress, the event log says whether it was a timeout or a preemption,
-and the same job (same arguments) is requeued. A requeued phase calls its phase function again,
+On USR2 submitit calls `checkpoint()`: registered flush hooks persist in-memory progress, the event
+log says whether it was a timeout or a preemption, and the same job (same arguments) is requeued.
+On SIGTERM (`orchestrate.sigterm_flush`) the hooks run and the process exits without requeueing. A requeued phase calls its phase function again,
 which resumes from its partial outputs; a plain `scontrol requeue` or SIGKILL + requeue lands in
 the same place because nothing lives only in memory.
 """
@@ -34,11 +34,52 @@ def run_flush_hooks() -> int:
     return len(hooks)
 
 
+_HANDLER: Any = None  # submitit's SignalHandler of this job, once `install_signal_handlers` ran
+
+
 def _submitit_handler() -> Any:
-    """submitit's SignalHandler bound to USR2 in this job, or None outside a submitit job."""
+    """submitit's SignalHandler of this job (None outside a submitit job)."""
+    if _HANDLER is not None:
+        return _HANDLER
     handler = signal.getsignal(signal.SIGUSR2)
     owner = getattr(handler, "__self__", None)
     return owner if owner is not None and hasattr(owner, "checkpoint_and_try_requeue") else None
+
+
+def install_signal_handlers(sigterm_flush: bool, on_sigterm: Callable[[int], None] | None = None) -> bool:
+    """USR2 -> submitit's checkpoint + requeue, at most once per process; SIGTERM -> flush and exit.
+
+    The same signal can arrive twice (batch step and task): only the first one checkpoints and
+    requeues. SIGTERM comes from preemption on SIGTERM-only clusters (Slurm itself requeues a
+    `--requeue` job) or from `scancel` (the job must stay cancelled), so it never requeues by itself.
+    Returns False outside a submitit job.
+    """
+    global _HANDLER
+    handler = _submitit_handler()
+    if handler is None:
+        return False
+    _HANDLER = handler
+    fired: list[int] = []
+
+    def once(signum: int, frame: Any) -> None:
+        if fired:
+            return  # already checkpointing/requeueing this process
+        fired.append(signum)
+        handler.checkpoint_and_try_requeue(signum, frame)
+
+    def flush_and_exit(signum: int, frame: Any) -> None:
+        if fired:
+            return
+        fired.append(signum)
+        flushed = run_flush_hooks()
+        if on_sigterm is not None:
+            on_sigterm(flushed)
+        raise SystemExit(128 + signal.SIGTERM)
+
+    signal.signal(signal.SIGUSR2, once)
+    if sigterm_flush:
+        signal.signal(signal.SIGTERM, flush_and_exit)
+    return True
 
 
 def interruption_kind() -> str:
@@ -72,8 +113,12 @@ class PhaseJob(submitit.helpers.Checkpointable):
         from bat.orchestrate.runner import run_phase
 
         config, layout = self._open()
-        if config.orchestrate.sigterm_requeue and _submitit_handler() is not None:
-            signal.signal(signal.SIGTERM, _submitit_handler().checkpoint_and_try_requeue)
+
+        def on_sigterm(flushed: int) -> None:
+            log_event(layout, self.round_index, self.phase,
+                      f"SIGTERM: flushed {flushed} hook(s), exiting (Slurm requeues a preempted job)")
+
+        install_signal_handlers(config.orchestrate.sigterm_flush, on_sigterm)
         restarts = os.environ.get("SLURM_RESTART_COUNT", "0")
         log_event(layout, self.round_index, self.phase, f"job running (restart count {restarts})")
         result = run_phase(config, layout, self.round_index, self.phase)

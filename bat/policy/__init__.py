@@ -16,21 +16,26 @@ Public API (stable; other teams code against it):
 * `bat.policy.loader`
     - `load_policy(path, *, dtype="float32", device="cpu") -> Policy`  (offline only: sets
       `local_files_only`; a missing path raises FileNotFoundError naming the expected files)
-    - `load_tokenizer(path)`;  `Policy(model, tokenizer, path)` dataclass
+    - `load_model(path, *, dtype, device)`, `load_tokenizer(path)`, `check_model_dir(path)`;
+      `Policy(model, tokenizer, path)` dataclass
 * `bat.policy.tiny`
     - `build_tiny_model(out_dir, cfg: ModelConfig, seed: int, *, corpus=None) -> Path`
       writes an HF directory (config.json, model.safetensors, tokenizer.json,
       tokenizer_config.json, chat_template.jinja, bat_model.json); same seed -> same bytes.
+      `<tool_call>`/`</tool_call>` are single added tokens that survive `skip_special_tokens`.
 * `bat.policy.chat`
     - `CHAT_TEMPLATE` (ChatML-style jinja; roles system/user/assistant/tool; assistant
       messages may carry `tool_calls=[{"name","arguments"}]` or `{"function": {...}}`; `tools=`
       renders the tool list into the system turn)
     - `render_messages(tokenizer, messages, tools=None, add_generation_prompt=False) -> str`
     - `encode_messages(tokenizer, messages, tools=None) -> (ids, loss_mask)`: loss mask is 1 on
-      the tokens of the LAST assistant message (its content + end-of-turn token), 0 elsewhere.
+      the tokens of the LAST assistant message (its content + end-of-turn token), 0 elsewhere;
+      context and target are tokenized separately and concatenated (token in, token out).
+    - `encode_prompt(tokenizer, messages, tools=None) -> ids` (context + `<|im_start|>assistant\n`),
+      `encode_text(tokenizer, text) -> ids`; tokens `IM_START`, `IM_END` (= eos), `ENDOFTEXT` (= pad).
 * `bat.policy.corpus`: `tokenizer_corpus() -> list[str]` (tool language + observations from
   `bat.benchmark` when importable, plus a fixed corpus of text shipped with Python).
 
 Config: `bat.config.model.ModelConfig` (`path` to a local HF model, or tiny-builder settings).
-CLI: `bat model build-tiny --out DIR [--config YAML] [--seed N]`.
+CLI: `bat model build-tiny --out DIR [--preset config|tiny|10m] [--config YAML] [--set k=v] [--seed N]`.
 """

@@ -1,7 +1,8 @@
 """Fixed, deterministic tokenizer-training corpus: the tool language plus text shipped with Python.
 
-Reads `bat.benchmark.TOOL_SPECS` (tool names, descriptions, JSON-schema parameters) when the
-benchmark package provides it; otherwise a built-in list of the benchmark's tool vocabulary.
+Reads `bat.benchmark.TOOL_SPECS` (tool names, descriptions, JSON-schema parameters) and the public
+`STAGE_SKILLS` texts when the benchmark package provides them (otherwise a built-in tool list); never
+anything from the held-out side.
 """
 
 from __future__ import annotations
@@ -50,6 +51,16 @@ def benchmark_tool_specs() -> list[dict[str, Any]]:
         return [dict(t) for t in _FALLBACK_TOOLS]
     specs = getattr(module, "TOOL_SPECS", None)
     return [dict(t) for t in specs] if specs else [dict(t) for t in _FALLBACK_TOOLS]
+
+
+def benchmark_public_texts() -> list[str]:
+    """Public stage-skill texts (`bat.benchmark.STAGE_SKILLS`) when available; never held-out material."""
+    try:
+        module = importlib.import_module("bat.benchmark")
+        skills = getattr(module, "STAGE_SKILLS", None) or {}
+    except ImportError:
+        return []
+    return [str(skills[key]) for key in sorted(skills)]
 
 
 def _stdlib_text() -> list[str]:
@@ -106,6 +117,7 @@ def tokenizer_corpus(extra: list[str] | None = None, seed: int = 0) -> list[str]
     ]
     roles = ("system", "user", "assistant", "tool")
     texts += [f"<|im_start|>{rng.choice(roles)}\n{text}<|im_end|>\n" for text in texts[: 1000]]
+    texts += benchmark_public_texts()
     texts += _stdlib_text()
     texts += list(extra or [])
     return texts

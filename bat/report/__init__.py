@@ -1,13 +1,14 @@
-"""Round reports: `round_NN/report.md` + `report.json`, `events.log` lines, matplotlib PNG plots.
+"""Round reports: `round_NN/report.md` + `report.json` and matplotlib PNG plots beside them.
 
-Public API (team "evaluate/curriculum"):
+Public API (team "evaluate/curriculum"); event lines go through `bat.orchestrate.events.log_event`:
 
-* `bat.report.events.log_event(layout, round, phase, message, **fields)` — one line appended to both
-  `state/<run>/events.log` and `round_NN/events.log` (`tail -f` friendly).
-* `bat.report.round_report.write_round_report(layout, round, cfg) -> (md_path, json_path)` — stage table,
-  Overall/Task/Agentic with half-widths, decision and reason, mixture, bank version + leakage summary,
-  checkpoint lineage, wall time per phase.
-* `bat.report.plots.plot_rounds(layout, out_dir) -> list[Path]` — `overall.png` (raw per-round curve, best-so-far
-  staircase, stars on promoted rounds) and `stages.png` (per-stage bars per round).
-* `bat.report.summary.run_summary(layout) -> list[dict]` — one row per round for `bat status`.
+* `bat.report.round_report.write_round_report(layout, round, cfg) -> [report.json, report.md, overall.png,
+  stages.png]` — stage table and Overall/Task/Agentic with half-widths and deltas vs the retained best, per-track
+  table, null cells, final split (never used for routing), decision and reason with every gate check, mixture,
+  bank version + leakage summary, checkpoint lineage, per-phase status and seconds. Called by the route phase.
+* `bat.report.plots.plot_overall(views, path)` (raw per-round Overall dashed with half-widths, best-so-far
+  staircase, stars where a new best was retained — paper Fig. 1c) and `plot_stages(views, stage_keys, path)`.
+* `bat.report.summary.run_summary(layout) -> list[dict]` — one row per round (overall, task, agentic, best,
+  action, target, nulls; 0-100 strings) for `bat status`; `run_views(layout)` / `round_view(layout, r)`.
+* CLI: `bat report [--state DIR] [--round N]` re-renders reports and prints the run table.
 """

@@ -21,6 +21,8 @@ class GenRequest:
     seed: int
     temperature: float = 0.7
     stop_ids: tuple[int, ...] = ()
+    cache_key: str | None = None
+    """Engines with a prefix cache reuse the KV of this key's previous context when the prompt extends it."""
 
 
 @dataclass
@@ -53,6 +55,10 @@ class Engine(Protocol):
         """Release the model / connections."""
         ...
 
+    def release(self, cache_key: str) -> None:
+        """Forget the cached prefix of a finished rollout (no-op for engines without one)."""
+        ...
+
 
 def make_engine(cfg: "RolloutConfig", model_path: str | Path) -> Engine:
     """Build the engine named by `cfg.engine` on the checkpoint at `model_path`."""
@@ -60,7 +66,7 @@ def make_engine(cfg: "RolloutConfig", model_path: str | Path) -> Engine:
         from bat.rollout.engine_hf import HFEngine
 
         return HFEngine(model_path, dtype=cfg.dtype, device=cfg.device, top_p=cfg.top_p, top_k=cfg.top_k,
-                        max_batch=cfg.max_batch)
+                        max_batch=cfg.max_batch, prefix_cache=cfg.hf_prefix_cache)
     if cfg.engine == "vllm":
         from bat.rollout.engine_vllm import VllmEngine
 

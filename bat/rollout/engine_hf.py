@@ -1,5 +1,9 @@
 """`hf` engine: transformers `generate` (KV cache, left-padded batches) with per-request seeded sampling.
 
+Two modes: batched (requests left-padded into one `generate`, the whole context prefilled each turn) and
+prefix-cached (`prefix_cache=True`: each rollout keeps its KV cache between turns, so a turn only prefills the
+new observation tokens; requests then run one at a time because HF caches of different lengths do not batch).
+
 HF `generate` has one global RNG; to make each rollout's sampling depend only on its own seed (not on
 which other rollouts share the batch) a logits processor samples every row with that row's own
 `torch.Generator`, records log pi_behavior of the sampled token under the temperature, and hands
@@ -9,7 +13,7 @@ which other rollouts share the batch) a logits processor samples every row with 
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Literal
+from typing import Any, Literal
 
 import torch
 from transformers import GenerationConfig, LogitsProcessor, LogitsProcessorList, StoppingCriteria
@@ -83,13 +87,17 @@ class HFEngine:
     name = "hf"
 
     def __init__(self, model_path: str | Path, *, dtype: str = "float32", device: str = "cpu",
-                 top_p: float = 1.0, top_k: int = 0, max_batch: int = 32) -> None:
+                 top_p: float = 1.0, top_k: int = 0, max_batch: int = 32, prefix_cache: bool = False) -> None:
         if dtype not in _DTYPES:
             raise ValueError(f"unknown dtype {dtype!r}; valid: {sorted(_DTYPES)}")
         self.dtype, self.device = _DTYPES[dtype], device
         self.top_p, self.top_k, self.max_batch = top_p, top_k, max_batch
+        self.prefix_cache = prefix_cache
+        self._cache: dict[str, tuple[list[int], Any]] = {}
         self.model = None
         self.checkpoint = ""
+        self.max_context: int | None = None
+        """Positions the model can attend to (the rollout context budget is capped to it)."""
         self.set_weights(model_path)
 
     def set_weights(self, path: str | Path) -> None:
@@ -99,6 +107,7 @@ class HFEngine:
         path = Path(path)
         if not (path / "config.json").is_file():
             raise FileNotFoundError(f"{path}: not an HF checkpoint directory (config.json missing)")
+        self._cache.clear()  # KV computed with the old weights is invalid
         self.model = AutoModelForCausalLM.from_pretrained(path, local_files_only=True, dtype=self.dtype)
         self.model.to(self.device).eval()
         cfg = self.model.config
@@ -107,10 +116,13 @@ class HFEngine:
             pad = pad[0]
         self.pad_id = int(pad) if pad is not None else 0
         self.checkpoint = str(path)
+        self.max_context = getattr(cfg, "max_position_embeddings", None)
 
     def generate(self, requests: list[GenRequest]) -> list[GenResult]:
         """Sample every request; batches of at most `max_batch`, left-padded; order preserved."""
         results: list[GenResult] = []
+        if self.prefix_cache:
+            return [self._generate_cached(req) for req in requests]
         for start in range(0, len(requests), self.max_batch):
             results.extend(self._generate_batch(requests[start : start + self.max_batch]))
         return results
@@ -138,6 +150,35 @@ class HFEngine:
         return [self._cut(sampler.chosen[row], sampler.logprobs[row], limits[row], set(req.stop_ids))
                 for row, req in enumerate(requests)]
 
+    @torch.inference_mode()
+    def _generate_cached(self, req: GenRequest) -> GenResult:
+        """One request, reusing (and then extending) the KV cache of `req.cache_key` when the prompt extends it."""
+        past = None
+        entry = self._cache.pop(req.cache_key, None) if req.cache_key else None
+        if entry is not None:
+            cached_ids, cache = entry
+            if len(req.prompt_ids) > len(cached_ids) and req.prompt_ids[: len(cached_ids)] == cached_ids:
+                past = cache
+        limit = max(1, req.max_new_tokens)
+        sampler = _RowSampler([req.seed], [req.temperature], self.top_p, self.top_k)
+        stops = _RowLimits(len(req.prompt_ids), [limit], [set(req.stop_ids)])
+        gen_cfg = GenerationConfig(max_new_tokens=limit, do_sample=False, use_cache=True, pad_token_id=self.pad_id,
+                                   eos_token_id=None, return_dict_in_generate=True)
+        ids = torch.tensor([req.prompt_ids], dtype=torch.long, device=self.device)
+        out = self.model.generate(input_ids=ids, attention_mask=torch.ones_like(ids), past_key_values=past,
+                                  generation_config=gen_cfg, logits_processor=LogitsProcessorList([sampler]),
+                                  stopping_criteria=StoppingCriteriaList([stops]))
+        result = self._cut(sampler.chosen[0], sampler.logprobs[0], limit, set(req.stop_ids))
+        if req.cache_key:
+            seq = list(req.prompt_ids) + result.token_ids
+            kept = out.past_key_values.get_seq_length()
+            self._cache[req.cache_key] = (seq[:kept], out.past_key_values)
+        return result
+
+    def release(self, cache_key: str) -> None:
+        """Drop the cached KV of a finished rollout."""
+        self._cache.pop(cache_key, None)
+
     @staticmethod
     def _cut(tokens: list[int], logps: list[float], limit: int, stop_ids: set[int]) -> GenResult:
         finish: Literal["stop", "length"] = "length"
@@ -149,5 +190,6 @@ class HFEngine:
         return GenResult(token_ids=tokens[:end], logprobs=logps[:end], finish=finish)
 
     def close(self) -> None:
-        """Drop the model."""
+        """Drop the model and every cached prefix."""
         self.model = None
+        self._cache.clear()

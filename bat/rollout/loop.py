@@ -1,13 +1,14 @@
 """The multi-turn agent loop: many rollouts in flight, batched generation, tool calls in parallel threads.
 
-Lockstep schedule (deterministic): every live rollout gets one batched generation step, then the tool
-calls of all of them run in a thread pool while the engine waits; repeat until every rollout has ended.
+Schedule (deterministic): rollouts form fixed cohorts; each cohort in turn gets one batched generation
+step and its tool calls go to a thread pool, where they run while the next cohort generates (one cohort
+= lockstep). Nothing depends on timing, so a rerun reproduces every token.
 Token in, token out: ids are only ever appended (prompt, generated, template+observation deltas).
 """
 
 from __future__ import annotations
 
-from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable, Protocol, Sequence
@@ -59,6 +60,8 @@ class LoopSettings:
     no_tool_call: str = "end"
     tool_workers: int = 4
     tool_names: Sequence[str] | None = None
+    cohorts: int = 1
+    """Fixed groups generated in turn so tool calls of one overlap generation of the next (1 = lockstep)."""
 
 
 @dataclass
@@ -130,7 +133,8 @@ class _Live:
             return None
         seed = derive_seed(self.spec.seed, "turn", self.use.turns)
         return GenRequest(prompt_ids=list(self.ids), max_new_tokens=limit, seed=seed,
-                          temperature=self.settings.temperature, stop_ids=self.tt.stop_ids)
+                          temperature=self.settings.temperature, stop_ids=self.tt.stop_ids,
+                          cache_key=self.spec.rollout_id)
 
     def absorb(self, res: GenResult) -> dict[str, Any] | None:
         """Append a generated turn; returns the action to send to the environment, or None if ended."""
@@ -221,30 +225,52 @@ class _Live:
         return RolloutOutcome(record=rec, timings=self.timings)
 
 
+def _generate(engine: Engine, members: Sequence[_Live]) -> list[tuple[_Live, dict[str, Any]]]:
+    """One batched generation step for the live members; returns (rollout, action) pairs to execute."""
+    ready = [(live, req) for live in members if live.end_reason is None for req in [live.request()] if req is not None]
+    if not ready:
+        return []
+    try:
+        results = engine.generate([req for _, req in ready])
+    except Exception as exc:  # the engine is down: every rollout of the batch is an infrastructure failure
+        for live, _ in ready:
+            live.finish("error", f"engine: {type(exc).__name__}: {exc}")
+        return []
+    return [(live, action) for (live, _), res in zip(ready, results) for action in [live.absorb(res)] if action is not None]
+
+
 def run_rollouts(engine: Engine, specs: Sequence[RolloutSpec], tt: TurnTokens, settings: LoopSettings,
                  on_step: Callable[[int, int], None] | None = None) -> list[RolloutOutcome]:
-    """Drive every spec to its end; returns outcomes in the order of `specs`. Envs are not closed here."""
+    """Drive every spec to its end; returns outcomes in the order of `specs`. Envs are not closed here.
+
+    Rollouts are split into `settings.cohorts` fixed groups (round-robin by position). Each group in turn
+    collects its finished tool calls, then generates one batched step whose tool calls are submitted to the
+    thread pool, so the sandboxes of one group run while the next group generates. Group membership and
+    batch composition never depend on timing, so results are deterministic.
+    """
     lives = [_Live(spec, settings, tt) for spec in specs]
+    n = max(1, min(settings.cohorts, len(lives)))
+    cohorts = [lives[i::n] for i in range(n)]
     with ThreadPoolExecutor(max_workers=settings.tool_workers, thread_name_prefix="bat-tool") as pool:
         list(pool.map(lambda live: live.start(), lives))
+        pending: dict[int, list[tuple[_Live, Future]]] = {}
         step = 0
         while True:
-            ready = [(live, req) for live in lives if live.end_reason is None
-                     for req in [live.request()] if req is not None]
-            if not ready:
+            progressed = False
+            for c, members in enumerate(cohorts):
+                for live, future in pending.pop(c, []):
+                    live.observe(future.result())
+                acting = _generate(engine, members)
+                if acting:
+                    pending[c] = [(live, pool.submit(live.act, action)) for live, action in acting]
+                    progressed = True
+            if not progressed and not pending:
                 break
-            try:
-                results = engine.generate([req for _, req in ready])
-            except Exception as exc:  # the engine is down: every live rollout is an infrastructure failure
-                for live, _ in ready:
-                    live.finish("error", f"engine: {type(exc).__name__}: {exc}")
-                break
-            acting = [(live, action) for (live, _), res in zip(ready, results)
-                      for action in [live.absorb(res)] if action is not None]
-            outcomes = list(pool.map(lambda pair: pair[0].act(pair[1]), acting))
-            for (live, _), outcome in zip(acting, outcomes):
-                live.observe(outcome)
             step += 1
             if on_step:
                 on_step(step, sum(1 for live in lives if live.end_reason is None))
+    release = getattr(engine, "release", None)
+    if release is not None:
+        for live in lives:
+            release(live.spec.rollout_id)
     return [live.to_record(engine) for live in lives]

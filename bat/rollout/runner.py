@@ -7,7 +7,7 @@ reproduces the same bytes. The engine is built lazily: a fully finished phase lo
 from __future__ import annotations
 
 import shutil
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, Callable, Sequence
 
@@ -61,6 +61,15 @@ def rollout_id(round_index: int, shard: int, state_id: str, k: int) -> str:
     return f"r{round_index:02d}-s{shard:04d}-{state_id}-k{k}"
 
 
+def fit_context(settings: LoopSettings, model_limit: int | None, log: Callable[[str], None]) -> LoopSettings:
+    """Settings whose context budget does not exceed what the model can attend to."""
+    b = settings.budgets
+    if model_limit is None or model_limit >= b.max_context_tokens:
+        return settings
+    log(f"rollout: context budget {b.max_context_tokens} exceeds the model's {model_limit} positions; using {model_limit}")
+    return replace(settings, budgets=b.model_copy(update={"max_context_tokens": model_limit}))
+
+
 def run_shards(phase_dir: Path, jobs: Sequence[StateJob], *, k: int, states_per_shard: int, run_seed: int,
                round_index: int, open_env: Callable[[StateJob, int, Path], OpenedEnv],
                engine_factory: Callable[[], Engine], turn_tokens: Callable[[], TurnTokens],
@@ -80,6 +89,7 @@ def run_shards(phase_dir: Path, jobs: Sequence[StateJob], *, k: int, states_per_
             continue
         if engine is None:
             engine, tt = engine_factory(), turn_tokens()
+            settings = fit_context(settings, getattr(engine, "max_context", None), log)
         work = scratch / f"shard_{index:04d}"
         shutil.rmtree(work, ignore_errors=True)
         specs, opened = [], []

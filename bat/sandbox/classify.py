@@ -97,9 +97,8 @@ def classify(
     if outcome.output_too_large:
         verdict.raise_flag("output_too_large", f"output exceeded {limits.max_output_bytes} bytes; process tree killed")
     sig = verdict.signal
-    killed_by_us = outcome.timed_out or outcome.output_too_large
-    if sig == signal.SIGXCPU or (sig == signal.SIGKILL and not killed_by_us):
-        verdict.raise_flag("cpu", f"cpu limit {limits.cpu_s} s reached (signal {sig})")
+    if sig == signal.SIGXCPU:  # the soft RLIMIT_CPU; the hard one (+1 s) only hits code that ignores it
+        verdict.raise_flag("cpu", f"cpu limit {limits.cpu_s} s reached (SIGXCPU)")
     if sig == signal.SIGXFSZ:
         verdict.raise_flag("file_size", f"file size limit {limits.max_file_mb} MiB reached (SIGXFSZ)")
     for name, needles in PATTERNS.items():

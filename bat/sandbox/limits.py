@@ -18,6 +18,7 @@ class Limits:
     memory_mb: int
     nproc: int
     max_file_mb: int
+    max_workspace_mb: int
     nofile: int
     max_output_chars: int
     max_output_bytes: int

@@ -100,7 +100,7 @@ class ExecutionRecord(BaseModel):
     files_changed: FilesChanged = Field(default_factory=FilesChanged)
     flags: LimitFlags = Field(default_factory=LimitFlags)
     evidence: list[str] = Field(default_factory=list)
-    """One short line per raised flag saying what was observed."""
+    """Short lines saying what was observed for each raised flag, and what the host cleaned up."""
 
     @property
     def breach(self) -> bool:

@@ -14,6 +14,7 @@ import abc
 import os
 import shutil
 import subprocess
+import sys
 from dataclasses import dataclass, field
 from functools import lru_cache
 from pathlib import Path
@@ -41,9 +42,12 @@ def python_env(python: str, code_paths: tuple[str, ...]) -> PythonEnv:
     """Describe `python` (its prefixes, queried once) plus the `bat` package dir and `code_paths`."""
     import bat
 
-    query = "import sys; print(sys.prefix); print(sys.base_prefix)"
-    out = subprocess.run([python, "-c", query], capture_output=True, text=True, check=True, timeout=60).stdout
-    prefix, base_prefix = out.splitlines()[:2]
+    if python == sys.executable:
+        prefix, base_prefix = sys.prefix, sys.base_prefix
+    else:
+        query = "import sys; print(sys.prefix); print(sys.base_prefix)"
+        out = subprocess.run([python, "-c", query], capture_output=True, text=True, check=True, timeout=60).stdout
+        prefix, base_prefix = out.splitlines()[:2]
     bat_dir = Path(bat.__file__).resolve().parent
     extra = tuple(str(Path(p).resolve()) for p in code_paths)
     roots = {str(Path(base_prefix).resolve()), prefix, str(bat_dir), *extra}
@@ -116,14 +120,15 @@ class BwrapRuntime(Runtime):
                 opts += ["--ro-bind", name, name]
         for name in ETC_FILES:
             opts += ["--ro-bind-try", name, name]
-        bound = ["/usr", *[d for d in SYSTEM_LINK_DIRS if os.path.isdir(d)]]
+        bound = ["/usr", "/tmp", *[d for d in SYSTEM_LINK_DIRS if os.path.isdir(d)]]
         made: set[str] = set()
         for root in sorted(pyenv.roots):
-            if _inside(root, bound):
+            mounted = [b for b in bound if b != "/tmp"]  # /tmp is an empty tmpfs: parents there are made
+            if _inside(root, mounted):
                 continue
             for parent in reversed(Path(root).parents):
                 text = str(parent)
-                if text != "/" and text not in made and not _inside(text, bound):
+                if text not in ("/", "/tmp") and text not in made and not _inside(text, mounted):
                     opts += ["--perms", "0755", "--dir", text]
                     made.add(text)
             opts += ["--ro-bind", root, root]
@@ -145,9 +150,9 @@ class BwrapRuntime(Runtime):
         tmp_bytes = min(limits.memory_mb, 4 * limits.max_file_mb) * 1024 * 1024
         opts = [
             bwrap, *spaces, "--die-with-parent", "--new-session", "--hostname", "sandbox",
-            *self.mounts(pyenv),
             "--proc", "/proc", "--dev", "/dev",
             "--perms", "1777", "--size", str(tmp_bytes), "--tmpfs", "/tmp",
+            *self.mounts(pyenv),  # after /tmp, so a venv or code dir under /tmp stays visible
             "--bind", str(workspace), INNER_WORKSPACE,
             "--chdir", cwd, "--",
         ]

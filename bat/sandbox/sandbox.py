@@ -17,11 +17,34 @@ from bat.sandbox.classify import classify, extract_report, parse_reply
 from bat.sandbox.limits import Limits
 from bat.sandbox.record import ExecutionRecord, FilesChanged
 from bat.sandbox.runtimes import PythonEnv, get_runtime, python_env
-from bat.sandbox.snapshot import contain_symlinks, diff, fingerprint, own_tree, snapshot
+from bat.sandbox.snapshot import (
+    contain_symlinks,
+    diff,
+    fingerprint,
+    own_tree,
+    remove_special_files,
+    snapshot,
+    total_bytes,
+)
 from bat.sandbox.spawn import Outcome, spawn
+from bat.sandbox.warm import ServerBootError, WarmServer
 
 LANGUAGES = ("python", "bash")
 MAX_CODE_CHARS = 1_000_000
+
+
+class SandboxBootError(RuntimeError):
+    """The isolation runtime itself failed to start (infrastructure, not the agent's doing)."""
+
+
+def _keep(limits: Limits) -> int:
+    """Raw bytes kept at each end of a stream (the record keeps `max_output_chars` of them)."""
+    return 8 * limits.max_output_chars + 65536
+
+
+def boot_shim(notice: str) -> list[str]:
+    """`sh` prefix that prints `notice` on stderr once inside the sandbox, then execs the command."""
+    return ["sh", "-c", 'printf "%s\\n" "$0" >&2; exec "$@"', notice]
 
 
 def _clip(text: str, limit: int) -> tuple[str, bool]:
@@ -52,6 +75,10 @@ class _HostChecks:
 
     changed: FilesChanged
     symlinks: list[str]
+    cleaned: list[str]
+    """Special files (FIFOs, sockets, devices) removed after the call."""
+    oversize: str
+    """Non-empty when the workspace outgrew `max_workspace_mb`."""
     protected_changed: bool
 
 
@@ -76,6 +103,7 @@ class Sandbox:
         self.protected = [str(Path(p).resolve()) for p in protected_paths]
         self._check_protected()
         self.drop_uid = self.config.drop_uid if (self.runtime.name == "bwrap" and os.geteuid() == 0) else None
+        self._warm: WarmServer | None = None
 
     def _check_protected(self) -> None:
         """Refuse protected paths that the sandbox could see (inside the workspace or a read-only mount)."""
@@ -109,7 +137,8 @@ class Sandbox:
         if language == "python":
             call = _Call("code", "execute_code", record_args, stage, request={"kind": "python", "code": code})
         else:
-            call = _Call("code", "execute_code", record_args, stage, bash_argv=["bash", "--noprofile", "--norc", "-c", code])
+            bash = ["bash", "--noprofile", "--norc", "-c", code]
+            call = _Call("code", "execute_code", record_args, stage, bash_argv=bash)
         return self._run(call, limits)
 
     # internals --------------------------------------------------------------------------------
@@ -119,7 +148,7 @@ class Sandbox:
         return {
             "PATH": path, "HOME": inner_scratch, "TMPDIR": inner_scratch, "MPLCONFIGDIR": inner_scratch,
             "LANG": "C.UTF-8", "LC_ALL": "C.UTF-8", "PYTHONPATH": ":".join(self.pyenv.pythonpath),
-            "PYTHONHASHSEED": "0", "PYTHONDONTWRITEBYTECODE": "1", "PYTHONSAFEPATH": "1", "PYTHONUNBUFFERED": "1",
+            "PYTHONHASHSEED": "0", "PYTHONDONTWRITEBYTECODE": "1", "PYTHONUNBUFFERED": "1",
             "OMP_NUM_THREADS": "1", "OPENBLAS_NUM_THREADS": "1", "MKL_NUM_THREADS": "1", "BAT_WORKSPACE": inner_ws,
         }
 
@@ -127,37 +156,127 @@ class Sandbox:
         readable = [inner_ws, inner_scratch, *self.runtime.visible_roots(self.pyenv)]
         return {"readable": readable, "writable": [inner_ws, inner_scratch, "/dev"], "protected": self.protected}
 
-    def _run(self, call: _Call, limits: Limits) -> ExecutionRecord:
-        """Prepare ownership and snapshots, spawn through the runtime, run host checks, build the record."""
-        if self.drop_uid is not None:
-            own_tree(self.workspace, self.drop_uid, self.drop_uid)
-        before = snapshot(self.workspace)
-        protected_before = fingerprint(self.protected) if self.protected else ""
+    def _scratch(self) -> Path:
+        """A fresh host temp dir for one call (cold) or one server (warm), owned by the sandbox uid."""
         scratch = Path(tempfile.mkdtemp(prefix="bat-sandbox-"))
         if self.drop_uid is not None:
             os.chown(scratch, self.drop_uid, self.drop_uid)
-        inner_ws = self.runtime.inner_workspace(self.workspace)
+        return scratch
+
+    def _prepare(self, call: _Call, inner_ws: str, inner_scratch: str) -> dict[str, Any] | None:
+        """The tool-host request for `call` (with workspace, watch lists and report marker), or None."""
+        if call.request is None:
+            return None
+        call.marker = f"@@bat-toolhost-report-{secrets.token_hex(8)}@@"
+        return {**call.request, "workspace": inner_ws, "watch": self._watch(inner_ws, inner_scratch),
+                "report_marker": call.marker}
+
+    def _run_cold(self, call: _Call, limits: Limits, inner_ws: str) -> Outcome:
+        """One fresh sandbox for this call: boot shim + tool host or bash under the runtime."""
+        scratch = self._scratch()
         inner_scratch = self.runtime.inner_scratch(scratch)
-        if call.request is not None:
-            call.marker = f"@@bat-toolhost-report-{secrets.token_hex(8)}@@"
-            request = {**call.request, "workspace": inner_ws, "watch": self._watch(inner_ws, inner_scratch),
-                       "report_marker": call.marker}
+        request = self._prepare(call, inner_ws, inner_scratch)
+        if request is not None:
             inner = [self.runtime.inner_python(self.pyenv), "-m", "bat.sandbox.toolhost"]
             stdin, cwd = json.dumps(request).encode("utf-8"), inner_scratch
         else:
             inner, stdin, cwd = call.bash_argv, b"", inner_ws
+        boot = f"@@bat-sandbox-booted-{secrets.token_hex(8)}@@"
         try:
-            argv = self.runtime.argv(inner, workspace=self.workspace, scratch=scratch, cwd=cwd, limits=limits,
-                                     pyenv=self.pyenv, drop_uid=self.drop_uid or 0)
+            argv = self.runtime.argv([*boot_shim(boot), *inner], workspace=self.workspace, scratch=scratch, cwd=cwd,
+                                     limits=limits, pyenv=self.pyenv, drop_uid=self.drop_uid or 0)
             outcome = spawn(argv, stdin=stdin, cwd=scratch, env=self._env(inner_ws, inner_scratch),
-                            timeout_s=limits.timeout_s, keep_bytes=8 * limits.max_output_chars + 65536,
+                            timeout_s=limits.timeout_s, keep_bytes=_keep(limits),
                             max_output_bytes=limits.max_output_bytes)
         finally:
             shutil.rmtree(scratch, ignore_errors=True)
+        self._check_boot(boot, outcome)
+        return outcome
+
+    def _server(self, inner_ws: str) -> WarmServer:
+        """The warm server for this workspace, (re)started when missing, dead or bound to an old directory."""
+        if self._warm is not None and self._warm.usable():
+            return self._warm
+        self.close()
+        scratch = self._scratch()
+        inner_scratch = self.runtime.inner_scratch(scratch)
+
+        def argv_for(inner: list[str], host_scratch: Path, limits: Limits) -> list[str]:
+            return self.runtime.argv(inner, workspace=self.workspace, scratch=host_scratch, cwd=inner_scratch,
+                                     limits=limits, pyenv=self.pyenv, drop_uid=self.drop_uid or 0)
+
+        try:
+            self._warm = WarmServer(argv_for=argv_for, env=self._env(inner_ws, inner_scratch),
+                                    python=self.runtime.inner_python(self.pyenv), preload=tuple(self.config.preload),
+                                    workspace=self.workspace, limits=Limits.from_config(self.config), scratch=scratch)
+        except ServerBootError as exc:
+            shutil.rmtree(scratch, ignore_errors=True)
+            raise SandboxBootError(str(exc)) from exc
+        return self._warm
+
+    def _run_warm(self, call: _Call, limits: Limits, inner_ws: str) -> Outcome:
+        """Fork the call from the warm server (boot checked once when the server started)."""
+        server = self._server(inner_ws)
+        inner_scratch = self.runtime.inner_scratch(server.scratch)
+        request = self._prepare(call, inner_ws, inner_scratch)
+        mib = 1024 * 1024
+        payload = {
+            "kind": call.request["kind"] if call.request is not None else "bash",
+            "request": request, "argv": call.bash_argv, "cwd": inner_ws if request is None else inner_scratch,
+            "rlimits": {"as": limits.memory_mb * mib, "cpu": limits.cpu_s, "nproc": limits.nproc,
+                        "fsize": limits.max_file_mb * mib, "nofile": limits.nofile, "core": 0},
+            "timeout_s": limits.timeout_s, "keep_bytes": _keep(limits), "max_output_bytes": limits.max_output_bytes,
+            "scratch": inner_scratch, "reap": self.runtime.name == "bwrap",
+        }
+        return server.call(payload, limits.timeout_s, _keep(limits))
+
+    def close(self) -> None:
+        """Stop the warm server, if one runs (cold sandboxes hold nothing)."""
+        if self._warm is not None:
+            self._warm.close()
+            self._warm = None
+
+    def __enter__(self) -> "Sandbox":
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def _run(self, call: _Call, limits: Limits) -> ExecutionRecord:
+        """Prepare ownership and snapshots, run cold or warm, run host checks, build the record."""
+        if self.drop_uid is not None:
+            own_tree(self.workspace, self.drop_uid, self.drop_uid)
+        before = snapshot(self.workspace)
+        protected_before = fingerprint(self.protected) if self.protected else ""
+        inner_ws = self.runtime.inner_workspace(self.workspace)
+        if self.config.warm:
+            outcome = self._run_warm(call, limits, inner_ws)
+        else:
+            outcome = self._run_cold(call, limits, inner_ws)
         symlinks = contain_symlinks(self.workspace, inner_ws if inner_ws != str(self.workspace) else None)
-        host = _HostChecks(changed=diff(before, snapshot(self.workspace)), symlinks=symlinks,
+        cleaned = remove_special_files(self.workspace)
+        after = snapshot(self.workspace)
+        size_mb = total_bytes(after) / (1024 * 1024)
+        host = _HostChecks(changed=diff(before, after), symlinks=symlinks, cleaned=cleaned,
+                           oversize=f"workspace holds {size_mb:.0f} MiB > {limits.max_workspace_mb} MiB"
+                           if size_mb > limits.max_workspace_mb else "",
                            protected_changed=bool(self.protected) and fingerprint(self.protected) != protected_before)
         return self._record(call, limits, outcome, host)
+
+    def _check_boot(self, boot: str, outcome: Outcome) -> None:
+        """Strip the boot notice from stderr; raise SandboxBootError when it never came (infrastructure).
+
+        The notice is the first line the shim writes inside the sandbox, before any agent code runs,
+        so sandboxed code can neither fake a boot failure nor hide a successful boot."""
+        head = bytes(outcome.stderr.head)
+        line = boot.encode() + b"\n"
+        index = head.find(line)
+        if index < 0:
+            detail = outcome.stderr.text()[0].strip()[-500:]
+            raise SandboxBootError(f"runtime {self.runtime.name!r} did not start the sandbox "
+                                   f"(exit {outcome.returncode}): {detail or 'no error output'}")
+        del outcome.stderr.head[index:index + len(line)]
+        outcome.stderr.total -= len(line)
 
     def _record(self, call: _Call, limits: Limits, outcome: Outcome, host: _HostChecks) -> ExecutionRecord:
         """Assemble the ExecutionRecord from the outcome, the tool host's reply/report and host checks."""
@@ -168,16 +287,23 @@ class Sandbox:
         report = reply
         if kind == "code" and call.marker:
             stderr_raw, report = extract_report(stderr_raw, call.marker)
-        verdict = classify(outcome, limits=limits, wrapped=self.runtime.isolates_filesystem, stdout=stdout_raw,
+        wrapped = self.runtime.isolates_filesystem and not self.config.warm  # warm statuses come from waitpid
+        verdict = classify(outcome, limits=limits, wrapped=wrapped, stdout=stdout_raw,
                            stderr=stderr_raw, report=report, protected=self.protected,
                            protected_changed=host.protected_changed, symlink_evidence=host.symlinks)
+        if host.oversize:
+            verdict.raise_flag("file_size", host.oversize)
+        verdict.evidence.extend(host.cleaned)
         error = None
         if report and report.get("error"):
             error = str(report["error"])
         elif kind == "tool" and reply is None:
-            error = "tool host gave no reply" + (f" ({', '.join(verdict.flags.raised())})" if verdict.flags.raised() else "")
-        elif verdict.exit_status not in (0, None) or verdict.signal is not None:
-            error = f"exit status {verdict.exit_status}" if verdict.signal is None else f"killed by signal {verdict.signal}"
+            raised = verdict.flags.raised()
+            error = "tool host gave no reply" + (f" ({', '.join(raised)})" if raised else "")
+        elif verdict.signal is not None:
+            error = f"killed by signal {verdict.signal}"
+        elif verdict.exit_status != 0:
+            error = f"exit status {verdict.exit_status}"
         stdout_text = "" if kind == "tool" else stdout_raw
         stdout, stdout_cut = _clip(stdout_text, limits.max_output_chars)
         stderr, stderr_cut = _clip(stderr_raw, limits.max_output_chars)

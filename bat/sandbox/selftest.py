@@ -79,24 +79,30 @@ def run_selftest(config: SandboxConfig | None = None, names: list[str] | None = 
     rows: list[SelfTestRow] = []
     with tempfile.TemporaryDirectory(prefix="bat-selftest-") as tmp:
         workspace, grader = _setup(Path(tmp))
-        sandbox = Sandbox(workspace, config, protected_paths=[grader])
-        if not sandbox.runtime.isolates_filesystem:
-            raise ValueError(f"runtime {config.runtime!r} does not isolate; the self-test needs 'bwrap' (or 'apptainer')")
-        for name in names or sorted(ESCAPES):
-            escape = ESCAPES[name]
-            limits = {"timeout_s": min(config.timeout_s, 2.0), **escape.limits}
-            start = time.monotonic()
-            record = sandbox.execute_code(escape.language, escape.template.format(grader=grader, bat=BAT_DIR), **limits)
-            seconds = time.monotonic() - start
-            contained = (
-                SECRET not in record.stdout + record.stderr
-                and (grader / "truth.json").read_text() == f'{{"answer": "{SECRET}"}}\n'
-                and not (BAT_DIR / "sandbox" / "evil.py").exists()
-                and not Path("/usr/evil.txt").exists()
-                and not any(p.is_symlink() for p in workspace.rglob("*"))
-                and not record.ok
-            )
-            follow = sandbox.call_tool("bat.sandbox.tools:list_files", {})
-            rows.append(SelfTestRow(name, escape.flag, record.flags.raised(), contained,
-                                    bool(follow.ok and "task/README.md" in str(follow.result)), round(seconds, 3)))
+        with Sandbox(workspace, config, protected_paths=[grader]) as sandbox:
+            if not sandbox.runtime.isolates_filesystem:
+                raise ValueError(f"runtime {config.runtime!r} does not isolate; the self-test needs 'bwrap' (or 'apptainer')")
+            rows = [_attempt(sandbox, name, workspace, grader) for name in names or sorted(ESCAPES)]
     return rows
+
+
+def _attempt(sandbox: Sandbox, name: str, workspace: Path, grader: Path) -> SelfTestRow:
+    """One escape attempt followed by an ordinary tool call."""
+    config = sandbox.config
+    escape = ESCAPES[name]
+    limits = {"timeout_s": min(config.timeout_s, 2.0), **escape.limits}
+    limits = {k: min(v, getattr(config, k)) if k != "timeout_s" else v for k, v in limits.items()}
+    start = time.monotonic()
+    record = sandbox.execute_code(escape.language, escape.template.format(grader=grader, bat=BAT_DIR), **limits)
+    seconds = time.monotonic() - start
+    contained = (
+        SECRET not in record.stdout + record.stderr
+        and (grader / "truth.json").read_text() == f'{{"answer": "{SECRET}"}}\n'
+        and not (BAT_DIR / "sandbox" / "evil.py").exists()
+        and not Path("/usr/evil.txt").exists()
+        and not any(p.is_symlink() for p in workspace.rglob("*"))
+        and not record.ok
+    )
+    follow = sandbox.call_tool("bat.sandbox.tools:list_files", {})
+    return SelfTestRow(name, escape.flag, record.flags.raised(), contained,
+                       bool(follow.ok and "task/README.md" in str(follow.result)), round(seconds, 3))

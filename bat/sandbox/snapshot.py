@@ -74,14 +74,35 @@ def contain_symlinks(root: str | os.PathLike[str], inner_root: str | None = None
 
 
 def own_tree(root: str | os.PathLike[str], uid: int, gid: int) -> int:
-    """lchown `root` and everything under it to uid:gid where it differs; returns how many changed."""
+    """lchown `root` and everything under it to uid:gid where it differs; returns how many changed.
+
+    Files with more than one hard link are left alone: their inode may be shared with a file outside.
+    """
     base = Path(root)
     changed = 0
     for _, info, full in [("", base.lstat(), base), *_walk(base)]:
+        if stat.S_ISREG(info.st_mode) and info.st_nlink > 1:
+            continue
         if info.st_uid != uid or info.st_gid != gid:
             os.lchown(full, uid, gid)
             changed += 1
     return changed
+
+
+def remove_special_files(root: str | os.PathLike[str]) -> list[str]:
+    """Delete FIFOs, sockets and device nodes under `root` (they could hang host-side readers)."""
+    evidence = []
+    for rel, info, full in list(_walk(Path(root))):
+        mode = info.st_mode
+        if not (stat.S_ISREG(mode) or stat.S_ISDIR(mode) or stat.S_ISLNK(mode)):
+            full.unlink()
+            evidence.append(f"removed special file {rel} (mode {stat.filemode(mode)})")
+    return evidence
+
+
+def total_bytes(snap: Snapshot) -> int:
+    """Sum of the sizes of the regular files in a snapshot."""
+    return sum(entry[1] for entry in snap.values() if stat.S_ISREG(entry[0]))
 
 
 def fingerprint(paths: Iterable[str | os.PathLike[str]]) -> str:

@@ -9,6 +9,7 @@ import subprocess
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Callable
 
 
 @dataclass
@@ -61,6 +62,80 @@ def kill_tree(proc: subprocess.Popen[bytes]) -> None:
         pass
 
 
+@dataclass
+class Pumped:
+    """What `pump` collected."""
+
+    stdout: Capture
+    stderr: Capture
+    timed_out: bool = False
+    output_too_large: bool = False
+
+
+def pump(
+    *,
+    stdin_fd: int,
+    stdin: bytes,
+    stdout_fd: int,
+    stderr_fd: int,
+    exited: Callable[[], bool],
+    kill: Callable[[], None],
+    deadline: float,
+    keep_bytes: int,
+    max_output_bytes: int,
+) -> Pumped:
+    """Feed `stdin`, read both output fds into head/tail captures until EOF, deadline or flood.
+
+    `exited()` says whether the main process has ended; once it has, `kill()` removes what it left in
+    its process group and reading stops a second later at the latest.  Closes `stdin_fd` (others not).
+    """
+    got = Pumped(Capture(keep_bytes), Capture(keep_bytes))
+    pending = memoryview(stdin)
+    for fd in (stdin_fd, stdout_fd, stderr_fd):
+        os.set_blocking(fd, False)
+    with selectors.DefaultSelector() as sel:
+        if pending:
+            sel.register(stdin_fd, selectors.EVENT_WRITE)
+        else:
+            os.close(stdin_fd)
+        sel.register(stdout_fd, selectors.EVENT_READ, got.stdout)
+        sel.register(stderr_fd, selectors.EVENT_READ, got.stderr)
+        exited_at: float | None = None
+        while sel.get_map() and not got.output_too_large:
+            now = time.monotonic()
+            if now >= deadline:
+                got.timed_out = True
+                break
+            if exited_at is None and exited():
+                exited_at = now
+                kill()
+            if exited_at is not None and now - exited_at > 1.0:
+                break  # a leftover outside the group still holds the pipe; stop waiting for it
+            for key, _ in sel.select(timeout=min(0.05 if exited_at is None else 0.1, deadline - now)):
+                if key.fd == stdin_fd:
+                    try:
+                        pending = pending[os.write(stdin_fd, pending[:65536]):]
+                    except BlockingIOError:
+                        continue
+                    except BrokenPipeError:
+                        pending = pending[:0]
+                    if not pending:
+                        sel.unregister(stdin_fd)
+                        os.close(stdin_fd)
+                    continue
+                chunk = os.read(key.fd, 65536)
+                if not chunk:
+                    sel.unregister(key.fd)
+                    continue
+                key.data.feed(chunk)
+                if got.stdout.total + got.stderr.total > max_output_bytes:
+                    got.output_too_large = True
+                    break
+        if stdin_fd in {key.fd for key in sel.get_map().values()}:
+            os.close(stdin_fd)
+    return got
+
+
 def spawn(
     argv: list[str],
     *,
@@ -71,10 +146,8 @@ def spawn(
     keep_bytes: int,
     max_output_bytes: int,
 ) -> Outcome:
-    """Run `argv`, feed `stdin`, capture head/tail of stdout/stderr; kill the tree on deadline or flood.
-
-    Once the main process exits, anything it left running in its process group is killed too.
-    """
+    """Run `argv` in its own session, feed `stdin`, capture head/tail of stdout/stderr; kill the whole
+    process group on deadline or flood, and whatever the main process leaves behind when it exits."""
     start = time.monotonic()
     deadline = start + timeout_s
     proc = subprocess.Popen(
@@ -82,67 +155,19 @@ def spawn(
         cwd=cwd, env=env, start_new_session=True, close_fds=True,
     )
     assert proc.stdin and proc.stdout and proc.stderr
-    out, err = Capture(keep_bytes), Capture(keep_bytes)
-    timed_out = flooded = False
-    pending = memoryview(stdin)
-    with selectors.DefaultSelector() as sel:
-        for stream in (proc.stdin, proc.stdout, proc.stderr):
-            os.set_blocking(stream.fileno(), False)
-        if pending:
-            sel.register(proc.stdin, selectors.EVENT_WRITE)
-        else:
-            proc.stdin.close()
-        sel.register(proc.stdout, selectors.EVENT_READ, out)
-        sel.register(proc.stderr, selectors.EVENT_READ, err)
-        exited_at: float | None = None
-        while sel.get_map():
-            now = time.monotonic()
-            if now >= deadline:
-                timed_out = True
-                break
-            if exited_at is None and proc.poll() is not None:
-                exited_at = now
-                kill_tree(proc)
-            if exited_at is not None and now - exited_at > 1.0:
-                break  # a leftover outside the group still holds the pipe; stop waiting for it
-            for key, _ in sel.select(timeout=min(0.05 if exited_at is None else 0.1, deadline - now)):
-                if key.fileobj is proc.stdin:
-                    try:
-                        written = os.write(proc.stdin.fileno(), pending[:65536])
-                        pending = pending[written:]
-                    except (BrokenPipeError, BlockingIOError) as exc:
-                        if isinstance(exc, BlockingIOError):
-                            continue
-                        pending = pending[:0]
-                    if not pending:
-                        sel.unregister(proc.stdin)
-                        proc.stdin.close()
-                    continue
-                chunk = os.read(key.fileobj.fileno(), 65536)  # type: ignore[union-attr]
-                if not chunk:
-                    sel.unregister(key.fileobj)
-                    continue
-                key.data.feed(chunk)
-                if out.total + err.total > max_output_bytes:
-                    flooded = True
-                    break
-            if flooded:
-                break
-    if not (timed_out or flooded) and proc.poll() is None:
+    stdin_fd = os.dup(proc.stdin.fileno())
+    proc.stdin.close()
+    got = pump(stdin_fd=stdin_fd, stdin=stdin, stdout_fd=proc.stdout.fileno(), stderr_fd=proc.stderr.fileno(),
+               exited=lambda: proc.poll() is not None, kill=lambda: kill_tree(proc), deadline=deadline,
+               keep_bytes=keep_bytes, max_output_bytes=max_output_bytes)
+    if not (got.timed_out or got.output_too_large) and proc.poll() is None:
         try:  # pipes closed but the main process still runs: wait for it up to the deadline
             proc.wait(timeout=max(0.0, deadline - time.monotonic()))
         except subprocess.TimeoutExpired:
-            timed_out = True
+            got.timed_out = True
     kill_tree(proc)
-    for stream in (proc.stdin, proc.stdout, proc.stderr):
-        if stream and not stream.closed:
-            stream.close()
+    proc.stdout.close()
+    proc.stderr.close()
     returncode = proc.wait()
-    return Outcome(
-        returncode=returncode,
-        duration_s=time.monotonic() - start,
-        stdout=out,
-        stderr=err,
-        timed_out=timed_out,
-        output_too_large=flooded,
-    )
+    return Outcome(returncode=returncode, duration_s=time.monotonic() - start, stdout=got.stdout,
+                   stderr=got.stderr, timed_out=got.timed_out, output_too_large=got.output_too_large)

@@ -44,8 +44,8 @@ class AuditRecorder:
     """Collects escape attempts from Python audit events (records only; never blocks)."""
 
     def __init__(self, watch: dict[str, list[str]]) -> None:
-        self.readable = [os.path.normpath(p) for p in watch.get("readable", [])]
-        self.writable = [os.path.normpath(p) for p in watch.get("writable", [])]
+        self.readable = [os.path.normpath(p) for p in watch.get("readable", ["/"])]
+        self.writable = [os.path.normpath(p) for p in watch.get("writable", ["/"])]
         self.protected = [os.path.normpath(p) for p in watch.get("protected", [])]
         self.events: list[dict[str, str]] = []
         self._busy = False
@@ -175,6 +175,11 @@ def main() -> int:
     except ValueError as exc:
         print(json.dumps({"ok": False, "error": f"bad request: {exc}", "error_type": "BadRequest"}))
         return 2
+    return handle(request)
+
+
+def handle(request: dict[str, Any]) -> int:
+    """Serve one validated request in this process (chdir, audit hook, run); returns the exit code."""
     workspace = request.get("workspace") or os.getcwd()
     os.chdir(workspace)
     sys.path[:0] = [workspace] if request["kind"] == "python" else []

@@ -100,10 +100,6 @@ class Trajectory(_Top):
     """True when the run passed the trajectory checks (label matches verdicts, no breach, fits H)."""
     check_failures: list[str] = Field(default_factory=list)
 
-    def boundary(self, stage: str) -> int | None:
-        """Index b_{i,s} of the first turn tagged `stage`, or None if the stage never starts."""
-        return next((turn.t for turn in self.turns if turn.stage == stage), None)
-
 
 class LossMaskSpec(_Record):
     """Loss only on the target: every token of `messages` is masked, the rendered target is trained."""

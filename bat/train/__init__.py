@@ -2,27 +2,44 @@
 
 Public API (stable; other teams code against it):
 
-* Phase functions (`bat.train.phase`): `run_sft(ctx) -> PhaseResult`, `run_grpo(ctx) -> PhaseResult`.
+* Phase functions (`bat.train.phase`): `run_sft(ctx)` (alias `sft`) and `run_grpo(ctx)` (alias `grpo`)
+  -> PhaseResult with `extra["candidate"]` = the HF export (`layout.candidate_model(round)`).
+  sft reads the newest admitted bank's SFT rows + `model.path` (or builds `models/tiny`); grpo reads
+  `round_NN/plan.json` (start_checkpoint), `round_NN/rollout/shard_*/rollouts.jsonl` and
+  `round_NN/verify/shard_*/rewards.jsonl` of shards with DONE.json.
 * `bat.train.losses` (pure torch, hand-checkable):
-    - `group_advantages(rewards, group_ids, valid, normalize_std=True, eps=1e-6) -> Tensor`
-      (groups = state_id only; invalid rollouts get advantage 0 and never enter group stats)
-    - `kl_penalty(logp, ref_logp, kind="k3") -> Tensor` per token (k1, k2, k3)
-    - `clipped_objective(logp, behavior_logp, adv, clip_eps) -> (per-token g, clipped mask)`
-    - `aggregate(values, mask, mode)`; modes `token-mean`, `seq-mean-token-mean`
-    - `grpo_loss(logp, behavior_logp, ref_logp, adv, mask, cfg) -> (loss, stats)`
-* Inputs GRPO reads: rollout shards of `bat.schemas.rollout.RolloutRecord` (token_ids, loss_mask,
-  behavior_logprobs aligned with token_ids (0.0 where loss_mask==0), state_id, pool, valid) and
-  reward shards of `RewardRecord` (rollout_id, reward or None, valid). A rollout enters a group only
-  if both records are valid and reward is not None.
-* `bat.train.sft.train_sft(...)`, `bat.train.grpo.train_grpo(...)`: usable alone on given files
-  (see `bat train sft --help`, `bat train grpo --help`); launch multi-process with
-  `torchrun`/`srun` (env RANK/WORLD_SIZE/LOCAL_RANK or SLURM_PROCID/SLURM_NTASKS are read).
-* Checkpoints: `<out>/step_NNNNNN/` valid only with its metadata file; resume restores weights,
-  optimizer, scheduler, RNG and data cursor; `export_hf(engine, tokenizer, out_dir)` writes an HF
-  safetensors directory loadable by `bat.policy.load_policy`.
-* `bat.train.kl_estimate.estimate_kl(candidate_path, reference_path, prompts) -> float`
-  mean per-token KL(candidate || reference) over a fixed prompt set (fallback rule, tau).
+    - `group_advantages(rewards, group_ids, valid=None, *, normalize_std=True, eps=1e-6) -> Tensor`
+      (groups = state_id only; population std; invalid members get 0 and never enter group stats;
+      an all-equal group gets 0)
+    - `kl_penalty(logp, ref_logp, kind="k3")` per token (k1 = -x, k2 = x^2/2, k3 = e^x - 1 - x,
+      x = ref_logp - logp)
+    - `clipped_objective(logp, behavior_logp, adv, clip_eps, mask=None) -> (g, clipped)`
+    - `aggregate(values, mask, mode)` / `aggregate_parts(...) -> (num, den)`; modes `token-mean`,
+      `seq-mean-token-mean`
+    - `grpo_loss(logp, behavior_logp, ref_logp, adv, mask, *, clip_eps, kl_coef, kl_kind, agg) -> (loss, stats)`
+* Inputs GRPO reads: `bat.schemas.rollout.RolloutRecord` (token_ids, loss_mask, behavior_logprobs aligned
+  with token_ids, temperature, state_id, pool, valid) and `RewardRecord` (rollout_id, reward or None,
+  valid). `bat.train.grpo_data.build_items(rollouts, rewards, *, max_seq_len, normalize_std, adv_eps)
+  -> GrpoData(items, counts)`: a rollout joins its group only if rollout and reward are valid and the
+  reward is not None (counts name every exclusion).
+* `bat.train.sft.train_sft(model_path, data, cfg, *, seed, ckpt_root, export_dir, metrics_path, stop_after=None)`
+  and `bat.train.grpo.train_grpo(...)` (same keywords): run or resume; return a summary dict.
+  `bat.train.sft_data.prepare_sft(train_rows, val_rows, tokenizer, max_seq_len, tools=None) -> SftData`
+  (overlong rows rejected and counted, never clipped).
+* Launch: a lone process runs as a 1-rank gloo group; multi-process with
+  `torchrun --nproc-per-node N -m bat.cli.main train sft|grpo ...` or `srun python -m bat.cli.main train ...`
+  (SLURM_PROCID/SLURM_NTASKS/SLURM_LOCALID mapped to RANK/WORLD_SIZE/LOCAL_RANK; nccl on GPU).
+* Checkpoints (`bat.train.checkpoint`): `<root>/step_NNNNNN/` (DeepSpeed weights + optimizer + scheduler +
+  cursor, `rng_rank<R>.pt`, `meta.json` written last); resume restores all of them exactly; newest K kept.
+  `export_hf(engine, tokenizer, out_dir, env)` writes an HF safetensors directory (ZeRO-3 gathered).
+* `bat.train.kl_estimate.estimate_kl(candidate, reference, prompts, *, max_new_tokens=32, seed=0, tools=None)
+  -> float`: mean per-token KL(candidate || reference) over candidate-sampled continuations of fixed
+  prompts (chat message lists or token-id lists).
+* Metrics (`metrics.jsonl`, one line per step): loss, kl, clip_frac, grad_norm, lr, tokens,
+  generated_tokens, rollouts, reward_mean, reward_mean_by_pool, adv_abs_mean, tokens_per_s (GRPO);
+  loss, lr, grad_norm, target_tokens, tokens, tokens_per_s, val_loss (SFT).
 
 Config sections: `ModelConfig` (bat/config/model.py), `SftConfig` (bat/config/sft.py),
-`GrpoConfig` (bat/config/grpo.py), `DeepSpeedConfig` (bat/config/deepspeed.py).
+`GrpoConfig` (bat/config/grpo.py), `DeepSpeedConfig` (bat/config/deepspeed.py, nested as `sft.deepspeed`
+and `grpo.deepspeed`). CLI: `bat train sft`, `bat train grpo`; bench: `bat bench train`.
 """

@@ -41,13 +41,25 @@ def _first_slurm_host() -> str:
         return nodelist.split(",")[0]
 
 
+def _free_port() -> int:
+    import socket
+
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
 def dist_env(master_port: int) -> DistEnv:
-    """Read rank/world from torchrun (RANK...) or srun (SLURM_PROCID...) env; fill missing rendezvous vars."""
+    """Read rank/world from torchrun (RANK...) or srun (SLURM_PROCID...) env; fill missing rendezvous vars.
+
+    A lone process (no launcher env) rendezvouses on a free local port; srun ranks share `master_port`."""
     if "RANK" not in os.environ and "SLURM_PROCID" in os.environ and "SLURM_NTASKS" in os.environ:
         os.environ["RANK"] = os.environ["SLURM_PROCID"]
         os.environ["WORLD_SIZE"] = os.environ["SLURM_NTASKS"]
         os.environ["LOCAL_RANK"] = os.environ.get("SLURM_LOCALID", "0")
         os.environ.setdefault("MASTER_ADDR", _first_slurm_host())
+    if os.environ.get("WORLD_SIZE", "1") == "1" and "MASTER_PORT" not in os.environ:
+        master_port = _free_port()
     os.environ.setdefault("RANK", "0")
     os.environ.setdefault("WORLD_SIZE", "1")
     os.environ.setdefault("LOCAL_RANK", "0")
@@ -72,9 +84,12 @@ def init_distributed(cfg: DeepSpeedConfig) -> DistEnv:
     import deepspeed
     import torch.distributed as dist
 
+    lone = "MASTER_PORT" not in os.environ and os.environ.get("WORLD_SIZE", "1") == "1"
     env = dist_env(cfg.master_port)
     if not dist.is_initialized():
         deepspeed.init_distributed(dist_backend=resolve_backend(cfg), verbose=False)
+    if lone:  # the port is bound by this process now; children must not inherit it
+        os.environ.pop("MASTER_PORT", None)
     return env
 
 

@@ -41,14 +41,17 @@ def read_sft_rows(paths: Iterable[str | Path]) -> list[SftRow]:
     return rows
 
 
-def encode_rows(rows: Sequence[SftRow], tokenizer: Any, max_seq_len: int) -> tuple[list[Example], dict[str, int]]:
-    """Tokenize rows; returns kept examples and counts {rows, kept, rejected_overlong, rejected_no_target}."""
+def encode_rows(
+    rows: Sequence[SftRow], tokenizer: Any, max_seq_len: int, tools: Sequence[dict[str, Any]] | None = None
+) -> tuple[list[Example], dict[str, int]]:
+    """Tokenize rows (tool list rendered into the system turn: `tools`, default the benchmark's TOOL_SPECS,
+    `[]` for none); returns kept examples and counts {rows, kept, rejected_overlong, rejected_no_target}."""
     from bat.bank.sft import tokenize_sft_row
 
     kept: list[Example] = []
     counts = {"rows": len(rows), "kept": 0, "rejected_overlong": 0, "rejected_no_target": 0}
     for row in rows:
-        ids, mask = tokenize_sft_row(row, tokenizer)
+        ids, mask = tokenize_sft_row(row, tokenizer, tools)
         if len(ids) > max_seq_len:
             counts["rejected_overlong"] += 1
             continue
@@ -60,10 +63,16 @@ def encode_rows(rows: Sequence[SftRow], tokenizer: Any, max_seq_len: int) -> tup
     return kept, counts
 
 
-def prepare_sft(train_rows: Sequence[SftRow], val_rows: Sequence[SftRow], tokenizer: Any, max_seq_len: int) -> SftData:
-    """Tokenize both splits and merge their counts (`train_*`, `val_*`)."""
-    train, train_counts = encode_rows(train_rows, tokenizer, max_seq_len)
-    val, val_counts = encode_rows(val_rows, tokenizer, max_seq_len)
+def prepare_sft(
+    train_rows: Sequence[SftRow],
+    val_rows: Sequence[SftRow],
+    tokenizer: Any,
+    max_seq_len: int,
+    tools: Sequence[dict[str, Any]] | None = None,
+) -> SftData:
+    """Tokenize both splits (see `encode_rows` for `tools`) and merge their counts (`train_*`, `val_*`)."""
+    train, train_counts = encode_rows(train_rows, tokenizer, max_seq_len, tools)
+    val, val_counts = encode_rows(val_rows, tokenizer, max_seq_len, tools)
     if not train:
         raise ValueError(f"no SFT training rows left after rejection: {train_counts} (max_seq_len={max_seq_len})")
     counts = {f"train_{k}": v for k, v in train_counts.items()} | {f"val_{k}": v for k, v in val_counts.items()}

@@ -15,14 +15,15 @@ def test_choice_is_deterministic_and_from_grid():
 
 def test_cases_capped_at_task_size():
     for seed in range(20):
-        assert choose_reduction("v1", "classification", 1, seed).cases == 1
+        assert choose_reduction("v1", "classification", 2, seed).cases == 2
+        assert 2 <= choose_reduction("v1", "vqa", 6, seed).cases <= 6
 
 
 def test_unknown_grid_lists_valid_versions():
     with pytest.raises(ValueError, match=r"valid versions: \['v1'\]"):
         grid_for("v9", "vqa")
-    with pytest.raises(ValueError, match="at least one case"):
-        choose_reduction("v1", "vqa", 0, 1)
+    with pytest.raises(ValueError, match="at least 2 cases"):
+        choose_reduction("v1", "vqa", 1, 1)
 
 
 def test_unknown_track_uses_default_grid():

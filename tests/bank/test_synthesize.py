@@ -2,7 +2,6 @@
 
 import json
 
-import numpy as np
 import pytest
 
 from bat.bank import store
@@ -65,7 +64,8 @@ def test_counts_per_stage_track_outcome(bank):
 
 
 def test_synthesis_is_deterministic(bank, config, tmp_path):
-    other, reused = synthesize(config, RunLayout(tmp_path / "other"))
+    parallel = config.model_copy(update={"bank": config.bank.model_copy(update={"workers": 2})})
+    other, reused = synthesize(parallel, RunLayout(tmp_path / "other"))
     assert not reused
     assert other.manifest().digests == bank.manifest().digests
     assert other.manifest().fingerprint == bank.manifest().fingerprint
@@ -178,3 +178,91 @@ def test_bad_track_lists_valid_ones(tmp_path):
     cfg = load_config(None, ["bank.tracks=[radiology]"])
     with pytest.raises(ValueError, match="valid \\(benchmark.tracks\\)"):
         synthesize(cfg, RunLayout(tmp_path / "run"))
+
+
+def test_phase_function_reuses_the_version(bank, config):
+    from bat.bank.phase import run_synthesize
+    from bat.orchestrate.context import PhaseContext
+
+    ctx = PhaseContext(config=config, layout=RunLayout(bank.path.parents[1]), round=0, phase="synthesize")
+    result = run_synthesize(ctx)
+    assert result.outputs == [bank.path]
+    assert result.counts["bank_version"] == bank.version and result.counts["rl_rows"] == 9
+    assert result.extra["reused"] is True
+
+
+def test_cli_show_prints_counts(bank, capsys):
+    from bat.cli.main import main
+
+    assert main(["bank", "show", "--state", str(bank.path.parents[1]), "--version", str(bank.version)]) == 0
+    out = capsys.readouterr().out
+    assert f"bank v{bank.version:04d}" in out and "recovery" in out and "E2E" in out
+    assert main(["bank", "show", "--state", str(bank.path.parents[1]), "--version", "99"]) == 2
+
+
+def test_e2e_candidate_over_the_rollout_limit_is_rejected(tmp_path):
+    cfg = load_config(None, OVERRIDES + ["bank.outcomes=[success]", "bank.rollout_limit_h=5", "leakage.enabled=false"])
+    bank, _ = synthesize(cfg, RunLayout(tmp_path / "run"))
+    counts = bank.manifest().counts
+    assert counts["e2e"] == {"accepted": 0, "candidates": 1, "rejected_by_reason": {"limit_h": 1}}
+    assert "E2E" not in counts["rl"] and "E2E" not in counts["sft"]["by_stage"]
+    assert not [p for p in (bank.path / "states").iterdir() if p.name.endswith(".E2E")]
+    rejected = [t for t in bank.trajectories() if t.task.reduction is not None]
+    assert len(rejected) == 1 and not rejected[0].checked and "H=5" in rejected[0].check_failures[0]
+
+
+def test_prefix_replays_to_the_same_state_inside_bubblewrap(bank, config, tmp_path):
+    from bat.sandbox import bwrap_available
+
+    assert bwrap_available(), "bubblewrap is required (scripts/bootstrap.sh installs it)"
+    sandboxed = config.model_copy(update={
+        "benchmark": config.benchmark.model_copy(update={"runtime": "sandbox"}),
+        "sandbox": config.sandbox.model_copy(update={"runtime": "bwrap"}),
+    })
+    row = _rows(bank)[("S3", "recovery")]
+    traj = {t.trajectory_id: t for t in bank.trajectories()}[row.provenance.trajectory_id]
+    workspace, records = replay_prefix(instance_for(row.task, sandboxed), traj.turns, row.provenance.prefix_turns,
+                                       tmp_path / "bw", sandboxed)
+    assert prefixed(tree_digest(workspace)) == row.state.digest
+    assert {r["runtime"] for r in records} == {"bwrap"}
+    assert [r["result"] for r in records] == [r["result"] for r in _prior(bank, row)]
+
+
+def test_leak_term_rejects_an_e2e_row_matching_the_heldout_index(bank, config):
+    from bat.bank.e2e import Acceptance, check_leak
+    from bat.leakage.index import build_index
+    from bat.leakage.scanner import Scanner
+
+    row = _rows(bank)[("E2E", "success")]
+    planted = row.task.task_id.split(".")[0]  # pretend the held-out side published this identifier
+    scanner = Scanner(build_index([{"kind": "identifier", "value": planted}], config.leakage))
+    verdict = check_leak(Acceptance(), row, scanner)
+    assert verdict.leak_clean is False and not verdict.accepted
+    assert verdict.reasons[0].startswith("leak: ") and "identifier" in verdict.reasons[0]
+    clean = check_leak(Acceptance(), row, Scanner(build_index([{"kind": "identifier", "value": "zz-none-42"}], config.leakage)))
+    assert clean.leak_clean is True and clean.accepted
+
+
+def test_killed_synthesis_resumes_from_finished_tasks(bank, config, tmp_path, monkeypatch):
+    from bat.bank import tasks as tasks_mod
+
+    real, calls = tasks_mod.run_task, []
+
+    def dies_on_third(task, *args):
+        calls.append(task.task_id)
+        if len(calls) == 3:
+            raise KeyboardInterrupt("preempted")
+        return real(task, *args)
+
+    layout = RunLayout(tmp_path / "run")
+    monkeypatch.setattr(tasks_mod, "run_task", dies_on_third)
+    with pytest.raises(KeyboardInterrupt):
+        synthesize(config, layout)
+    builds = list(layout.bank_root.glob(".build-*"))
+    assert len(builds) == 1 and len(list((builds[0] / tasks_mod.MARKERS).iterdir())) == 2
+    assert layout.bank_versions() == []
+    calls.clear()
+    resumed, reused = synthesize(config, layout)
+    assert not reused and len(calls) == len(resumed.tasks()) - 2
+    assert resumed.manifest().digests == bank.manifest().digests
+    assert not list(layout.bank_root.glob(".build-*")) and not (resumed.path / tasks_mod.MARKERS).exists()

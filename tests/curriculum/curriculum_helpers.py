@@ -2,7 +2,14 @@
 
 from __future__ import annotations
 
+import json
+
+from bat.bank import store
+from bat.bank.pools import build_index
+from bat.schemas.bank import BankRow, ChatMessage, PracticeTask, Provenance, StateRef
 from bat.schemas.evaluation import EvalAggregate, TrackAggregate
+from bat.state.atomic import atomic_write_json
+from bat.state.jsonl import write_jsonl
 
 STAGES = ("S1", "S2", "S3", "S4", "S5")
 TRACKS = ("classification", "detection", "segmentation")
@@ -20,3 +27,35 @@ def build_agg(round_index: int, overall: float, *, task: float | None = None, st
         half_widths={}, tracks={t: TrackAggregate(track=t, n_runs=2, overall=v, task=v, agentic=v) for t, v in tracks.items()},
         n_runs=2 * len(tracks), routable=True,
     )
+
+
+def bank_row(state_id, stage):
+    """A complete RL row (no state package behind it: routing and planning never open one)."""
+    task = PracticeTask(task_id=f"task-{state_id}", track="classification", seed=1, variant="expert")
+    return BankRow(
+        state_id=state_id, stage=stage, track="classification", outcome="success",
+        reward_source="e2e_rubric_task" if stage == "E2E" else "stage_rubric", task=task,
+        state=StateRef(path=f"states/{state_id}", digest="sha256:" + "0" * 64, files=0, bytes=0),
+        prompt=[ChatMessage(role="system", content="You are a careful imaging agent."),
+                ChatMessage(role="user", content=f"Stage {stage}: continue the fictional task {state_id}.")],
+        rubric=[], evidence=[], skill="skill",
+        provenance=Provenance(source="practice:classification", generator="test", generator_version="0",
+                              teacher="scripted:expert", seeds={"task": 1}, trajectory_id="trj", prefix_turns=0),
+    )
+
+
+def make_bank(layout, per_stage=6):
+    """An admitted bank v0001 with `per_stage` rows for each of S1..S5 and E2E."""
+    rows = [bank_row(f"{s.lower()}-{i}", s) for s in (*STAGES, "E2E") for i in range(per_stage)]
+
+    def fill(build):
+        write_jsonl(build / store.RL_ROWS, rows)
+        atomic_write_json(build / store.RL_INDEX, build_index(rows))
+        return {"rl": len(rows)}
+
+    bank = store.write_version(layout, fill, dict(fingerprint="fp", generator_versions={"bank": "1"}, seeds={"bank": 1},
+                                                  reduction_grid="v1", stages=list(STAGES), tracks=["classification"],
+                                                  config={}))
+    (bank.path / "leakage.json").write_text(json.dumps({"verdict": "admitted", "rows_scanned": len(rows)}))
+    (bank.path / "ADMITTED").write_text("")
+    return layout

@@ -83,3 +83,24 @@ def test_thresholds_are_configurable(make_agg, best):
     cand = snapshot(make_agg(2, 0.45, task=0.5, stages=STAGES, tracks={"classification": 0.5, "detection": 0.5, "segmentation": 0.5}))
     assert not evaluate_gate(cand, best, None, G).passed
     assert evaluate_gate(cand, best, None, GateConfig(max_overall_drop=0.05)).passed
+
+
+def test_training_health_read_from_done_counts(tmp_path):
+    from bat.curriculum.history import training_health
+    from bat.state.layout import RunLayout
+    from bat.state.markers import write_done
+
+    layout = RunLayout(tmp_path / "run")
+    assert training_health(layout, 0) is None and training_health(layout, 1) is None
+    write_done(layout.phase_dir(1, "rollout"), phase="rollout", config_hash="h", round_index=1,
+               counts={"rollouts": 32, "valid": 28})
+    write_done(layout.phase_dir(1, "grpo"), phase="grpo", config_hash="h", round_index=1, counts={"loss": float("nan")})
+    health = training_health(layout, 1)
+    assert (health.aborted, health.total, health.metrics_finite) == (4, 32, False)
+    assert not evaluate_gate(snapshot_of_best(), snapshot_of_best(), health, G).passed
+
+
+def snapshot_of_best():
+    from curriculum_helpers import build_agg
+
+    return snapshot(build_agg(1, 0.5, stages=STAGES))

@@ -1,55 +1,24 @@
 """The route phase end to end on disk: aggregates -> decision, best.json, next plan, report + plots (under the guard)."""
 
-import json
-
 import pytest
 
-from bat.bank import store
-from bat.bank.pools import build_index
 from bat.config.root import BatConfig
 from bat.curriculum.decide import NullCellsError
 from bat.curriculum.phase import run_route
 from bat.evaluate.guard import guard_phase
 from bat.evaluate.store import write_aggregate
 from bat.orchestrate.context import PhaseContext
-from bat.schemas.bank import BankRow, ChatMessage, PracticeTask, Provenance, StateRef
 from bat.schemas.evaluation import NullCell
 from bat.schemas.routing import RoundPlan
-from bat.state.atomic import atomic_write_json, read_json
-from bat.state.jsonl import write_jsonl
+from bat.state.atomic import read_json
 from bat.state.layout import RunLayout
 
-from curriculum_helpers import build_agg
-
-
-def _row(state_id, stage):
-    task = PracticeTask(task_id=f"task-{state_id}", track="classification", seed=1, variant="expert")
-    return BankRow(
-        state_id=state_id, stage=stage, track="classification", outcome="success",
-        reward_source="e2e_rubric_task" if stage == "E2E" else "stage_rubric", task=task,
-        state=StateRef(path=f"states/{state_id}", digest="sha256:" + "0" * 64, files=0, bytes=0),
-        prompt=[ChatMessage(role="system", content="skill"), ChatMessage(role="user", content="brief")],
-        rubric=[], evidence=[], skill="skill",
-        provenance=Provenance(source="practice:classification", generator="test", generator_version="0",
-                              teacher="scripted:expert", seeds={"task": 1}, trajectory_id="trj", prefix_turns=0),
-    )
+from curriculum_helpers import build_agg, make_bank
 
 
 @pytest.fixture
 def layout(tmp_path):
-    lay = RunLayout(tmp_path / "run").ensure()
-    rows = [_row(f"{s.lower()}-{i}", s) for s in ("S1", "S2", "S3", "S4", "S5", "E2E") for i in range(6)]
-
-    def fill(build):
-        write_jsonl(build / store.RL_ROWS, rows)
-        atomic_write_json(build / store.RL_INDEX, build_index(rows))
-        return {"rl": len(rows)}
-
-    bank = store.write_version(lay, fill, dict(fingerprint="fp", generator_versions={"bank": "1"}, seeds={"bank": 1},
-                                               reduction_grid="v1", stages=["S1"], tracks=["classification"], config={}))
-    (bank.path / "leakage.json").write_text(json.dumps({"verdict": "admitted", "rows_scanned": 36}))
-    (bank.path / "ADMITTED").write_text("")
-    return lay
+    return make_bank(RunLayout(tmp_path / "run").ensure())
 
 
 CFG = BatConfig.model_validate({"run": {"rounds": 3}, "curriculum": {"batches_per_round": 2}})

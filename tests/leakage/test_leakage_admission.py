@@ -67,6 +67,7 @@ def test_leaky_file_name_is_reported_without_counting_a_row(index, make_bank):
 
 
 def test_failed_rescan_withdraws_a_stale_admission(ctx, make_bank):
+    """Files edited after admission (content digest changes) are rescanned; a leak withdraws ADMITTED."""
     bank = make_bank(1, root=ctx.layout.bank_root)
     run_scan(ctx)
     assert is_admitted(bank)
@@ -75,7 +76,6 @@ def test_failed_rescan_withdraws_a_stale_admission(ctx, make_bank):
     leaked = json.loads(lines[0])
     leaked["skill"] += " See orion-det-0042."
     rows.write_text("\n".join([json.dumps(leaked)] + lines[1:]) + "\n")
-    (bank / "MANIFEST.json").write_text((bank / "MANIFEST.json").read_text().replace("}", ', "edited": 1}', 1))
     with pytest.raises(LeakageRejected):
         run_scan(ctx)
     assert not is_admitted(bank)
@@ -139,3 +139,24 @@ def test_missing_index_without_export_is_explained(tmp_path, make_bank):
     ctx = PhaseContext(config=config, layout=layout, round=0, phase="scan")
     with pytest.raises(FileNotFoundError, match="has no INDEX.json"):
         run_scan(ctx)
+
+
+def test_phase_table_resolves_the_scan_phase():
+    from bat.orchestrate.graph import PHASES, load_phase_fn
+
+    assert load_phase_fn(PHASES["scan"].target) is run_scan
+
+
+def test_report_lists_at_most_max_report_rows(make_bank):
+    from bat.config.leakage import LeakageConfig
+    from bat.leakage import build_index
+    from leakage_fixtures import HELDOUT_ENTRIES
+
+    def leak_everywhere(files):
+        for row in files["sft/train.jsonl"] + files["rl/rows.jsonl"]:
+            row["note"] = "see orion-det-0042"
+
+    index = build_index(HELDOUT_ENTRIES, LeakageConfig(max_report_rows=2, max_findings_per_row=1))
+    report = scan_bank_dir(make_bank(1, mutate=leak_everywhere), Scanner(index))
+    assert report.verdict == "rejected"
+    assert report.rows_flagged == 4 and report.rows_omitted == 2 and len(report.findings) == 2

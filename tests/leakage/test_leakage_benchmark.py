@@ -57,3 +57,31 @@ def test_short_heldout_question_and_answer_in_a_row(scanner):
     assert {f.kind for f in scanner.scan_row(row).findings} == {"text_ngram"}
     practice = {"prompt": [{"role": "user", "content": "Count the bright spots in this image."}]}
     assert scanner.scan_row(practice).findings == []
+
+
+def test_ensure_index_builds_reuses_and_follows_the_heldout_suite(tmp_path, cfg):
+    from bat.leakage import ensure_index
+    from bat.state.layout import RunLayout
+
+    layout = RunLayout(tmp_path / "run")
+    first = ensure_index(layout, cfg)
+    meta = layout.fingerprint_index / "INDEX.json"
+    assert first.origin["source"] == "bat.benchmark.fingerprint_entries"
+    stamp = meta.stat().st_mtime_ns
+    again = ensure_index(layout, cfg)
+    assert again.digest == first.digest and meta.stat().st_mtime_ns == stamp
+    moved = BatConfig.model_validate({"benchmark": {"heldout_seed": cfg.benchmark.heldout_seed + 1}})
+    rebuilt = ensure_index(layout, moved)
+    assert rebuilt.digest != first.digest
+    assert rebuilt.origin != first.origin
+
+
+def test_every_exported_brief_is_caught_after_word_substitutions(scanner):
+    """Replace every 6th word of each held-out text (>= min_text_words) and drop its punctuation."""
+    texts = [e.value for e in scanner.index.entries if e.kind == "text" and len(e.value.split()) >= 12]
+    assert texts
+    for text in texts:
+        words = text.replace(";", "").replace(",", "").split()
+        altered = " ".join("zebra" if i % 6 == 5 else w for i, w in enumerate(words))
+        kinds = {f.kind for f in scanner.scan_row({"brief": altered}).findings}
+        assert kinds == {"near_duplicate"}, altered  # no verbatim 8-word run survives the substitutions

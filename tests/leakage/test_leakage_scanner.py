@@ -137,3 +137,21 @@ def test_threshold_is_configurable():
 def test_bad_config_cross_check_names_values():
     with pytest.raises(ValueError, match="audit_floor=0.5 must be <= leakage.jaccard_threshold=0.3"):
         LeakageConfig(audit_floor=0.5, jaccard_threshold=0.3)
+
+
+def test_audit_floor_prefilter_never_hides_a_similarity_at_or_above_the_floor(config):
+    from bat.leakage import text as T
+
+    texts = [PARAPHRASED_BRIEF, CLEAN_BRIEF, HELDOUT_BRIEF[:150] + " " + CLEAN_BRIEF, HELDOUT_QUESTION + " " + CLEAN_BRIEF]
+    filtered = build_index(HELDOUT_ENTRIES, config)
+    unfiltered = build_index(HELDOUT_ENTRIES, config)
+    every = set(unfiltered.shingle_union)
+    for text in texts:
+        for window in T.windows(T.words(text), config.window_words):
+            every |= T.shingle_set(window, config.shingle_size)
+    unfiltered.shingle_union = frozenset(every)
+    for text in texts:
+        a, b = Scanner(filtered).scan_row({"t": text}), Scanner(unfiltered).scan_row({"t": text})
+        assert a.findings == b.findings
+        if b.max_similarity >= config.audit_floor:
+            assert a.max_similarity == b.max_similarity

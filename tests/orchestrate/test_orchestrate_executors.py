@@ -22,16 +22,16 @@ def test_slurm_parameters_come_from_the_phase_resources(tmp_path):
     assert p["partition"] == "gpu" and p["gpus_per_node"] == 8 and p["nodes"] == 2
     assert p["ntasks_per_node"] == 8 and p["mem"] == "400GB" and p["time"] == 240
     assert p["signal_delay_s"] == 120 and p["dependency"] == "afterok:11:12"
-    assert p["additional_parameters"] == {"kill-on-invalid-dep": "yes", "account": "lab"}
-    assert p["job_name"] == "local.grpo" and ex.max_num_timeout == 5
+    assert p["additional_parameters"] == {"kill-on-invalid-dep": "yes", "requeue": True, "account": "lab"}
+    assert p["job_name"] == "local.r03.grpo" and ex.max_num_timeout == 5
     assert ex.folder == (tmp_path / "jobs" / "round_03" / "grpo" / "%j").resolve()
 
 
 def test_local_and_debug_ignore_slurm_only_resources():
     cfg = load_config(None, ["orchestrate.resources.sft.partition=gpu"])
     local = resource_parameters(cfg, "sft", "local")
-    assert local == {"timeout_min": 60, "name": "local.sft", "tasks_per_node": 1}
-    assert resource_parameters(cfg, "sft", "debug") == {"timeout_min": 60, "name": "local.sft"}
+    assert local == {"timeout_min": 60, "name": "local.r00.sft", "tasks_per_node": 1}
+    assert resource_parameters(cfg, "sft", "debug", 2) == {"timeout_min": 60, "name": "local.r02.sft"}
     with pytest.raises(KeyError, match="unknown phase 'train'"):
         resource_parameters(cfg, "train", "local")
 

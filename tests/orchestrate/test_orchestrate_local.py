@@ -56,26 +56,12 @@ def _signal_mid_phase(layout, r, phase, sig, timeout=60.0):
     raise AssertionError(f"{phase} of round {r} never got mid-way")
 
 
-def test_local_rounds_match_reference_and_rerun_is_noop(tmp_path, reference):
-    layout = RunLayout(tmp_path / "run")
-    cfg = toy_phases.toy_config("local")
-    assert driver.run(cfg, layout) == 0
-    assert toy_phases.output_digests(layout.root) == reference
-    assert toy_phases.row_count(layout.root) == 10 * 12
-    assert driver.next_round(cfg, layout) is None
-    records = sorted(p.read_text() for p in layout.jobs_dir.glob("round_*/*.job.json"))
-    assert len(records) == 10
-    assert driver.run(cfg, layout) == 0  # everything DONE: nothing queued
-    assert sorted(p.read_text() for p in layout.jobs_dir.glob("round_*/*.job.json")) == records
-
-
-@pytest.mark.parametrize("sig", [signal.SIGUSR2, signal.SIGTERM])
-def test_interrupted_phase_requeues_and_output_is_identical(tmp_path, reference, monkeypatch, sig):
+def test_usr2_requeues_and_output_is_identical(tmp_path, reference, monkeypatch):
     monkeypatch.setenv("BAT_TOY_SLEEP", "0.3")
     monkeypatch.setenv("BAT_TOY_SLOW", "0:sft")
     layout = RunLayout(tmp_path / "run")
     thread, box = _background_run(toy_phases.toy_config("local", rounds=0), layout)
-    first = _signal_mid_phase(layout, 0, "sft", sig)
+    first = _signal_mid_phase(layout, 0, "sft", signal.SIGUSR2)
     thread.join(120)
     assert box == {"rc": 0}
     assert toy_phases.output_digests(layout.root) == {k: v for k, v in reference.items() if k.startswith("round_00")}
@@ -83,6 +69,20 @@ def test_interrupted_phase_requeues_and_output_is_identical(tmp_path, reference,
     assert "r00 sft: interrupted (preemption), flushed 0 hook(s), requeueing" in log
     assert toy_phases.event_pid(layout.root, 0, "sft") != first  # a new process finished it
     assert toy_phases.row_count(layout.root) == 5 * 12
+
+
+def test_sigterm_flushes_and_exits_without_requeue_then_rerun_resumes(tmp_path, reference, monkeypatch):
+    monkeypatch.setenv("BAT_TOY_SLEEP", "0.3")
+    monkeypatch.setenv("BAT_TOY_SLOW", "0:scan")
+    layout = RunLayout(tmp_path / "run")
+    cfg = toy_phases.toy_config("local", rounds=0)
+    thread, box = _background_run(cfg, layout)
+    _signal_mid_phase(layout, 0, "scan", signal.SIGTERM)
+    thread.join(120)
+    assert isinstance(box.get("error"), PhaseFailed)  # scancel/SIGTERM: no self-requeue
+    assert "r00 scan: SIGTERM: flushed 0 hook(s), exiting" in (layout.root / "events.log").read_text()
+    assert driver.run(cfg, layout) == 0
+    assert toy_phases.output_digests(layout.root) == {k: v for k, v in reference.items() if k.startswith("round_00")}
 
 
 def test_interrupt_near_short_time_limit_counts_as_timeout(tmp_path, monkeypatch):
@@ -115,6 +115,11 @@ def test_sigkill_then_resubmit_resumes_to_identical_outputs(tmp_path, reference,
     assert toy_phases.row_count(layout.root) == 10 * 12
     log = (layout.root / "events.log").read_text()
     assert log.count("r00 synthesize: start") == 1 and log.count("r01 verify: start") == 2
+    assert driver.next_round(cfg, layout) is None
+    records = sorted(p.read_text() for p in layout.jobs_dir.glob("round_*/*.job.json"))
+    assert len(records) == 10
+    assert driver.run(cfg, layout) == 0  # everything DONE: nothing queued again
+    assert sorted(p.read_text() for p in layout.jobs_dir.glob("round_*/*.job.json")) == records
 
 
 def test_lease_blocks_a_second_driver(tmp_path, capsys):

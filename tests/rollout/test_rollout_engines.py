@@ -77,3 +77,24 @@ def test_openai_engine_refuses_text_only_servers_and_reports_down_servers(tiny_m
     down = OpenAIEngine(OpenAIEngineConfig(base_url="http://127.0.0.1:9/v1", timeout_s=0.5, max_retries=1))
     res = down.generate(requests_for(1))[0]
     assert res.error and "127.0.0.1:9" in res.error and res.token_ids == []
+
+
+def test_hf_prefix_cache_matches_full_prefill_and_is_flushed_on_new_weights(tiny_model):
+    full, cached = HFEngine(tiny_model), HFEngine(tiny_model, prefix_cache=True)
+    first = GenRequest(prompt_ids=list(range(10, 60)), max_new_tokens=8, seed=1, temperature=1.0, cache_key="r0")
+    a = cached.generate([first])[0]
+    assert a.token_ids == full.generate([first])[0].token_ids
+    assert "r0" in cached._cache and cached._cache["r0"][0] == (first.prompt_ids + a.token_ids)[: len(cached._cache["r0"][0])]
+    second = GenRequest(prompt_ids=first.prompt_ids + a.token_ids + [11, 12, 13], max_new_tokens=8, seed=2,
+                        temperature=1.0, cache_key="r0")
+    b = cached.generate([second])[0]
+    ref = full.generate([second])[0]
+    assert b.token_ids == ref.token_ids and b.logprobs == pytest.approx(ref.logprobs, abs=1e-4)
+    # a prompt that does not extend the cached context is prefilled from scratch
+    other = GenRequest(prompt_ids=list(range(20, 70)), max_new_tokens=5, seed=3, temperature=1.0, cache_key="r0")
+    assert cached.generate([other])[0].token_ids == full.generate([other])[0].token_ids
+    cached.set_weights(tiny_model)
+    assert cached._cache == {}
+    cached.generate([first])
+    cached.release("r0")
+    assert cached._cache == {}

@@ -163,3 +163,58 @@ def test_real_hf_engine_multiturn_logprobs_and_determinism(tiny_model, tokenizer
             if m:
                 assert abs(logp[pos - 1, tok].item() - lp) < 1e-3
     json.dumps(first[0].model_dump(mode="json"))
+
+
+class _SlowEnv(ToyEnv):
+    busy = 0
+
+    def step(self, call):
+        import time
+
+        type(self).busy += 1
+        try:
+            time.sleep(0.2)
+            return super().step(call)
+        finally:
+            type(self).busy -= 1
+
+
+def test_cohorts_overlap_tool_calls_with_generation_and_keep_results(tokenizer, tmp_path):
+    scripts = {i: [call("write", path=f"f{i}.txt", text=str(i)), call("submit")] for i in range(4)}
+    tt = TurnTokens(tokenizer)
+    seen_busy = []
+
+    class Watching(ScriptedEngine):
+        def generate(self, requests):
+            seen_busy.append(_SlowEnv.busy)
+            return super().generate(requests)
+
+    def go(cohorts, tag):
+        engine = Watching(tokenizer, scripts, end_id=tt.stop_ids[0])
+        envs = {i: _SlowEnv(tmp_path / tag / str(i)) for i in scripts}
+        specs = [RolloutSpec(rollout_id=f"r{i}", state_id="s", k=i, seed=i, env=envs[i], messages=make_messages(i),
+                             workspace=envs[i].workspace) for i in scripts]
+        settings = LoopSettings(budgets=RolloutBudgets(), cohorts=cohorts, tool_workers=4)
+        return [o.record.model_dump() for o in run_rollouts(engine, specs, tt, settings)], engine.calls
+
+    lockstep, calls1 = go(1, "a")
+    assert max(seen_busy) == 0 and calls1 == 2  # lockstep: the engine never runs while a tool call does
+    seen_busy.clear()
+    piped, calls2 = go(2, "b")
+    assert max(seen_busy) > 0 and calls2 == 4  # cohort B generated while cohort A's tool calls ran
+    assert piped == lockstep
+
+
+def test_hf_results_do_not_depend_on_cohorts(tiny_model, tokenizer, tmp_path):
+    from bat.rollout.engine_hf import HFEngine
+
+    engine, tt = HFEngine(tiny_model), TurnTokens(tokenizer)
+    budgets = RolloutBudgets(max_assistant_turns=2, max_tool_calls=2, max_new_tokens_per_turn=10)
+
+    def go(cohorts):
+        specs = [RolloutSpec(rollout_id=f"r{i}", state_id="s", k=i, seed=3 + i, env=ToyEnv(tmp_path / f"{cohorts}-{i}"),
+                             messages=make_messages(i)) for i in range(4)]
+        settings = LoopSettings(budgets=budgets, temperature=1.0, no_tool_call="observe", cohorts=cohorts)
+        return [o.record.token_ids for o in run_rollouts(engine, specs, tt, settings)]
+
+    assert go(1) == go(2)

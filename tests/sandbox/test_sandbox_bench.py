@@ -25,11 +25,12 @@ def test_bench_reports_medians_and_ratio(capsys: pytest.CaptureFixture[str]) -> 
         pytest.skip("bubblewrap not usable here")
     assert bench.run(_args(calls=2, no_episodes=True, json=True)) == 0
     result = json.loads(capsys.readouterr().out)
-    assert set(result["runtimes"]) == {"process", "bwrap"}
-    for cells in result["runtimes"].values():
+    assert set(result["modes"]) == {"process", "bwrap", "process+warm", "bwrap+warm"}
+    for cells in result["modes"].values():
         assert cells["tool_call_ms"] > 0 and cells["bash_true_ms"] > 0
-    assert result["bwrap_over_process"]["tool_call_ms"] > 0
-    assert result["bare_toolhost_ms"] > 0
+    assert set(result["ratios"]) == {"bwrap/process", "process cold/warm", "bwrap cold/warm"}
+    assert result["ratios"]["bwrap cold/warm"]["tool_call_ms"] > 1  # warm skips interpreter start-up
+    assert result["bare_toolhost_ms"] > 0 and result["episodes"] == {}
 
 
 def test_bench_rejects_unknown_runtime(capsys: pytest.CaptureFixture[str]) -> None:

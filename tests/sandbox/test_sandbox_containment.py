@@ -23,12 +23,13 @@ def _next_call_works(sb: Sandbox) -> ExecutionRecord:
     return record
 
 
+@pytest.mark.parametrize("warm", [False, True], ids=["cold", "warm"])
 @pytest.mark.parametrize("name", sorted(ESCAPES))
 def test_escape_is_contained_recorded_and_next_call_works(
-    name: str, make_sandbox: Callable[..., Sandbox], workspace: Workspace, grader: Path
+    name: str, warm: bool, make_sandbox: Callable[..., Sandbox], workspace: Workspace, grader: Path
 ) -> None:
     escape = ESCAPES[name]
-    sb = make_sandbox("bwrap", timeout_s=2)
+    sb = make_sandbox("bwrap", timeout_s=2, warm=warm, nproc=64, memory_mb=2048, max_file_mb=64)
     start = time.monotonic()
     record = sb.execute_code(escape.language, escape.template.format(grader=grader, bat=BAT_DIR), stage="S3",
                              **escape.limits)
@@ -44,6 +45,7 @@ def test_escape_is_contained_recorded_and_next_call_works(
     assert len(record.stdout) < 2 * sb.config.max_output_chars
     assert [p for p in workspace.path.rglob("*") if p.is_symlink()] == []
     _next_call_works(sb)
+    sb.close()
 
 
 def test_selftest_passes_under_bwrap() -> None:
@@ -64,13 +66,16 @@ def test_breach_flags_mark_security_not_resources(make_sandbox: Callable[..., Sa
     assert loop.flags.limited and not loop.flags.breach
 
 
-def test_no_process_survives_a_call(make_sandbox: Callable[..., Sandbox]) -> None:
-    sb = make_sandbox("bwrap")
-    record = sb.execute_code("bash", "(setsid sleep 4242 &) ; nohup sleep 4242 >/dev/null 2>&1 & echo started")
-    assert record.stdout.strip() == "started"
-    time.sleep(0.2)
-    ps = subprocess.run(["ps", "-eo", "args"], capture_output=True, text=True, check=True).stdout
-    assert "sleep 4242" not in ps
+@pytest.mark.parametrize("warm", [False, True], ids=["cold", "warm"])
+def test_no_process_survives_a_call(make_sandbox: Callable[..., Sandbox], warm: bool) -> None:
+    with make_sandbox("bwrap", warm=warm) as sb:
+        record = sb.execute_code("bash", "(setsid sleep 4242 &) ; nohup sleep 4242 >/dev/null 2>&1 & echo started")
+        assert record.stdout.strip() == "started"
+        time.sleep(0.2)
+        ps = subprocess.run(["ps", "-eo", "args"], capture_output=True, text=True, check=True).stdout
+        assert "sleep 4242" not in ps
+        assert sb.execute_code("bash", "ls /tmp; echo x > /tmp/left").ok
+        assert sb.execute_code("bash", "ls /tmp").stdout == ""  # scratch does not carry over
 
 
 def test_sandbox_view_is_minimal(make_sandbox: Callable[..., Sandbox]) -> None:
@@ -96,3 +101,25 @@ def test_tool_call_records_files_changed_and_stage(make_sandbox: Callable[..., S
     workspace.reset()
     assert workspace.verify()
     assert _next_call_works(sb).files_changed.any is False
+
+
+def test_fifo_removed_and_oversized_workspace_flagged(make_sandbox: Callable[..., Sandbox], workspace: Workspace) -> None:
+    sb = make_sandbox("bwrap", max_file_mb=1, max_workspace_mb=1)
+    record = sb.execute_code("bash", "mkfifo trap; head -c 700000 /dev/zero > a.bin; head -c 700000 /dev/zero > b.bin")
+    assert any("removed special file trap" in line for line in record.evidence)
+    assert not (workspace.path / "trap").exists()
+    assert record.flags.file_size and not record.ok
+    assert any("workspace holds" in line for line in record.evidence)
+
+
+def test_runtime_that_cannot_boot_raises_infrastructure_error(workspace: Workspace, tmp_path: Path) -> None:
+    from bat.sandbox import SandboxBootError
+
+    if not bwrap_available():
+        pytest.skip("bubblewrap not usable here")
+    config = SandboxConfig(runtime="bwrap", code_paths=(str(tmp_path / "no-such-code-dir"),))
+    sb = Sandbox(workspace.path, config)
+    with pytest.raises(SandboxBootError, match="did not start the sandbox.*no-such-code-dir"):
+        sb.call_tool("bat.sandbox.tools:list_files")
+    faked = Sandbox(workspace.path, SandboxConfig(runtime="bwrap")).execute_code("bash", "echo 'bwrap: fake' >&2; exit 1")
+    assert faked.exit_status == 1 and not faked.ok  # an agent cannot pass itself off as an infrastructure failure

@@ -78,3 +78,20 @@ def test_protected_path_visible_to_the_sandbox_is_refused(tmp_path: Path) -> Non
         Sandbox(ws, SandboxConfig(runtime="process"), protected_paths=[ws / "answers"])
     with pytest.raises(ValueError, match="is not a directory"):
         Sandbox(tmp_path / "missing", SandboxConfig(runtime="process"))
+
+
+def test_code_paths_make_extra_tool_packages_importable(tmp_path: Path) -> None:
+    from bat.sandbox import Sandbox, bwrap_available
+
+    if not bwrap_available():
+        pytest.skip("bubblewrap not usable here")
+    code = tmp_path / "toolpkg"
+    code.mkdir()
+    (code / "mytools.py").write_text("def hello(workspace, name):\n    return f'hello {name} from {workspace}'\n")
+    ws = tmp_path / "ws"
+    ws.mkdir()
+    sb = Sandbox(ws, SandboxConfig(runtime="bwrap", code_paths=(str(code),)))
+    record = sb.call_tool("mytools:hello", {"name": "bat"})
+    assert record.ok and record.result == "hello bat from /workspace"
+    assert sb.execute_code("bash", f"echo x > {code}/mytools.py").flags.access_outside  # read-only mount
+    assert "hello(workspace, name)" in (code / "mytools.py").read_text()

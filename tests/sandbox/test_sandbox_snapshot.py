@@ -48,3 +48,21 @@ def test_fingerprint_changes_when_protected_files_change(tmp_path: Path) -> None
     (grader / "extra").write_text("x")
     assert fingerprint([grader]) != before
     assert fingerprint([tmp_path / "missing"]) != fingerprint([grader])
+
+
+def test_special_files_removed_and_hardlinks_not_chowned(tmp_path: Path) -> None:
+    from bat.sandbox.snapshot import own_tree, remove_special_files
+
+    os.mkfifo(tmp_path / "pipe")
+    (tmp_path / "plain.txt").write_text("x")
+    outside = tmp_path.parent / f"{tmp_path.name}-outside.txt"
+    outside.write_text("host file")
+    os.link(outside, tmp_path / "hard.txt")
+    evidence = remove_special_files(tmp_path)
+    assert len(evidence) == 1 and evidence[0].startswith("removed special file pipe (mode p")
+    assert not (tmp_path / "pipe").exists()
+    if os.geteuid() == 0:
+        own_tree(tmp_path, 65534, 65534)
+        assert (tmp_path / "plain.txt").stat().st_uid == 65534
+        assert outside.stat().st_uid == 0  # the shared inode was left alone
+    outside.unlink()

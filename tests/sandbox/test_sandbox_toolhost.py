@@ -82,3 +82,17 @@ def test_toolhost_entry_point_speaks_json(tmp_path) -> None:
     bad = subprocess.run([sys.executable, "-m", "bat.sandbox.toolhost"], input="[]", capture_output=True,
                          text=True, timeout=60, cwd="/")
     assert bad.returncode == 2 and "kind 'tool' or 'python'" in json.loads(bad.stdout)["error"]
+
+
+@pytest.mark.parametrize("runtime", ["process", "bwrap"])
+def test_planted_modules_do_not_hijack_trusted_tools(
+    make_sandbox: Callable[..., Sandbox], workspace: Workspace, runtime: str
+) -> None:
+    planted = workspace.path / "bat" / "sandbox"
+    planted.mkdir(parents=True)
+    for name in ("__init__.py", "tools.py"):
+        (planted / name).write_text("def list_files(workspace):\n    return 'HIJACKED'\n")
+    (workspace.path / "bat" / "__init__.py").write_text("")
+    (workspace.path / "json.py").write_text("raise SystemExit('HIJACKED')\n")
+    record = make_sandbox(runtime).call_tool("bat.sandbox.tools:list_files", {"path": "task"})
+    assert record.ok and record.result == "task/README.md (26 bytes)"

@@ -44,6 +44,11 @@ def tiny_dir(tmp_path_factory):
 
 
 @pytest.fixture(scope="session")
+def small_cfg():
+    return SMALL
+
+
+@pytest.fixture(scope="session")
 def sft_rows():
     """The row factory `make_rows(count, seed, split)`."""
     return make_rows
@@ -69,3 +74,47 @@ def make_reward(rollout_id, state_id, reward, *, pool="S-target", valid=True):
 @pytest.fixture(scope="session")
 def record_factories():
     return make_rollout, make_reward
+
+
+def build_grpo_records(model_dir):
+    """Rollouts over 4 learnable states (2 good + 2 bad two-turn responses each), 1 identical-reward state,
+    1 invalid rollout and 1 invalid reward. Behavior log-probs come from the model itself (temperature 1)."""
+    import torch
+
+    from bat.policy.chat import encode_prompt, encode_text
+    from bat.policy.loader import load_policy
+    from bat.train.grpo import sequence_logprobs
+
+    policy = load_policy(model_dir)
+    tok = policy.tokenizer
+    rng = random.Random(0)
+    observation = encode_text(tok, "\n<|im_start|>tool\nexit status 0<|im_end|>\n<|im_start|>assistant\n")
+    rollouts, rewards = [], []
+    for s in range(6):
+        tool, path = rng.choice(TOOLS), f"{rng.choice(WORDS)}/{rng.choice(WORDS)}.txt"
+        prompt = encode_prompt(tok, [{"role": "user", "content": f"Use {tool} on {path}."}], tools=[])
+        good = encode_text(tok, render_tool_call({"name": tool, "arguments": {"path": path}}) + "<|im_end|>")
+        bad = encode_text(tok, "I am not sure what to do here.<|im_end|>")
+        for k in range(4):
+            response = good if (k < 2 or s == 4) else bad
+            ids = prompt + response + observation + response
+            mask = [0] * len(prompt) + [1] * len(response) + [0] * len(observation) + [1] * len(response)
+            batch = {"input_ids": torch.tensor([ids]), "attention_mask": torch.ones(1, len(ids), dtype=torch.long),
+                     "temperature": torch.tensor([1.0])}
+            with torch.no_grad():
+                logp = sequence_logprobs(policy.model, batch, "cpu")[0].tolist()
+            behavior = [0.0] + [lp if m else 0.0 for lp, m in zip(logp, mask[1:])]
+            rid = f"s{s}-k{k}"
+            valid = not (s == 5 and k == 0)
+            pool = "E2E" if s % 2 else "S-target"
+            rollouts.append(make_rollout(rid, f"state{s}", ids, mask, behavior, pool=pool, valid=valid,
+                                         prompt_len=len(prompt)))
+            reward = 0.5 if s == 4 else (1.0 if k < 2 else 0.0)
+            rewards.append(make_reward(rid, f"state{s}", None if (s == 5 and k == 1) else reward, pool=pool,
+                                       valid=not (s == 5 and k == 1)))
+    return rollouts, rewards
+
+
+@pytest.fixture(scope="session")
+def grpo_records(tiny_dir):
+    return build_grpo_records(tiny_dir)

@@ -14,7 +14,7 @@ from bat.policy.loader import load_model, load_policy, load_tokenizer
 from bat.state.checkpoints import CheckpointStore
 from bat.state.jsonl import read_jsonl
 from bat.train.sft import train_sft
-from bat.train.sft_data import prepare_sft
+from bat.train.sft_data import encode_rows, prepare_sft
 
 
 def _cfg(steps: int, **kw) -> SftConfig:
@@ -27,9 +27,10 @@ def _weights(path):
     return {k: v.clone() for k, v in load_model(path).state_dict().items()}
 
 
+@pytest.mark.slow
 def test_sft_lowers_validation_loss_and_emits_parseable_tool_calls(tiny_dir, sft_rows, tmp_path):
     tok = load_tokenizer(tiny_dir)
-    data = prepare_sft(sft_rows(64, 1), sft_rows(16, 2, "validation"), tok, 256)
+    data = prepare_sft(sft_rows(64, 1), sft_rows(16, 2, "validation"), tok, 256, tools=[])
     out = train_sft(tiny_dir, data, _cfg(100, deepspeed=DeepSpeedConfig(micro_batch_per_rank=16)), seed=3, ckpt_root=tmp_path / "ck", export_dir=tmp_path / "hf",
                     metrics_path=tmp_path / "metrics.jsonl")
     assert out["done"] and out["step"] == 100
@@ -45,14 +46,13 @@ def test_sft_lowers_validation_loss_and_emits_parseable_tool_calls(tiny_dir, sft
         ids = encode_prompt(policy.tokenizer, to_dicts(row.messages))
         gen = policy.model.generate(torch.tensor([ids]), max_new_tokens=40, do_sample=False)
         text = policy.tokenizer.decode(gen[0, len(ids):], skip_special_tokens=True)
-        print(repr(text))
         parsed.append(parse_tool_call(text))
     assert sum(isinstance(p, ToolCall) for p in parsed) >= 6, parsed
 
 
 def test_resume_equals_uninterrupted_training(tiny_dir, sft_rows, tmp_path):
     tok = load_tokenizer(tiny_dir)
-    data = prepare_sft(sft_rows(24, 5), [], tok, 256)
+    data = prepare_sft(sft_rows(24, 5), [], tok, 256, tools=[])
     cfg = _cfg(6, global_batch=8, checkpoint_every=2, deepspeed=DeepSpeedConfig(micro_batch_per_rank=4))
     train_sft(tiny_dir, data, cfg, seed=11, ckpt_root=tmp_path / "a", export_dir=tmp_path / "a_hf",
               metrics_path=tmp_path / "a.jsonl")
@@ -76,17 +76,20 @@ def test_resume_equals_uninterrupted_training(tiny_dir, sft_rows, tmp_path):
 def test_overlong_rows_are_rejected_and_counted(tiny_dir, sft_rows):
     tok = load_tokenizer(tiny_dir)
     rows = sft_rows(10, 4)
-    data = prepare_sft(rows, rows[:2], tok, 60)
+    lengths = sorted(len(e.ids) for e in encode_rows(rows, tok, 10_000, tools=[])[0])
+    limit = lengths[4]
+    assert lengths[-1] > limit
+    data = prepare_sft(rows, rows[:2], tok, limit, tools=[])
     assert data.counts["train_rows"] == 10
     assert data.counts["train_rejected_overlong"] + data.counts["train_kept"] == 10
     assert data.counts["train_rejected_overlong"] > 0
-    assert all(len(e.ids) <= 60 for e in data.train)
+    assert all(len(e.ids) <= limit for e in data.train)
     with pytest.raises(ValueError, match="no SFT training rows left"):
-        prepare_sft(rows, [], tok, 20)
+        prepare_sft(rows, [], tok, 20, tools=[])
 
 
 def test_batch_shape_errors_list_valid_values(tiny_dir, sft_rows, tmp_path):
-    data = prepare_sft(sft_rows(8, 1), [], load_tokenizer(tiny_dir), 256)
+    data = prepare_sft(sft_rows(8, 1), [], load_tokenizer(tiny_dir), 256, tools=[])
     with pytest.raises(ValueError, match=r"valid values include \[4, 8, 12, 16\]"):
         train_sft(tiny_dir, data, _cfg(1, global_batch=6, deepspeed=DeepSpeedConfig(micro_batch_per_rank=4)),
                   seed=1, ckpt_root=tmp_path / "c", export_dir=tmp_path / "e", metrics_path=tmp_path / "m.jsonl")

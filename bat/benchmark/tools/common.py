@@ -7,14 +7,27 @@ model) lives in `.tool_state/state.json` so each call can run in a fresh sandbox
 from __future__ import annotations
 
 import json
+import os
+import tempfile
 from pathlib import Path
 from typing import Any
 
-import numpy as np
-
-from bat.state.atomic import atomic_write_json
-
 STATE_FILE = ".tool_state/state.json"
+
+
+def scratch_write(path: Path, data: bytes | str) -> None:
+    """Atomic (temp + rename) write of a workspace file; not fsynced: workspaces are scratch, not state."""
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    try:
+        with os.fdopen(fd, "wb") as handle:
+            handle.write(data.encode("utf-8") if isinstance(data, str) else data)
+        os.replace(tmp, path)
+    except BaseException:
+        if os.path.exists(tmp):
+            os.unlink(tmp)
+        raise
 
 
 class ToolError(Exception):
@@ -45,7 +58,7 @@ def read_state(workspace: Path) -> dict[str, Any]:
 
 
 def write_state(workspace: Path, state: dict[str, Any]) -> None:
-    atomic_write_json(Path(workspace) / STATE_FILE, state)
+    scratch_write(Path(workspace) / STATE_FILE, json.dumps(state, sort_keys=True))
 
 
 def read_spec(workspace: Path) -> dict[str, Any]:
@@ -99,6 +112,8 @@ def output_path(workspace: Path, spec: dict[str, Any], case: str, folder: str = 
 def load_output(path: Path) -> Any:
     """Read one output file (.npy array or .json object)."""
     if path.suffix == ".npy":
+        import numpy as np
+
         return np.load(path, allow_pickle=False)
     return json.loads(path.read_text())
 

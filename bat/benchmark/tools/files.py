@@ -5,10 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-import numpy as np
-
-from bat.benchmark.tools.common import ToolError, inside
-from bat.state.atomic import atomic_write_text
+from bat.benchmark.tools.common import ToolError, inside, scratch_write
 
 
 def list_files(workspace: Path, path: str = ".") -> dict[str, Any]:
@@ -35,6 +32,8 @@ def read_file(workspace: Path, path: str, max_chars: int = 1500) -> dict[str, An
     if not target.is_file():
         raise ToolError(f"no file {path!r} in the workspace (try list_files)")
     if target.suffix == ".npy":
+        import numpy as np
+
         arr = np.load(target, allow_pickle=False)
         finite = arr[np.isfinite(arr)] if arr.dtype.kind == "f" else arr
         bad = int(arr.size - finite.size)
@@ -50,5 +49,5 @@ def write_plan(workspace: Path, text: str) -> dict[str, Any]:
     """Write plan.md (replacing any previous plan)."""
     if not text.strip():
         raise ToolError("plan text is empty")
-    atomic_write_text(Path(workspace) / "plan.md", text)
+    scratch_write(Path(workspace) / "plan.md", text)
     return {"text": f"plan.md written ({len(text)} chars)", "meta": {"chars": len(text)}}

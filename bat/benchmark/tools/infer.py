@@ -10,9 +10,9 @@ import numpy as np
 
 from bat.benchmark.tools.common import (
     ToolError, case_contract, case_extra, load_output, output_path, read_spec, read_state, read_weights, resolve_cases,
+    scratch_write,
 )
 from bat.benchmark.tracks import get_track
-from bat.state.atomic import atomic_write_bytes, atomic_write_text
 
 
 def _normalise(x: np.ndarray, how: str, spec: dict[str, Any]) -> np.ndarray:
@@ -31,9 +31,9 @@ def _write(path: Path, out: Any) -> None:
 
         buf = io.BytesIO()
         np.save(buf, out, allow_pickle=False)
-        atomic_write_bytes(path, buf.getvalue())
+        scratch_write(path, buf.getvalue())
     else:
-        atomic_write_text(path, json.dumps(out))
+        scratch_write(path, json.dumps(out))
 
 
 def inspect_outputs(workspace: Path, spec: dict[str, Any], cases: list[str], folder: str = "outputs") -> tuple[dict[str, list[str]], str | None, list[str]]:

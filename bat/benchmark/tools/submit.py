@@ -2,13 +2,13 @@
 
 from __future__ import annotations
 
+import json
 import shutil
 from pathlib import Path
 from typing import Any
 
-from bat.benchmark.tools.common import ToolError, output_path, read_spec
+from bat.benchmark.tools.common import ToolError, output_path, read_spec, scratch_write
 from bat.benchmark.tools.infer import inspect_outputs
-from bat.state.atomic import atomic_write_json
 
 
 def submit(workspace: Path) -> dict[str, Any]:
@@ -26,6 +26,6 @@ def submit(workspace: Path) -> dict[str, Any]:
     issues, degenerate, _ = inspect_outputs(workspace, spec, present)
     missing = [c for c in spec["cases"] if c not in present]
     manifest = {"instance_id": spec["instance_id"], "cases": {c: output_path(workspace, spec, c, "submission").name for c in present}, "missing": missing}
-    atomic_write_json(dest / "manifest.json", manifest)
+    scratch_write(dest / "manifest.json", json.dumps(manifest, indent=2, sort_keys=True))
     text = f"submitted {len(present)}/{len(spec['cases'])} cases" + (f"; {len(issues)} with format problems" if issues else "")
     return {"text": text, "meta": {"complete": not missing, "missing": missing, "invalid": sorted(issues), "degenerate": degenerate}}

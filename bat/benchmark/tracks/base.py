@@ -78,7 +78,7 @@ class Track(ABC):
         if isinstance(out, np.ndarray):
             return np.full(out.shape, np.nan, dtype=np.float32)
         if isinstance(out, dict):
-            return {**out, "confidence": float("nan")}
+            return {k: float("nan") if k == "confidence" else ([] if isinstance(v, list) else "nan") for k, v in out.items()}
         return out
 
 

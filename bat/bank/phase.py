@@ -1,0 +1,38 @@
+"""Phase "synthesize": build (or reuse) the Stage Bank version for this config and seed.
+
+Reads: `ctx.config` (bank, benchmark, sandbox, stages, leakage), the benchmark's practice seed space.
+Writes: `ctx.layout.bank(v)` — a new immutable version, or none when a version with the same fingerprint
+exists (re-running is a no-op). The scan phase (`bat.leakage.phase:run_scan`) admits it afterwards.
+"""
+
+from __future__ import annotations
+
+from bat.orchestrate.context import PhaseContext, PhaseResult
+
+
+def run_synthesize(ctx: PhaseContext) -> PhaseResult:
+    """Synthesize the bank; counts = RL rows, SFT rows per split, E2E accepted/candidates, overlong SFT rows."""
+    from bat.bank.synthesize import synthesize
+
+    bank, reused = synthesize(ctx.config, ctx.layout)
+    counts = bank.manifest().counts
+    sft = counts.get("sft", {})
+    e2e = counts.get("e2e", {})
+    return PhaseResult(
+        outputs=[bank.path],
+        counts={
+            "bank_version": bank.version,
+            "rl_rows": counts.get("rl_total", 0),
+            "sft_train": sft.get("train", 0),
+            "sft_validation": sft.get("validation", 0),
+            "sft_overlong": sft.get("rejected", {}).get("overlong", 0),
+            "e2e_candidates": e2e.get("candidates", 0),
+            "e2e_accepted": e2e.get("accepted", 0),
+            "trajectories": counts.get("trajectories", 0),
+        },
+        extra={"reused": reused, "fingerprint": bank.manifest().fingerprint, "bank_dir": bank.path.name},
+    )
+
+
+run = synthesize = run_synthesize
+"""Aliases: the phase table may name `bat.bank.phase:run_synthesize`, `:synthesize` or `:run`."""

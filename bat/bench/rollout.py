@@ -1,0 +1,151 @@
+"""`bat bench rollout`: generated tokens/s of full multi-turn rollouts (with sandboxes) vs the raw engine.
+
+One run prints, side by side, on the same tiny policy (random init, built offline into a temp dir):
+* full rollouts: the real loop (token in / token out, budgets, masks) on real benchmark instances whose
+  tool calls run in the configured sandbox runtime: batched engine lockstep (1 cohort) and pipelined
+  (2 cohorts), and the prefix-cached engine (KV kept between turns, one request at a time);
+* the raw engine generating the same number of tokens from the same prompts without tools, batched;
+* the raw engine generating them one request at a time.
+A random-init policy emits no valid tool call, so the bench harness replaces each turn's *action* with the
+scripted expert's next call (`ExpertActions`): generation cost is the policy's, sandbox cost is real work.
+"""
+
+from __future__ import annotations
+
+import argparse
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+HELP = "rollout tokens/s: full multi-turn rollouts with sandboxes vs raw engine; batched vs one-at-a-time"
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--model", help="local HF policy directory (default: build the tiny model into a temp dir)")
+    parser.add_argument("--rollouts", type=int, default=8, help="rollouts in flight (default 8)")
+    parser.add_argument("--turns", type=int, default=4, help="assistant turns per rollout (default 4, <= 13)")
+    parser.add_argument("--tokens-per-turn", type=int, default=32, help="generated tokens per turn (default 32)")
+    parser.add_argument("--runtime", choices=("bwrap", "process", "inprocess"), default="bwrap",
+                        help="where tool calls run (default bwrap)")
+    parser.add_argument("--track", default="classification", help="benchmark track of the instances")
+
+
+class ExpertActions:
+    """Bench harness around a StagedEnv: whatever the policy wrote, the expert's next call is executed."""
+
+    def __init__(self, env: Any, instance: Any) -> None:
+        from bat.benchmark.agents import SCRIPTS
+
+        self.env, self.script, self.obs = env, SCRIPTS["expert"](instance), None
+        self.workspace = env.workspace
+
+    def reset(self) -> str:
+        return self.env.reset()
+
+    def step(self, call: dict[str, Any]) -> Any:
+        try:
+            _, action = self.script.send(self.obs) if self.obs is not None else next(self.script)
+        except StopIteration:
+            action = {"name": "list_files", "arguments": {"path": "."}}
+        self.obs = self.env.step(action)
+        return self.obs
+
+
+def _config(runtime: str, track: str) -> Any:
+    from bat.config.root import BatConfig
+
+    return BatConfig.model_validate({
+        "benchmark": {"runtime": "inprocess" if runtime == "inprocess" else "sandbox", "tracks": [track],
+                      "cases_per_instance": 3},
+        "sandbox": {"runtime": "process" if runtime == "inprocess" else runtime}})
+
+
+def _model(args: argparse.Namespace, tmp: Path) -> Path:
+    if args.model:
+        return Path(args.model)
+    from bat.config.model import TINY_PRESETS
+    from bat.policy.tiny import build_tiny_model
+
+    cfg = TINY_PRESETS["tiny"].model_copy(update={"max_positions": 4096})
+    return build_tiny_model(tmp / "tiny", cfg, seed=0)
+
+
+def _full(engine: Any, tt: Any, cfg: Any, args: argparse.Namespace, tmp: Path, cohorts: int) -> tuple[int, float, list]:
+    from bat.benchmark import StagedEnv, TOOL_NAMES
+    from bat.benchmark.instance import generate_instance
+    from bat.config.rollout import RolloutBudgets
+    from bat.rollout.loop import LoopSettings, RolloutSpec, run_rollouts
+
+    specs = []
+    for i in range(args.rollouts):
+        inst = generate_instance(args.track, "practice", 100 + i, config=cfg.benchmark)
+        env = ExpertActions(StagedEnv(inst, tmp / f"c{cohorts}" / str(i) / "ws", tmp / f"c{cohorts}" / str(i) / "gr", cfg), inst)
+        specs.append(RolloutSpec(rollout_id=f"b{i}", state_id=f"s{i}", k=0, seed=i, env=env, workspace=env.workspace))
+    budgets = RolloutBudgets(max_assistant_turns=args.turns, max_tool_calls=args.turns,
+                             max_new_tokens_per_turn=args.tokens_per_turn, max_context_tokens=engine.max_context or 4096)
+    settings = LoopSettings(budgets=budgets, temperature=1.0, no_tool_call="observe", tool_workers=args.rollouts,
+                            tool_names=list(TOOL_NAMES), cohorts=cohorts)
+    t0 = time.perf_counter()
+    outcomes = run_rollouts(engine, specs, tt, settings)
+    seconds = time.perf_counter() - t0
+    return sum(o.record.response_tokens for o in outcomes), seconds, [o.record for o in outcomes]
+
+
+def _raw(engine: Any, records: list, batched: bool) -> tuple[int, float]:
+    from bat.rollout.engine import GenRequest
+
+    reqs = [GenRequest(prompt_ids=r.token_ids[: r.prompt_len], max_new_tokens=r.response_tokens, seed=r.seed,
+                       temperature=1.0, stop_ids=()) for r in records]
+    t0 = time.perf_counter()
+    results = engine.generate(reqs) if batched else [engine.generate([r])[0] for r in reqs]
+    return sum(len(res.token_ids) for res in results), time.perf_counter() - t0
+
+
+def run(args: argparse.Namespace) -> int:
+    """Print the figures (tokens, seconds, tokens/s) and the ratios in one table."""
+    import torch
+    from rich.console import Console
+    from rich.table import Table
+
+    from bat.benchmark import TOOL_SPECS
+    from bat.policy.loader import load_tokenizer
+    from bat.rollout.chat import TurnTokens
+    from bat.rollout.engine_hf import HFEngine
+
+    if not 1 <= args.turns <= 13:
+        print("bat bench rollout: --turns must be within 1..13 (the expert script has 14 calls)")
+        return 2
+    with tempfile.TemporaryDirectory(prefix="bat-bench-rollout-") as tmp_name:
+        tmp = Path(tmp_name)
+        model = _model(args, tmp)
+        engine = HFEngine(model, max_batch=args.rollouts)
+        cached = HFEngine(model, prefix_cache=True)
+        tt = TurnTokens(load_tokenizer(model), TOOL_SPECS)
+        cfg = _config(args.runtime, args.track)
+        rows = []
+        tokens1, s1, records = _full(engine, tt, cfg, args, tmp / "a", cohorts=1)
+        rows.append((f"full rollout, {args.runtime} sandbox, batched, lockstep", tokens1, s1))
+        tokens2, s2, _ = _full(engine, tt, cfg, args, tmp / "b", cohorts=2)
+        rows.append((f"full rollout, {args.runtime} sandbox, batched, 2 cohorts", tokens2, s2))
+        tokens3, s3, _ = _full(cached, tt, cfg, args, tmp / "c", cohorts=2)
+        rows.append((f"full rollout, {args.runtime} sandbox, prefix cache, 2 cohorts", tokens3, s3))
+        tb, sb = _raw(engine, records, batched=True)
+        rows.append(("raw engine, same tokens, batched", tb, sb))
+        to, so = _raw(engine, records, batched=False)
+        rows.append(("raw engine, same tokens, one at a time", to, so))
+    table = Table(title=f"rollout throughput: {args.rollouts} rollouts x {args.turns} turns x <= {args.tokens_per_turn} "
+                        f"tokens, prompt {records[0].prompt_len} tokens, torch threads {torch.get_num_threads()}")
+    for col in ("what", "generated tokens", "seconds", "tokens/s"):
+        table.add_column(col, justify="left" if col == "what" else "right")
+    for name, tok, sec in rows:
+        table.add_row(name, str(tok), f"{sec:.2f}", f"{tok / sec:.1f}")
+    console = Console(width=120)
+    console.print(table)
+    rate = {name: tok / sec for name, tok, sec in rows}
+    names = [r[0] for r in rows]
+    console.print(f"full rollout (batched, lockstep) / raw batched engine: {rate[names[0]] / rate[names[3]]:.2f}x; "
+                  f"2 cohorts / lockstep: {rate[names[1]] / rate[names[0]]:.2f}x; "
+                  f"prefix cache / batched (2 cohorts): {rate[names[2]] / rate[names[1]]:.2f}x; "
+                  f"raw batched / one-at-a-time: {rate[names[3]] / rate[names[4]]:.2f}x")
+    return 0

@@ -1,0 +1,100 @@
+"""`bat bench train`: SFT and GRPO training throughput (tokens/s) and peak memory for the tiny and ~10M models.
+
+Each (preset, mode) runs in its own spawned process (so peak memory is per configuration) on synthetic
+token rows of `--seq-len` tokens; the first step (warm-up) is excluded from the throughput.
+"""
+
+from __future__ import annotations
+
+import argparse
+import multiprocessing as mp
+import random
+import socket
+import tempfile
+from pathlib import Path
+from typing import Any
+
+HELP = "SFT and GRPO training tokens/s and peak memory for the tiny and ~10M-parameter models"
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--presets", nargs="+", default=["tiny", "10m"], choices=["tiny", "10m"])
+    parser.add_argument("--modes", nargs="+", default=["sft", "grpo"], choices=["sft", "grpo"])
+    parser.add_argument("--steps", type=int, default=4, help="optimizer steps per run (first is warm-up)")
+    parser.add_argument("--batch", type=int, default=8, help="rows per optimizer step")
+    parser.add_argument("--micro", type=int, default=4, help="rows per micro-batch")
+    parser.add_argument("--seq-len", type=int, default=512, help="tokens per row")
+    parser.add_argument("--zero-stage", type=int, default=0, choices=[0, 1, 2, 3])
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def _worker(preset: str, mode: str, args: dict[str, Any], port: int, queue: Any) -> None:
+    """Child process: build the model, train `steps` steps on synthetic rows, report the figures."""
+    import statistics
+
+    from bat.config.deepspeed import DeepSpeedConfig
+    from bat.config.grpo import GrpoConfig
+    from bat.config.model import TINY_PRESETS
+    from bat.config.sft import SftConfig
+    from bat.policy.tiny import build_tiny_model, read_build_info
+    from bat.state.jsonl import read_jsonl
+    from bat.train.grpo import train_grpo
+    from bat.train.grpo_data import GrpoData, GrpoItem
+    from bat.train.sft import train_sft
+    from bat.train.sft_data import Example, SftData
+
+    rng = random.Random(0)
+    ds = DeepSpeedConfig(micro_batch_per_rank=args["micro"], zero_stage=args["zero_stage"], master_port=port)
+    with tempfile.TemporaryDirectory() as tmp:
+        root = Path(tmp)
+        model = build_tiny_model(root / "model", TINY_PRESETS[preset], seed=0)
+        vocab, n, length = TINY_PRESETS[preset].vocab_size, args["batch"] * 2, args["seq_len"]
+        ids = [[rng.randrange(vocab) for _ in range(length)] for _ in range(n)]
+        cut = length * 3 // 4
+        common = dict(seed=0, ckpt_root=root / "ck", export_dir=root / "hf", metrics_path=root / "m.jsonl")
+        if mode == "sft":
+            data = SftData(train=[Example(i, [0] * cut + [1] * (length - cut), "g") for i in ids], val=[])
+            cfg = SftConfig(steps=args["steps"], lr=1e-4, global_batch=args["batch"], checkpoint_every=10**6,
+                            val_every=10**6, deepspeed=ds)
+            out = train_sft(model, data, cfg, **common)
+        else:
+            items = [GrpoItem(f"r{k}", f"s{k // 4}", "S-target", i, [0] * cut + [1] * (length - cut), [-2.0] * length,
+                              1.0, float(k % 2), 1.0 if k % 2 else -1.0) for k, i in enumerate(ids)]
+            cfg = GrpoConfig(steps=args["steps"], lr=1e-5, minibatch=args["batch"], checkpoint_every=10**6, deepspeed=ds)
+            out = train_grpo(model, GrpoData(items=items), cfg, **common)
+        rates = [m["tokens_per_s"] for m in read_jsonl(root / "m.jsonl") if "tokens_per_s" in m][1:]
+        queue.put({"preset": preset, "mode": mode, "parameters": read_build_info(model)["parameters"],
+                   "tokens_per_s": statistics.median(rates) if rates else float("nan"),
+                   "step_s": args["batch"] * length / statistics.median(rates) if rates else float("nan"),
+                   "peak_mb": out["peak_memory_mb"]})
+
+
+def run(args: argparse.Namespace) -> int:
+    from rich.console import Console
+    from rich.table import Table
+
+    settings = {k: getattr(args, k) for k in ("steps", "batch", "micro", "seq_len", "zero_stage")}
+    ctx = mp.get_context("spawn")
+    table = Table(title=f"bat bench train: {args.batch} rows x {args.seq_len} tokens per step, ZeRO-{args.zero_stage}, "
+                        f"{args.steps} steps (first excluded)")
+    for column in ("preset", "parameters", "mode", "tokens/s", "s/step", "peak MiB"):
+        table.add_column(column, justify="right")
+    for preset in args.presets:
+        for mode in args.modes:
+            queue = ctx.Queue()
+            proc = ctx.Process(target=_worker, args=(preset, mode, settings, _free_port(), queue))
+            proc.start()
+            proc.join()
+            if proc.exitcode != 0:
+                print(f"bench worker {preset}/{mode} failed with exit code {proc.exitcode}")
+                return 1
+            r = queue.get()
+            table.add_row(preset, f"{r['parameters']:,}", mode, f"{r['tokens_per_s']:,.0f}", f"{r['step_s']:.2f}",
+                          f"{r['peak_mb']:,.0f}")
+    Console().print(table)
+    return 0

@@ -1,0 +1,101 @@
+"""Phase functions `sft` (bootstrap round) and `grpo` (every round r >= 1): `def run(ctx) -> PhaseResult`.
+
+sft  reads the newest admitted bank's SFT rows and the base model (`model.path`, or the tiny model built
+     under `models/tiny` on first use); writes step checkpoints under `checkpoints/sft/`, the HF export
+     `layout.candidate_model(0)` and `round_00/sft/metrics.jsonl`.
+grpo reads `round_NN/plan.json` (start checkpoint), finished rollout shards
+     (`round_NN/rollout/shard_*/rollouts.jsonl`) and reward shards (`round_NN/verify/shard_*/rewards.jsonl`);
+     writes step checkpoints under `checkpoints/round_NN/`, the candidate `layout.candidate_model(NN)` and
+     `round_NN/grpo/metrics.jsonl`. Both resume from their newest valid step checkpoint.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from bat.orchestrate.context import PhaseContext, PhaseResult
+
+_SUMMARY_DROP = ("engine", "tokenizer", "last")
+
+
+def base_model_path(ctx: PhaseContext) -> Path:
+    """`model.path` when set, else `models/tiny` (built deterministically from `model.tiny` if missing)."""
+    from bat.policy.loader import check_model_dir
+
+    if ctx.config.model.path:
+        return check_model_dir(ctx.config.model.path)
+    path = ctx.layout.base_model("tiny")
+    if not (path / "config.json").exists():
+        from bat.policy.tiny import build_tiny_model
+
+        build_tiny_model(path, ctx.config.model.tiny, seed=ctx.config.run.seed)
+    return path
+
+
+def _summary(summary: dict[str, Any]) -> dict[str, int | float]:
+    return {k: v for k, v in summary.items() if k not in _SUMMARY_DROP and isinstance(v, (int, float)) and v is not None}
+
+
+def run_sft(ctx: PhaseContext) -> PhaseResult:
+    """Cold-start SFT on the admitted bank's SFT rows; returns the export as `extra["candidate"]`."""
+    from bat.bank.store import open_bank
+    from bat.policy.loader import load_tokenizer
+    from bat.train.sft import train_sft
+    from bat.train.sft_data import prepare_sft
+
+    cfg, layout = ctx.config, ctx.layout
+    base = base_model_path(ctx)
+    bank = open_bank(layout)
+    data = prepare_sft(bank.sft_rows("train"), bank.sft_rows("validation"), load_tokenizer(base), cfg.sft.max_seq_len,
+                       tools=None if cfg.sft.render_tools else [])
+    export = layout.candidate_model(0)
+    metrics = ctx.phase_dir / "metrics.jsonl"
+    summary = train_sft(base, data, cfg.sft, seed=ctx.seed("data"), ckpt_root=layout.sft_checkpoints,
+                        export_dir=export, metrics_path=metrics)
+    return PhaseResult(
+        outputs=[export, metrics], inputs=[bank.path, base],
+        counts=_summary(summary),
+        extra={"candidate": str(export), "base_model": str(base), "bank_version": bank.version, "first_val_loss": summary["first_val_loss"],
+               "val_loss": summary["val_loss"]},
+    )
+
+
+def finished_shard_files(phase_dir: Path, name: str) -> tuple[list[Path], int]:
+    """`shard_*/<name>` files whose shard has a DONE.json, and the number of unfinished shards skipped."""
+    files, skipped = [], 0
+    for shard in sorted(Path(phase_dir).glob("shard_*")):
+        if (shard / "DONE.json").exists() and (shard / name).exists():
+            files.append(shard / name)
+        elif shard.is_dir():
+            skipped += 1
+    return files, skipped
+
+
+def run_grpo(ctx: PhaseContext) -> PhaseResult:
+    """One GRPO block from the plan's start checkpoint; returns the candidate as `extra["candidate"]`."""
+    from bat.rollout.phase import load_plan, resolve_checkpoint
+    from bat.schemas.rollout import RewardRecord, RolloutRecord
+    from bat.train.grpo import train_grpo
+    from bat.train.grpo_data import build_items, read_records
+
+    cfg, layout = ctx.config, ctx.layout
+    start = resolve_checkpoint(layout, load_plan(layout, ctx.round).start_checkpoint)
+    rollout_files, open_rollouts = finished_shard_files(layout.phase_dir(ctx.round, "rollout"), "rollouts.jsonl")
+    reward_files, open_rewards = finished_shard_files(layout.phase_dir(ctx.round, "verify"), "rewards.jsonl")
+    if not rollout_files or not reward_files:
+        raise FileNotFoundError(f"round {ctx.round}: no finished rollout ({len(rollout_files)}) or reward "
+                                f"({len(reward_files)}) shards under {layout.round_dir(ctx.round)}")
+    data = build_items(read_records(rollout_files, RolloutRecord), read_records(reward_files, RewardRecord),
+                       max_seq_len=cfg.grpo.max_seq_len, normalize_std=cfg.grpo.normalize_std, adv_eps=cfg.grpo.adv_eps)
+    export = layout.candidate_model(ctx.round)
+    metrics = ctx.phase_dir / "metrics.jsonl"
+    summary = train_grpo(start, data, cfg.grpo, seed=ctx.seed("data"), ckpt_root=layout.round_checkpoints(ctx.round),
+                         export_dir=export, metrics_path=metrics)
+    counts = _summary(summary) | {"unfinished_rollout_shards": open_rollouts, "unfinished_reward_shards": open_rewards}
+    return PhaseResult(outputs=[export, metrics], inputs=[*rollout_files, *reward_files, start], counts=counts,
+                       extra={"candidate": str(export), "start_checkpoint": str(start), "last_step": summary["last"]})
+
+
+sft = run_sft
+grpo = run_grpo

@@ -1,0 +1,56 @@
+import pytest
+
+from bat.benchmark import (
+    fingerprint_entries, generate_instance, heldout_suite, instance_identifiers, materialize, practice_instance, practice_seed,
+    suite_instance,
+)
+from bat.benchmark.tracks import TRACKS
+
+
+def test_generation_is_deterministic_and_seed_sensitive():
+    a = generate_instance("segmentation", "heldout", 11)
+    b = generate_instance("segmentation", "heldout", 11)
+    c = generate_instance("segmentation", "heldout", 12)
+    assert a.files == b.files and a.pitfalls == b.pitfalls
+    assert a.files != c.files
+
+
+def test_heldout_and_practice_share_no_identifiers(fast_config):
+    heldout = set()
+    for split in ("controller", "final", "test"):
+        for run in heldout_suite(fast_config, split):
+            heldout |= instance_identifiers(suite_instance(run, fast_config))
+    practice = set()
+    for track in TRACKS:
+        for i in range(8):
+            practice |= instance_identifiers(practice_instance(track, practice_seed(track, i, fast_config), fast_config))
+    assert len(heldout) > 100 and len(practice) > 100
+    assert heldout.isdisjoint(practice)
+
+
+def test_splits_are_disjoint_runs(fast_config):
+    controller = {r.instance_seed for r in heldout_suite(fast_config, "controller")}
+    final = {r.instance_seed for r in heldout_suite(fast_config, "final")}
+    assert len(controller) == 7 * 3 and controller.isdisjoint(final)
+    with pytest.raises(ValueError, match="valid"):
+        heldout_suite(fast_config, "train")
+
+
+def test_grader_dir_must_lie_outside_workspace(tmp_path):
+    inst = generate_instance("vqa", "practice", 3)
+    with pytest.raises(ValueError, match="outside the workspace"):
+        materialize(inst, tmp_path / "ws", tmp_path / "ws" / "grader")
+    ws, gd = materialize(inst, tmp_path / "ws", tmp_path / "grader")
+    assert (ws / "task" / "spec.json").exists() and (gd / "truth.json").exists()
+    assert not any("truth" in p.name for p in ws.rglob("*"))
+
+
+def test_fingerprint_entries_cover_heldout_only(fast_config):
+    entries = fingerprint_entries(fast_config)
+    kinds = {e["kind"] for e in entries}
+    assert kinds == {"identifier", "path", "answer", "text", "field"}
+    values = {e["value"] for e in entries}
+    inst = suite_instance(heldout_suite(fast_config, "controller")[0], fast_config)
+    assert set(inst.case_ids) <= values
+    practice = practice_instance("vqa", practice_seed("vqa", 0, fast_config), fast_config)
+    assert not (set(practice.case_ids) | set(practice.candidates)) & values

@@ -1,0 +1,56 @@
+"""Fallback by KL on real checkpoints: route measures KL(candidate || best) on held-back bank probe prompts."""
+
+import pytest
+
+from bat.config.root import BatConfig
+from bat.curriculum.phase import run_route
+from bat.evaluate.store import write_aggregate
+from bat.orchestrate.context import PhaseContext
+from bat.schemas.routing import RoundPlan
+from bat.state.atomic import read_json
+from bat.state.layout import RunLayout
+
+from curriculum_helpers import build_agg, make_bank
+
+
+@pytest.fixture(scope="module")
+def checkpoints(tmp_path_factory):
+    """The tiny model and a copy with perturbed weights (same tokenizer)."""
+    import torch
+    from transformers import AutoModelForCausalLM
+
+    from bat.policy.tiny import build_tiny_model
+
+    root = tmp_path_factory.mktemp("models")
+    base = build_tiny_model(root / "base", BatConfig().model.tiny, 3)
+    model = AutoModelForCausalLM.from_pretrained(base)
+    torch.manual_seed(0)
+    with torch.no_grad():
+        for p in model.parameters():
+            p.add_(torch.randn_like(p) * 0.5)
+    moved = root / "moved"
+    model.save_pretrained(moved)
+    for f in base.iterdir():
+        if "token" in f.name or f.suffix == ".jinja" or f.name == "bat_model.json":
+            (moved / f.name).write_bytes(f.read_bytes())
+    return base, moved
+
+
+@pytest.mark.slow
+def test_kl_above_tau_falls_back_to_the_best(tmp_path, checkpoints):
+    base, moved = checkpoints
+    layout = make_bank(RunLayout(tmp_path / "run").ensure(), per_stage=4)
+    cfg = BatConfig.model_validate({"run": {"rounds": 3}, "curriculum": {
+        "batches_per_round": 1, "fallback": {"kl_prompts": 4, "kl_new_tokens": 8, "kl_tau": 0.1}}})
+    write_aggregate(layout, build_agg(0, 0.40, checkpoint=str(base)))
+    run_route(PhaseContext(config=cfg, layout=layout, round=0, phase="route"))
+    write_aggregate(layout, build_agg(1, 0.45, checkpoint=str(moved)))  # better scores, but a large policy shift
+    result = run_route(PhaseContext(config=cfg, layout=layout, round=1, phase="route"))
+    decision = read_json(layout.phase_dir(1, "route") / "decision.json")
+    assert decision["kl"] > 0.1 and result.counts["kl"] == decision["kl"]
+    assert decision["action"] == "fallback" and "KL(candidate || best)" in decision["reason"]
+    assert RoundPlan.model_validate(read_json(layout.plan(2))).start_checkpoint == str(base)
+    assert read_json(layout.best_json)["checkpoint"] == str(base)
+    # the same checkpoint twice has KL 0 and is promoted normally
+    write_aggregate(layout, build_agg(2, 0.46, checkpoint=str(base)))
+    assert run_route(PhaseContext(config=cfg, layout=layout, round=2, phase="route")).extra["action"] == "promote"

@@ -1,0 +1,83 @@
+"""Rollout and verify phases end to end on a real (tiny) bank, plan and policy, through the phase runner + CLI."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from bat.cli.main import main
+from bat.config.root import BatConfig
+from bat.orchestrate.runner import run_phase
+from bat.rollout.shards import read_rollouts
+from bat.schemas.routing import PlanRow, RoundPlan
+from bat.state.atomic import atomic_write_json
+from bat.state.layout import RunLayout
+from bat.state.markers import read_done
+from bat.verify.shards import read_rewards
+
+CFG = {
+    "benchmark": {"runtime": "inprocess", "cases_per_instance": 3, "tracks": ["classification"]},
+    "bank": {"tasks_per_track": 1, "e2e_per_track": 1},
+    "rollout": {"k": 2, "states_per_shard": 2, "no_tool_call": "observe",
+                "budgets": {"max_new_tokens_per_turn": 12, "max_assistant_turns": 2, "max_tool_calls": 2}},
+}
+
+
+@pytest.fixture(scope="module")
+def run(tmp_path_factory, tiny_model):
+    from bat.bank.synthesize import synthesize
+    from bat.leakage.preflight import scan_and_admit
+
+    cfg = BatConfig.model_validate(CFG)
+    layout = RunLayout(tmp_path_factory.mktemp("state") / "run").ensure()
+    bank, _ = synthesize(cfg, layout)
+    assert scan_and_admit(layout, bank.version, cfg).verdict == "admitted"
+    rows = bank.rows()
+    picks = [next(r for r in rows if r.stage == s) for s in ("S3", "S1", "E2E")]
+    plan = RoundPlan(round=1, arm="bicurl", target_stage="S3", mixture={"S-target": 1, "S-mix": 1, "E2E": 1},
+                     reward_mode="rubric", bank_version=bank.version, start_checkpoint=str(tiny_model), seed=7,
+                     batches=[[PlanRow(state_id=r.state_id, pool=p, stage=r.stage)
+                               for r, p in zip(picks, ("S-target", "S-mix", "E2E"))]])
+    atomic_write_json(layout.plan(1), plan)
+    return cfg, layout, picks
+
+
+def test_rollout_then_verify_phases(run):
+    cfg, layout, picks = run
+    result = run_phase(cfg, layout, 1, "rollout")
+    assert result.counts["rollouts"] == 6 and result.counts["shards"] == 2 and result.counts["states"] == 3
+    records = read_rollouts(layout.phase_dir(1, "rollout"))
+    assert [r.state_id for r in records] == [p.state_id for p in picks for _ in range(2)]
+    assert {r.pool for r in records} == {"S-target", "S-mix", "E2E"}
+    for rec in records:
+        assert rec.engine == "hf" and Path(rec.checkpoint).name == "model"
+        assert sum(rec.loss_mask) == rec.response_tokens > 0
+        assert rec.end_reason in ("max_turns", "max_tool_calls", "done", "context_length")
+    done = read_done(layout.phase_dir(1, "rollout"))
+    assert done is not None and done.counts["rollouts"] == 6
+
+    result = run_phase(cfg, layout, 1, "verify")
+    rewards = read_rewards(layout.phase_dir(1, "verify"))
+    assert [r.rollout_id for r in rewards] == [r.rollout_id for r in records]
+    assert result.counts["rewards"] == 6
+    for reward in rewards:
+        assert reward.reward_version == cfg.verify.reward_version and reward.judge == "none"
+        assert (reward.valid and reward.reward is not None and 0.0 <= reward.reward <= 1.0) or reward.invalid_reason
+    s1 = [r for r in rewards if r.stage == "S1"]
+    assert all({i.item_id for i in r.items} == {c.id for c in picks[1].rubric} for r in s1)
+
+    # both phases are now no-ops
+    assert run_phase(cfg, layout, 1, "rollout") is None and run_phase(cfg, layout, 1, "verify") is None
+
+
+def test_cli_reports_done_and_missing_plan(run, capsys):
+    cfg, layout, _ = run
+    sets = ["--set", "benchmark.runtime=inprocess", "--set", "benchmark.tracks=[classification]",
+            "--set", "benchmark.cases_per_instance=3"]
+    code = main(["rollout", "--state", str(layout.root), "--round", "1", *sets])
+    out = capsys.readouterr().out
+    assert code == 0 and "already DONE" in out
+    code = main(["verify", "--state", str(layout.root), "--round", "5", *sets])
+    out = capsys.readouterr().out
+    assert code == 2 and "no round plan for round 5" in out

@@ -1,0 +1,73 @@
+"""Warm mode: one sandboxed tool server per workspace forks each call; same records, much faster."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Callable
+
+import pytest
+
+from bat.config.sandbox import SandboxConfig
+from bat.sandbox import Sandbox, SandboxBootError, Workspace
+
+
+@pytest.mark.parametrize("runtime", ["process", "bwrap"])
+def test_warm_calls_match_cold_records(make_sandbox: Callable[..., Sandbox], runtime: str) -> None:
+    with make_sandbox(runtime, warm=True, preload=("bat.sandbox.tools",)) as warm:
+        cold = make_sandbox(runtime)
+        for sb in (warm, cold):
+            tool = sb.call_tool("bat.sandbox.tools:read_file", {"path": "data/case_001.txt"}, stage="S2")
+            assert tool.ok and tool.result == "1 2 3\n" and tool.stage == "S2"
+            code = sb.execute_code("python", "print(6 * 7)")
+            assert code.ok and code.stdout == "42\n" and code.stderr == ""
+            crash = sb.execute_code("python", "1 / 0")
+            assert crash.error_type == "ZeroDivisionError" and not crash.ok
+            bash = sb.execute_code("bash", "echo out; echo err >&2; exit 3")
+            assert (bash.stdout, bash.stderr, bash.exit_status) == ("out\n", "err\n", 3)
+        assert warm._warm is not None and warm._warm.preload_errors == []
+
+
+def test_killing_the_server_is_the_calls_failure_and_the_next_call_restarts_it(
+    make_sandbox: Callable[..., Sandbox],
+) -> None:
+    with make_sandbox("bwrap", warm=True) as sb:
+        assert sb.call_tool("bat.sandbox.tools:list_files", {}).ok
+        first = sb._warm
+        record = sb.execute_code("bash", "kill -9 -1; sleep 1")
+        assert not record.ok and record.signal == 9
+        after = sb.call_tool("bat.sandbox.tools:list_files", {})
+        assert after.ok and "task/README.md" in after.result
+        assert sb._warm is not first
+
+
+def test_reset_workspace_restarts_the_server(make_sandbox: Callable[..., Sandbox], workspace: Workspace) -> None:
+    with make_sandbox("bwrap", warm=True) as sb:
+        assert sb.call_tool("bat.sandbox.tools:write_file", {"path": "x.txt", "content": "1"}).ok
+        workspace.reset()
+        listing = sb.call_tool("bat.sandbox.tools:list_files", {})
+        assert listing.ok and "x.txt" not in listing.result and "task/README.md" in listing.result
+
+
+def test_preload_errors_are_reported_and_calls_still_work(make_sandbox: Callable[..., Sandbox]) -> None:
+    with make_sandbox("process", warm=True, preload=("bat.no_such_module",)) as sb:
+        assert sb.call_tool("bat.sandbox.tools:list_files", {}).ok
+        assert sb._warm is not None and "ModuleNotFoundError" in sb._warm.preload_errors[0]
+
+
+def test_server_that_cannot_boot_is_infrastructure(workspace: Workspace, tmp_path: Path,
+                                                  make_sandbox: Callable[..., Sandbox]) -> None:
+    make_sandbox("bwrap")  # skips when bwrap is unusable
+    config = SandboxConfig(runtime="bwrap", warm=True, code_paths=(str(tmp_path / "missing-code"),))
+    with pytest.raises(SandboxBootError, match="missing-code"):
+        Sandbox(workspace.path, config).call_tool("bat.sandbox.tools:list_files", {})
+
+
+@pytest.mark.parametrize("warm", [False, True], ids=["cold", "warm"])
+def test_exit_codes_and_signals_are_told_apart(make_sandbox: Callable[..., Sandbox], warm: bool) -> None:
+    with make_sandbox("bwrap", warm=warm) as sb:
+        killed = sb.execute_code("bash", "kill -9 $$")
+        assert (killed.exit_status, killed.signal) == (None, 9) and killed.flags.raised() == []
+        exited = sb.execute_code("bash", "exit 5")
+        assert (exited.exit_status, exited.signal) == (5, None)
+        burn = sb.execute_code("python", "while True:\n    pass", cpu_s=1, timeout_s=5)
+        assert burn.flags.cpu and not burn.flags.timeout and burn.signal == 24  # SIGXCPU

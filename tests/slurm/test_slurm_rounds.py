@@ -1,0 +1,181 @@
+"""On the real local Slurm: a smoke round via `sbatch run_round.sh`; every phase interrupted once (USR2 via
+scancel, SIGTERM + Slurm requeue, SIGKILL + resubmission) finishing with identical outputs; a bad config
+refused before queueing; concurrent drivers not double-queueing."""
+
+import os
+import signal
+import subprocess
+import threading
+import time
+from pathlib import Path
+
+import pytest
+import toy_phases
+import yaml
+
+from bat.config import resolved_dict
+from bat.orchestrate import driver
+from bat.orchestrate.jobrecords import job_active, read_job_record, slurm_job_state
+from bat.state.layout import RunLayout
+
+REPO = Path(__file__).resolve().parents[2]
+pytestmark = pytest.mark.slurm
+
+
+def _config_file(tmp_path, name, rounds=1, extra=()):
+    cfg = toy_phases.toy_config("slurm", rounds=rounds, extra=[f"run.name={name}", *extra])
+    path = tmp_path / f"{name}.yaml"
+    path.write_text(yaml.safe_dump(resolved_dict(cfg)))
+    return cfg, path
+
+
+def _env(config_path, state):
+    return {**os.environ, "BAT_CONFIG": str(config_path), "BAT_STATE": str(state)}
+
+
+def _sbatch(config_path, state, tmp_path):
+    out = subprocess.run(["sbatch", "--parsable", "--mem=500M", "-o", str(tmp_path / "driver-%j.out"),
+                          "run_round.sh"], cwd=REPO, env=_env(config_path, state), capture_output=True,
+                         text=True, check=True)
+    return out.stdout.strip().split(";")[0]
+
+
+def _wait_finished(cfg, layout, timeout_s=150.0):
+    """Poll until every round is DONE; fail early when no job of the run is alive any more."""
+    deadline = time.monotonic() + timeout_s
+    idle_since = None
+    while driver.next_round(cfg, layout) is not None:
+        alive = any(job_active(read_job_record(layout, r, p)) for r in (0, 1) for p in toy_phases.UPSTREAM)
+        idle_since = None if alive else (idle_since or time.monotonic())
+        if time.monotonic() > deadline or (idle_since and time.monotonic() - idle_since > 8):
+            log = (layout.root / "events.log").read_text() if (layout.root / "events.log").exists() else ""
+            raise AssertionError(f"run not finished (alive={alive}); events:\n{log[-3000:]}")
+        time.sleep(0.3)
+
+
+def _sacct_names(name):
+    out = subprocess.run(["sacct", "-n", "-X", "-P", "-S", "now-1hour", "-o", "JobName%60,State",
+                          "--name", ",".join(f"{name}.r{r:02d}.{p}" for r in (0, 1) for p in toy_phases.UPSTREAM)],
+                         capture_output=True, text=True, check=True).stdout
+    return [tuple(line.split("|")) for line in out.splitlines() if line]
+
+
+def _wait_jobs_ended(name, timeout_s=30.0):
+    """sacct rows of the run's phase jobs once none is pending/running any more."""
+    deadline = time.monotonic() + timeout_s
+    while True:
+        jobs = _sacct_names(name)
+        if all(state in ("COMPLETED", "FAILED", "CANCELLED") or state.startswith("CANCELLED") for _, state in jobs):
+            return jobs
+        if time.monotonic() > deadline:
+            raise AssertionError(f"jobs still active after {timeout_s}s: {jobs}")
+        time.sleep(0.3)
+
+
+@pytest.fixture(scope="module")
+def reference(tmp_path_factory):
+    root = tmp_path_factory.mktemp("reference")
+    with pytest.MonkeyPatch.context() as mp:
+        mp.syspath_prepend(str(REPO / "tests" / "orchestrate"))
+        assert driver.run(toy_phases.toy_config("debug"), RunLayout(root)) == 0
+    return toy_phases.output_digests(root)
+
+
+def test_smoke_rounds_through_sbatch_run_round(slurm_cluster, tmp_path, reference):
+    name = f"smoke{os.getpid()}"
+    cfg, path = _config_file(tmp_path, name)
+    layout = RunLayout(tmp_path / "state")
+    _sbatch(path, layout.root, tmp_path)
+    _wait_finished(cfg, layout)
+    assert toy_phases.output_digests(layout.root) == reference
+    jobs = _wait_jobs_ended(name)
+    assert len(jobs) == 10 and all(state == "COMPLETED" for _, state in jobs)
+    log = (layout.root / "events.log").read_text()
+    assert "r00 route: job running" in log and "r01 driver: lease taken by slurm-job-" in log
+    assert "r01 route: round budget run.rounds=1 reached" in log
+
+
+def _when_midway(layout, r, phase, timeout_s=60.0):
+    """(job id, pid) of the phase's process once it wrote its first shard and is not DONE."""
+    deadline = time.monotonic() + timeout_s
+    phase_dir = layout.phase_dir(r, phase)
+    while time.monotonic() < deadline:
+        record = read_job_record(layout, r, phase)
+        pid = toy_phases.event_pid(layout.root, r, phase)
+        if record and pid and (phase_dir / "shard_000.jsonl").exists() and not (phase_dir / "DONE.json").exists():
+            return record["job_id"], pid
+        time.sleep(0.05)
+    raise AssertionError(f"round {r} {phase} never got mid-way")
+
+
+@pytest.mark.slow
+def test_interrupted_phases_finish_with_identical_outputs(slurm_cluster, tmp_path, reference, monkeypatch):
+    monkeypatch.setenv("BAT_TOY_SLEEP", "0.3")
+    name = f"intr{os.getpid()}"
+    cfg, path = _config_file(tmp_path, name)
+    layout = RunLayout(tmp_path / "state")
+    _sbatch(path, layout.root, tmp_path)
+    # each of the eight phases once: round 0's own three, then all five of round 1
+    plan = [(0, "synthesize"), (0, "scan"), (0, "sft")] + [(1, p) for p in ("rollout", "verify", "grpo", "evaluate", "route")]
+    for r, phase in plan:
+        job_id, pid = _when_midway(layout, r, phase)
+        if (r, phase) == (1, "verify"):  # hard kill of the phase process: the job fails, dependents are cancelled
+            os.kill(pid, signal.SIGKILL)
+            for _ in range(100):
+                if slurm_job_state(job_id) not in (None, "RUNNING", "COMPLETING"):
+                    break
+                time.sleep(0.1)
+            assert slurm_job_state(job_id) == "FAILED"
+            _sbatch(path, layout.root, tmp_path)  # resubmitting queues only the unfinished phases
+        elif (r, phase) == (1, "evaluate"):  # preemption on a SIGTERM-only cluster: SIGTERM, Slurm requeues
+            subprocess.run(["scontrol", "requeue", job_id], check=True)
+        else:  # what Slurm sends before a preemption or the time limit
+            subprocess.run(["scancel", "--signal=USR2", job_id], check=True)
+    _wait_finished(cfg, layout, timeout_s=200)
+    assert toy_phases.output_digests(layout.root) == reference
+    assert toy_phases.row_count(layout.root) == 10 * 12
+    log = (layout.root / "events.log").read_text()
+    assert log.count("interrupted (preemption)") == 6
+    assert "r01 evaluate: SIGTERM: flushed 0 hook(s), exiting" in log
+    assert log.count("r00 synthesize: DONE") == 1 and log.count("r01 verify: start") == 2
+
+
+def test_bad_config_is_refused_before_any_job_is_queued(slurm_cluster, tmp_path):
+    name = f"bad{os.getpid()}"
+    _, path = _config_file(tmp_path, name, extra=["orchestrate.resources.sft.partition=gpu-a100"])
+    layout = RunLayout(tmp_path / "state")
+    out = subprocess.run(["./run_round.sh"], cwd=REPO, env=_env(path, layout.root), capture_output=True, text=True)
+    assert out.returncode == 2
+    assert "orchestrate.resources.sft.partition='gpu-a100' does not exist; valid: ['debug']" in out.stderr
+    bad_value = tmp_path / "bad_value.yaml"
+    bad_value.write_text("orchestrate: {executor: slurm, signal_delay_s: -5}\n")
+    out = subprocess.run(["./run_round.sh"], cwd=REPO, env=_env(bad_value, layout.root), capture_output=True,
+                         text=True)
+    assert out.returncode == 2 and "orchestrate.signal_delay_s" in out.stderr
+    assert _sacct_names(name) == []
+    assert not list(layout.root.glob("jobs/round_*/*.job.json"))
+
+
+def test_concurrent_drivers_do_not_double_queue(slurm_cluster, tmp_path):
+    name = f"dq{os.getpid()}"
+    cfg, path = _config_file(tmp_path, name, rounds=0)
+    layout = RunLayout(tmp_path / "state")
+    results = []
+
+    def drive():
+        results.append(subprocess.run(["./run_round.sh"], cwd=REPO, env=_env(path, layout.root),
+                                      capture_output=True, text=True))
+
+    threads = [threading.Thread(target=drive) for _ in range(3)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(60)
+    assert [r.returncode for r in results] == [0, 0, 0], [r.stderr for r in results]
+    _wait_finished(cfg, layout, timeout_s=90)
+    jobs = _wait_jobs_ended(name)
+    assert sorted(n for n, _ in jobs) == sorted(f"{name}.r00.{p}" for p in ("synthesize", "scan", "sft", "evaluate", "route"))
+    outputs = " ".join(r.stdout for r in results)
+    assert "queued on Slurm" in outputs
+    log = (layout.root / "events.log").read_text()
+    assert outputs.count("held by") + log.count("not queueing again") >= 1  # the others were turned away

@@ -1,0 +1,99 @@
+"""CLI (`bat model build-tiny`, `bat train grpo`) and the grpo phase function on shards laid out by the round."""
+
+from __future__ import annotations
+
+import os
+
+import pytest
+
+from bat.cli.main import main
+from bat.config import BatConfig
+from bat.orchestrate.context import PhaseContext
+from bat.schemas.routing import PlanRow, RoundPlan
+from bat.state.atomic import atomic_write_json
+from bat.state.checkpoints import CheckpointStore
+from bat.state.jsonl import read_jsonl, write_jsonl
+from bat.state.layout import RunLayout
+from bat.train.phase import run_grpo
+
+
+def test_build_tiny_cli(tmp_path, capsys):
+    code = main(["model", "build-tiny", "--out", str(tmp_path / "m"), "--seed", "3",
+                 "--set", "model.tiny.hidden_size=32", "--set", "model.tiny.vocab_size=400",
+                 "--set", "model.tiny.intermediate_size=64", "--set", "model.tiny.num_layers=1"])
+    assert code == 0
+    assert "parameters, vocab 400, seed 3" in capsys.readouterr().out
+    assert (tmp_path / "m" / "model.safetensors").exists() and (tmp_path / "m" / "chat_template.jinja").exists()
+
+
+def test_train_grpo_cli_and_bad_input(tiny_dir, grpo_records, tmp_path, capsys):
+    rollouts, rewards = grpo_records
+    write_jsonl(tmp_path / "rollouts.jsonl", rollouts)
+    write_jsonl(tmp_path / "rewards.jsonl", rewards)
+    args = ["train", "grpo", "--model", str(tiny_dir), "--rollouts", str(tmp_path / "rollouts.jsonl"),
+            "--rewards", str(tmp_path / "rewards.jsonl"), "--out", str(tmp_path / "out"),
+            "--set", "grpo.steps=2", "--set", "grpo.deepspeed.micro_batch_per_rank=4", "--set", "grpo.lr=1e-4"]
+    assert main(args) == 0
+    summary = read_jsonl(tmp_path / "out" / "metrics.jsonl")
+    assert [m["step"] for m in summary] == [1, 2]
+    assert (tmp_path / "out" / "export" / "model.safetensors").exists()
+    assert (tmp_path / "out" / "summary.json").exists()
+    bad = [*args[:-6], "--set", "grpo.minibatch=6", "--set", "grpo.deepspeed.micro_batch_per_rank=4"]
+    bad[bad.index("--out") + 1] = str(tmp_path / "bad")
+    assert main(bad) == 2
+    assert "valid values include" in capsys.readouterr().err
+    missing = [*args]
+    missing[missing.index("--rewards") + 1] = str(tmp_path / "nope.jsonl")
+    assert main(missing) == 2
+
+
+def test_grpo_phase_reads_finished_shards_and_writes_candidate(tiny_dir, grpo_records, tmp_path):
+    rollouts, rewards = grpo_records
+    layout = RunLayout(tmp_path / "run").ensure()
+    for shard, (lo, hi) in enumerate(((0, 12), (12, 24))):
+        rdir = layout.phase_dir(1, "rollout") / f"shard_{shard:04d}"
+        vdir = layout.phase_dir(1, "verify") / f"shard_{shard:04d}"
+        write_jsonl(rdir / "rollouts.jsonl", rollouts[lo:hi])
+        write_jsonl(vdir / "rewards.jsonl", rewards[lo:hi])
+        atomic_write_json(rdir / "DONE.json", {})
+        atomic_write_json(vdir / "DONE.json", {})
+    (layout.phase_dir(1, "rollout") / "shard_0002").mkdir()  # unfinished: ignored and counted
+    plan = RoundPlan(round=1, arm="bicurl", target_stage="S1", mixture={"S-target": 8}, reward_mode="rubric",
+                     bank_version=1, start_checkpoint=str(tiny_dir), seed=1,
+                     batches=[[PlanRow(state_id="state0", pool="S-target", stage="S1")]])
+    atomic_write_json(layout.plan(1), plan)
+    config = BatConfig.model_validate({"grpo": {"steps": 2, "lr": 1e-4, "deepspeed": {"micro_batch_per_rank": 4}}})
+    result = run_grpo(PhaseContext(config=config, layout=layout, round=1, phase="grpo"))
+    assert result.extra["candidate"] == str(layout.candidate_model(1))
+    assert (layout.candidate_model(1) / "model.safetensors").exists()
+    assert result.counts["trainable"] == 22 and result.counts["unfinished_rollout_shards"] == 1
+    assert CheckpointStore(layout.round_checkpoints(1)).valid_steps() == [2]
+    assert len(read_jsonl(layout.phase_dir(1, "grpo") / "metrics.jsonl")) == 2
+    assert result.extra["last_step"]["step"] == 2
+
+
+def test_sft_phase_trains_on_the_admitted_bank(tiny_dir, sft_rows, tmp_path):
+    from bat.bank import store
+    from bat.train.phase import run_sft
+
+    layout = RunLayout(tmp_path / "run").ensure()
+
+    def fill(build):
+        write_jsonl(build / store.SFT_SPLITS["train"], sft_rows(16, 1))
+        write_jsonl(build / store.SFT_SPLITS["validation"], sft_rows(4, 2, "validation"))
+        return {"sft": 20}
+
+    bank = store.write_version(layout, fill, dict(fingerprint="fp", generator_versions={"bank": "1"}, seeds={"bank": 1},
+                                                  reduction_grid="v1", stages=["S1"], tracks=["classification"], config={}))
+    (bank.path / "ADMITTED").write_text("ok\n")
+    config = BatConfig.model_validate({
+        "model": {"path": str(tiny_dir)},
+        "sft": {"steps": 3, "lr": 1e-3, "global_batch": 8, "render_tools": False, "checkpoint_every": 2,
+                "deepspeed": {"micro_batch_per_rank": 8}},
+    })
+    result = run_sft(PhaseContext(config=config, layout=layout, round=0, phase="sft"))
+    assert result.extra["candidate"] == str(layout.candidate_model(0))
+    assert (layout.candidate_model(0) / "model.safetensors").exists()
+    assert result.counts["train_kept"] == 16 and result.counts["val_kept"] == 4 and result.counts["step"] == 3
+    assert result.extra["val_loss"] < result.extra["first_val_loss"]
+    assert CheckpointStore(layout.sft_checkpoints).valid_steps() == [2, 3]

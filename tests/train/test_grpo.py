@@ -1,0 +1,124 @@
+"""GRPO block: joins rollouts with rewards, improves rewarded responses, resumes exactly, masks correctly."""
+
+from __future__ import annotations
+
+import pytest
+import torch
+
+from bat.config.deepspeed import DeepSpeedConfig
+from bat.config.grpo import GrpoConfig
+from bat.policy.loader import load_model
+from bat.state.checkpoints import CheckpointStore
+from bat.state.jsonl import read_jsonl
+from bat.train.grpo import sequence_logprobs, train_grpo
+from bat.train.grpo_data import build_items, collate_items
+from bat.train.losses import aggregate, grpo_token_loss
+
+
+def _items(records, **kw):
+    rollouts, rewards = records
+    return build_items(rollouts, rewards, max_seq_len=kw.get("max_seq_len", 4096), normalize_std=True, adv_eps=1e-6)
+
+
+def _cfg(steps, **kw):
+    base = dict(steps=steps, lr=2e-3, minibatch=8, kl_coef=1e-3, checkpoint_every=100, keep_checkpoints=2,
+                deepspeed=DeepSpeedConfig(micro_batch_per_rank=4))
+    return GrpoConfig(**(base | kw))
+
+
+def test_items_join_rewards_and_exclude_invalid(grpo_records):
+    data = _items(grpo_records)
+    c = data.counts
+    assert c["rollouts"] == 24 and c["rewards"] == 24
+    assert c["excluded_invalid_rollout"] == 1 and c["excluded_invalid_reward"] == 1
+    assert c["groups"] == 6 and c["groups_identical_rewards"] == 2 and c["trainable"] == 22
+    adv = {i.rollout_id: i.adv for i in data.items}
+    assert adv["s0-k0"] == pytest.approx(1.0, abs=1e-4) and adv["s0-k3"] == pytest.approx(-1.0, abs=1e-4)
+    assert all(adv[f"s4-k{k}"] == 0.0 for k in range(4))
+    # state 5: k2, k3 valid with reward 0 each -> identical -> zero advantage
+    assert adv["s5-k2"] == 0.0 and "s5-k0" not in adv and "s5-k1" not in adv
+    short = _items(grpo_records, max_seq_len=10)
+    assert short.counts["excluded_overlong"] == 22 and short.items == []
+
+
+def _mean_logprob(model, items):
+    batch = collate_items(items, 0)
+    with torch.no_grad():
+        logp = sequence_logprobs(model, batch, "cpu")
+    return float(aggregate(logp, batch["loss_mask"], "token-mean"))
+
+
+def test_grpo_raises_rewarded_responses(tiny_dir, grpo_records, tmp_path):
+    data = _items(grpo_records)
+    out = train_grpo(tiny_dir, data, _cfg(6), seed=5, ckpt_root=tmp_path / "ck", export_dir=tmp_path / "hf",
+                     metrics_path=tmp_path / "m.jsonl")
+    assert out["done"] and (tmp_path / "hf" / "model.safetensors").exists()
+    good = [i for i in data.items if i.adv > 0]
+    bad = [i for i in data.items if i.adv < 0]
+    before, after = load_model(tiny_dir), load_model(tmp_path / "hf")
+    assert _mean_logprob(after, good) > _mean_logprob(before, good) + 0.1
+    assert _mean_logprob(after, bad) < _mean_logprob(before, bad)
+    metrics = read_jsonl(tmp_path / "m.jsonl")
+    assert [m["step"] for m in metrics] == [1, 2, 3, 4, 5, 6]
+    for m in metrics:
+        assert m["kl"] >= 0.0 and 0.0 <= m["clip_frac"] <= 1.0 and m["grad_norm"] > 0
+        assert m["rollouts"] == 8 and m["generated_tokens"] > 0 and m["tokens"] > m["generated_tokens"]
+        assert set(m["reward_mean_by_pool"]) <= {"E2E", "S-target"}
+    assert metrics[0]["kl"] == pytest.approx(0.0, abs=1e-6)  # first step: policy == reference
+    assert any(m["clip_frac"] > 0 for m in metrics)
+
+
+@pytest.mark.parametrize("agg", ["token-mean", "seq-mean-token-mean"])
+def test_grpo_resume_equals_uninterrupted(tiny_dir, grpo_records, tmp_path, agg):
+    data = _items(grpo_records)
+    cfg = _cfg(4, checkpoint_every=2, loss_agg=agg, kl_estimator="k2", kl_coef=0.01)
+    train_grpo(tiny_dir, data, cfg, seed=9, ckpt_root=tmp_path / "a", export_dir=tmp_path / "a_hf",
+               metrics_path=tmp_path / "a.jsonl")
+    part = train_grpo(tiny_dir, data, cfg, seed=9, ckpt_root=tmp_path / "b", export_dir=tmp_path / "b_hf",
+                      metrics_path=tmp_path / "b.jsonl", stop_after=2)
+    assert not part["done"] and CheckpointStore(tmp_path / "b").valid_steps() == [2]
+    train_grpo(tiny_dir, data, cfg, seed=9, ckpt_root=tmp_path / "b", export_dir=tmp_path / "b_hf",
+               metrics_path=tmp_path / "b.jsonl")
+    a, b = load_model(tmp_path / "a_hf").state_dict(), load_model(tmp_path / "b_hf").state_dict()
+    for name in a:
+        torch.testing.assert_close(a[name], b[name], rtol=1e-5, atol=1e-6, msg=name)
+    la = [m["loss"] for m in read_jsonl(tmp_path / "a.jsonl")]
+    lb = [m["loss"] for m in read_jsonl(tmp_path / "b.jsonl")]
+    assert la == pytest.approx(lb, rel=1e-5) and len(lb) == 4
+
+
+def _loss_and_grads(model, items, **kw):
+    model.zero_grad()
+    batch = collate_items(items, 0)
+    logp = sequence_logprobs(model, batch, "cpu")
+    with torch.no_grad():
+        ref = logp.detach() + kw.pop("ref_shift", 0.0)
+    per_token, _ = grpo_token_loss(logp, kw.pop("behavior", batch["behavior_logprobs"]), ref, batch["adv"],
+                                   batch["loss_mask"], clip_eps=0.2, kl_coef=kw.pop("kl_coef", 0.0))
+    loss = aggregate(per_token, batch["loss_mask"], "token-mean")
+    loss.backward()
+    return loss, [p.grad for p in model.parameters()]
+
+
+def test_identical_reward_group_gives_zero_policy_gradient(tiny_dir, grpo_records):
+    data = _items(grpo_records)
+    group = [i for i in data.items if i.state_id == "state4"]
+    assert len(group) == 4 and all(i.adv == 0.0 for i in group)
+    model = load_model(tiny_dir).train()
+    loss, grads = _loss_and_grads(model, group)
+    assert loss.item() == 0.0
+    assert all(g is None or torch.count_nonzero(g) == 0 for g in grads)
+    loss, grads = _loss_and_grads(model, [i for i in data.items if i.state_id == "state0"])
+    assert any(g is not None and torch.count_nonzero(g) > 0 for g in grads)
+
+
+def test_observation_tokens_do_not_affect_the_loss(tiny_dir, grpo_records):
+    data = _items(grpo_records)
+    items = [i for i in data.items if i.state_id == "state0"]
+    model = load_model(tiny_dir).train()
+    batch = collate_items(items, 0)
+    loss_a, grads_a = _loss_and_grads(model, items, kl_coef=0.1)
+    scrambled = torch.where(batch["loss_mask"].bool(), batch["behavior_logprobs"], torch.full_like(batch["behavior_logprobs"], -50.0))
+    loss_b, grads_b = _loss_and_grads(model, items, kl_coef=0.1, behavior=scrambled)
+    assert loss_a.item() == loss_b.item()
+    assert all(torch.equal(a, b) for a, b in zip(grads_a, grads_b) if a is not None)
