@@ -5,12 +5,16 @@
 #SBATCH --mem=1G
 #SBATCH --output=bat-driver-%j.out
 # The BaT round as a script. `sbatch run_round.sh` queues the next unfinished round as one submitit
-# job per phase (afterok chain; the route job queues round r+1); `./run_round.sh` runs the rounds
-# here with the local executor. Resubmitting is always safe: DONE phases are skipped, queued ones
+# job per phase (afterok chain; the route job queues round r+1); `./run_round.sh` on a laptop runs
+# the rounds here (config `orchestrate.executor: local`, or BAT_EXECUTOR=local). Resubmitting is always safe: DONE phases are skipped, queued ones
 # are not queued twice, and a lease stops two drivers from queueing the same round.
-#   BAT_CONFIG=configs/cluster.yaml BAT_STATE=state/myrun sbatch run_round.sh [--set k=v ...]
+#   BAT_CONFIG=configs/cluster/qwen9b_8xgpu.yaml BAT_STATE=state/qwen9b sbatch run_round.sh [--set k=v ...]
+#   ./run_round.sh                      # configs/local.yaml into state/local; `bat status --state state/local`
 set -euo pipefail
-cd "${SLURM_SUBMIT_DIR:-$(dirname "$(readlink -f "$0")")}"
+# under sbatch this script runs from a spool copy: find the checkout via BAT_HOME or the submit dir
+REPO=${BAT_HOME:-${SLURM_SUBMIT_DIR:-$(dirname "$(readlink -f "$0")")}}
+[ -f "$REPO/jobs/launch.py" ] || { echo "run_round.sh: $REPO is not a bat checkout; sbatch from the repo root or set BAT_HOME" >&2; exit 2; }
+cd "$REPO"
 CONFIG=${BAT_CONFIG:-configs/local.yaml}
 STATE=${BAT_STATE:-state/local}
 PY=${BAT_PYTHON:-$( [ -x .venv/bin/python ] && echo .venv/bin/python || echo python3 )}

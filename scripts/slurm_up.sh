@@ -9,7 +9,9 @@ set -euo pipefail
 DIR=${BAT_SLURM_DIR:-/var/lib/bat-slurm}
 CLUSTER=${BAT_SLURM_CLUSTER:-bat}
 CPUS=${BAT_SLURM_CPUS:-8}            # declared CPUs (config_overrides): lets a driver + phase jobs overlap on 2 cores
-FIRST_JOB_ID=${BAT_SLURM_FIRST_JOB_ID:-$(( ($(date +%s) % 100000) * 10 + 1000 ))}  # fresh ids per bring-up
+# job ids: a fresh cluster would restart at 1 and collide with old submitit folders; keep the first choice
+FIRST_JOB_ID=${BAT_SLURM_FIRST_JOB_ID:-$(sed -n 's/^FirstJobId=//p' "$DIR/etc/slurm.conf" 2>/dev/null || true)}
+FIRST_JOB_ID=${FIRST_JOB_ID:-$(( ($(date +%s) % 100000) * 10 + 1000 ))}
 HOST=$(hostname -s)
 
 log() { printf '[slurm_up] %s\n' "$*" >&2; }

@@ -36,7 +36,10 @@ Functions others call:
 * `bat.bank.states`: `pack_workspace`, `materialize`, `verify_package`, `tree_digest`, `prefixed` (over
   `bat.sandbox` packages); `bat.bank.replay.replay_prefix(instance, turns, upto, workdir, config)` (Eq. 11).
 * `bat.bank.synthesize.synthesize(config, layout) -> (BankVersion, reused)`; phase function
-  `bat.bank.phase:run_synthesize` (aliases `synthesize`, `run`).
+  `bat.bank.phase:run_synthesize` (aliases `synthesize`, `run`). Same config + seed -> same fingerprint ->
+  reused (no-op); byte-identical content for any `bank.workers`; a killed run resumes from per-task markers
+  in `bank/.build-<fingerprint>/`; a slot whose teacher trajectory fails its check gets `bank.retries`
+  replacement tasks (failed runs stay in trajectories.jsonl with `checked=false` and their reasons).
 * CLI: `bat bank synthesize|show|scan [--config FILE] [--set k=v] [--state DIR] [--version N]`.
 
 Outcome labels and their starting situations: success -> every stage boundary of a clean expert run;

@@ -31,6 +31,15 @@ def failed_pilot_turns(turns: Sequence[TrajectoryTurn]) -> list[int]:
     return out
 
 
+def flawed_pilot_turns(turns: Sequence[TrajectoryTurn]) -> list[int]:
+    """The S3 `run_model` turns before the first failed pilot check: the mistaken pilot of a recovery run
+    (kept as context for later SFT rows, never trained as a target)."""
+    failed = failed_pilot_turns(turns)
+    if not failed:
+        return []
+    return [t.t for t in turns if t.t < failed[0] and t.stage == "S3" and _name(t) == "run_model"]
+
+
 def stage_boundaries(turns: Sequence[TrajectoryTurn], stages: Sequence[str]) -> dict[str, int]:
     """b_{i,s}: index of the first turn tagged with each stage that occurs."""
     out: dict[str, int] = {}

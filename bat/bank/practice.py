@@ -52,26 +52,32 @@ def suits(instance: Any, outcome: str) -> bool:
 
 
 def plan_tasks(config: "BatConfig", bank_seed: int, tracks: list[str]) -> list[PracticeTask]:
-    """Practice tasks for every track x outcome x slot, deterministic in `bank_seed`.
+    """Practice tasks for every track x outcome x slot (attempt 0), deterministic in `bank_seed`."""
+    return [
+        find_task(config, bank_seed, track, outcome, slot, attempt=0)
+        for track in tracks
+        for outcome in config.bank.outcomes
+        for slot in range(config.bank.tasks_per_track)
+    ]
 
-    Slot k of (track, outcome) probes practice indices derived from the seed until an instance suits the
-    outcome (raises after MAX_SEED_PROBES, naming the slot)."""
+
+def find_task(
+    config: "BatConfig", bank_seed: int, track: str, outcome: str, slot: int, attempt: int, taken: set[str] = frozenset()
+) -> PracticeTask:
+    """The task of (track, outcome, slot, attempt): probe practice indices derived from the seed until an
+    instance suits the outcome and its id is not `taken` (raises after MAX_SEED_PROBES, naming the slot).
+    Attempts > 0 are replacements for a slot whose earlier teacher trajectory failed its check."""
     from bat.benchmark import practice_instance, practice_seed
     from bat.seeds import derive_seed
 
-    tasks: list[PracticeTask] = []
-    for track in tracks:
-        for outcome in config.bank.outcomes:
-            for slot in range(config.bank.tasks_per_track):
-                for probe in range(MAX_SEED_PROBES):
-                    index = derive_seed(bank_seed, "task", track, outcome, slot, probe)
-                    seed = practice_seed(track, index, config)
-                    if suits(practice_instance(track, seed, config), outcome):
-                        break
-                else:
-                    raise RuntimeError(f"no practice instance suits {outcome!r} for {track} slot {slot} in {MAX_SEED_PROBES} probes")
-                tasks.append(_task(track, seed, VARIANT_FOR[outcome], None, config))
-    return tasks
+    for probe in range(MAX_SEED_PROBES):
+        parts = (track, outcome, slot, probe) if attempt == 0 else (track, outcome, slot, "retry", attempt, probe)
+        seed = practice_seed(track, derive_seed(bank_seed, "task", *parts), config)
+        if suits(practice_instance(track, seed, config), outcome):
+            task = _task(track, seed, VARIANT_FOR[outcome], None, config, slot=slot, attempt=attempt)
+            if task.task_id not in taken:
+                return task
+    raise RuntimeError(f"no practice instance suits {outcome!r} for {track} slot {slot} attempt {attempt} in {MAX_SEED_PROBES} probes")
 
 
 def plan_e2e_tasks(config: "BatConfig", bank_seed: int, tracks: list[str]) -> list[PracticeTask]:
@@ -87,14 +93,15 @@ def plan_e2e_tasks(config: "BatConfig", bank_seed: int, tracks: list[str]) -> li
             lam = choose_reduction(
                 config.bank.reduction_grid, track, config.benchmark.cases_per_instance, derive_seed(bank_seed, "lambda", track, slot)
             )
-            tasks.append(_task(track, seed, "expert", lam, config))
+            tasks.append(_task(track, seed, "expert", lam, config, slot=slot, attempt=0))
     return tasks
 
 
-def _task(track: str, seed: int, variant: str, reduction: Reduction | None, config: "BatConfig") -> PracticeTask:
+def _task(track: str, seed: int, variant: str, reduction: Reduction | None, config: "BatConfig", *, slot: int, attempt: int) -> PracticeTask:
     from bat.benchmark import practice_instance
 
     n_cases = reduction.cases if reduction else None
     instance = practice_instance(track, seed, config, n_cases=n_cases)
     suffix = "e2e" if reduction else variant
-    return PracticeTask(task_id=f"{instance.instance_id}.{suffix}", track=track, seed=seed, variant=variant, reduction=reduction)
+    return PracticeTask(task_id=f"{instance.instance_id}.{suffix}", track=track, seed=seed, variant=variant,
+                        reduction=reduction, slot=slot, attempt=attempt)

@@ -10,7 +10,7 @@ import math
 import random
 from collections import Counter
 from dataclasses import dataclass, field
-from typing import Any, Mapping, Protocol, Sequence
+from typing import Any, Collection, Mapping, Protocol, Sequence
 
 from bat.bank import prompts
 from bat.schemas.bank import E2E, ChatMessage, LossMaskSpec, SftRow, Trajectory
@@ -63,6 +63,8 @@ class SliceStats:
 
     kept: Counter = field(default_factory=Counter)
     overlong: Counter = field(default_factory=Counter)
+    flawed: int = 0
+    """Responses left out as targets because they were the mistake a recovery run then fixed."""
     max_length: int = 0
     unit: str = "approx_tokens"
 
@@ -72,6 +74,7 @@ class SliceStats:
             "kept_by_stage": dict(sorted(self.kept.items())),
             "overlong": sum(self.overlong.values()),
             "overlong_by_stage": dict(sorted(self.overlong.items())),
+            "skipped_flawed": self.flawed,
             "limit": self.max_length,
             "unit": self.unit,
         }
@@ -100,10 +103,12 @@ def slice_trajectory(
     stats: SliceStats,
     stage_names: Mapping[str, str] | None = None,
     e2e: bool = False,
+    skip: Collection[int] = (),
 ) -> list[SftRow]:
     """Rows (h_t, a_t) for every valid teacher response of `traj`; overlong rows are counted in `stats`.
 
-    Turns whose response is not a valid tool call are skipped (the teacher never trains an invalid action).
+    Turns whose response is not a valid tool call are skipped (the teacher never trains an invalid action), and
+    so are the turns in `skip` (a recovery run's mistaken pilot); both stay in the history of later rows.
     `e2e` rows attach the ordered skills of every stage and are keyed `E2E`.
     """
     stats.max_length, stats.unit = max_length, meter.unit
@@ -111,6 +116,9 @@ def slice_trajectory(
     rows: list[SftRow] = []
     for index, turn in enumerate(traj.turns):
         if turn.call is None:
+            continue
+        if turn.t in skip:
+            stats.flawed += 1
             continue
         key = E2E if e2e else turn.stage
         skill = (

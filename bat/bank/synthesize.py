@@ -18,7 +18,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from bat.bank import e2e, practice, rows, sft, store
+from bat.bank import checks, e2e, practice, rows, sft, store
 from bat.bank.pools import build_index
 from bat.bank import tasks as tasks_mod
 from bat.bank.tasks import TaskResult
@@ -123,17 +123,32 @@ def _run_missing(config: "BatConfig", tasks: list[PracticeTask], build: Path, sc
         list(pool.map(tasks_mod.run_and_mark, [i for i, _ in todo], [t for _, t in todo], [build] * n, [scratch] * n, [config] * n))
 
 
-def collect(config: "BatConfig", layout: RunLayout, build: Path) -> Collected:
-    """Run every planned task, resuming from finished-task markers in `build/.tasks/`; merge in task order.
+def collect(config: "BatConfig", layout: RunLayout, build: Path, scratch: Path) -> Collected:
+    """Run every planned task, resuming from finished-task markers in `build/.tasks/`; a slot whose teacher
+    trajectory fails its check gets up to `bank.retries` replacement tasks; merge in task order.
 
-    State packages are written under `build/states/`; the markers are removed once everything is merged."""
+    State packages are written under `build/states/`; the markers are removed once everything is merged.
+    `scratch` (task workspaces) is wiped first — leftovers of a killed run — and removed at the end."""
     seed, tracks = bank_seed(config), bank_tracks(config)
     out = Collected(tasks=practice.plan_tasks(config, seed, tracks) + practice.plan_e2e_tasks(config, seed, tracks))
-    _run_missing(config, out.tasks, build, layout.scratch_dir / "bank")
+    shutil.rmtree(scratch, ignore_errors=True)
+    _run_missing(config, out.tasks, build, scratch)
+    for attempt in range(1, config.bank.retries + 1 if config.bank.teacher == "scripted" else 1):
+        failed = [t for i, t in enumerate(out.tasks) if t.reduction is None and t.attempt == attempt - 1
+                  and not tasks_mod.read_marker(build, i).trajectory.checked]
+        if not failed:
+            break
+        taken = {t.task_id for t in out.tasks}
+        for task in failed:
+            outcome = {v: k for k, v in practice.VARIANT_FOR.items()}[task.variant]
+            out.tasks.append(practice.find_task(config, seed, task.track, outcome, task.slot, attempt, taken))
+            taken.add(out.tasks[-1].task_id)
+        _run_missing(config, out.tasks, build, scratch)
     scanner = _scanner(config, layout)
     for i in range(len(out.tasks)):
         out.add(tasks_mod.read_marker(build, i), build, scanner)
     shutil.rmtree(build / tasks_mod.MARKERS)
+    shutil.rmtree(scratch, ignore_errors=True)
     return out
 
 
@@ -153,7 +168,8 @@ def slice_sft(config: "BatConfig", out: Collected) -> tuple[list[SftRow], sft.Sl
     for traj in use:
         sliced += sft.slice_trajectory(traj, skills=STAGE_SKILLS, stage_order=order, meter=meter,
                                        max_length=config.bank.sft_max_length, split=splits[traj.trajectory_id],
-                                       stats=stats, stage_names=names, e2e=traj.trajectory_id in out.e2e_trajectory_ids)
+                                       stats=stats, stage_names=names, e2e=traj.trajectory_id in out.e2e_trajectory_ids,
+                                       skip=checks.flawed_pilot_turns(traj.turns) if traj.outcome == "recovery" else ())
     return sliced, stats
 
 
@@ -192,7 +208,7 @@ def synthesize(config: "BatConfig", layout: RunLayout) -> tuple[store.BankVersio
         return existing, True
 
     def fill(build: Path) -> dict[str, Any]:
-        out = collect(config, layout, build)
+        out = collect(config, layout, build, layout.scratch_dir / f"bank-{fp[:16]}")
         sft_rows, stats = slice_sft(config, out)
         write_jsonl(build / store.TASKS, out.tasks)
         write_jsonl(build / store.TRAJECTORIES, out.trajectories)

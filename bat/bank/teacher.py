@@ -2,13 +2,14 @@
 
 Both go through the same `StagedEnv` tools and return a `TeacherRun` whose turns carry the assistant text in the
 tool-call format, the observation, the stage tag and a normalised execution record. Normalisation makes runs
-reproducible and machine-independent: timings are zeroed and the workspace/grader paths are replaced by
-`/workspace` and `<grader>`.
+reproducible and machine-independent: timings are zeroed, the workspace/grader paths are replaced by
+`/workspace` and `<grader>`, and host install roots (code checkout, venv, Python) are stripped from tracebacks.
 """
 
 from __future__ import annotations
 
 import json
+import sys
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -43,9 +44,19 @@ def normalise_record(record: Any, workspace: Path, grader: Path) -> dict[str, An
     return _alias(data, workspace, grader)
 
 
+def _host_roots() -> list[tuple[str, str]]:
+    """Host install roots that tracebacks mention, mapped to "" (paths become relative to their root)."""
+    import bat
+
+    roots = {sys.prefix, sys.base_prefix, str(Path(bat.__file__).resolve().parent.parent)}
+    return [(f"{root.rstrip('/')}/", "") for root in roots if root and root != "/"]
+
+
 def _alias(value: Any, workspace: Path, grader: Path) -> Any:
+    """`value` (JSON-able) with workspace/grader paths aliased and host install roots stripped (longest first)."""
     text = json.dumps(value, sort_keys=True)
-    for real, alias in ((str(Path(grader).resolve()), GRADER_ALIAS), (str(Path(workspace).resolve()), WORKSPACE_ALIAS)):
+    pairs = [(str(Path(grader).resolve()), GRADER_ALIAS), (str(Path(workspace).resolve()), WORKSPACE_ALIAS), *_host_roots()]
+    for real, alias in sorted(pairs, key=lambda pair: len(pair[0]), reverse=True):
         text = text.replace(json.dumps(real)[1:-1], alias)
     return json.loads(text)
 

@@ -1,7 +1,9 @@
 """`bat bench train`: SFT and GRPO training throughput (tokens/s) and peak memory for the tiny and ~10M models.
 
 Each (preset, mode) runs in its own spawned process (so peak memory is per configuration) on synthetic
-token rows of `--seq-len` tokens; the first step (warm-up) is excluded from the throughput.
+token rows of `--seq-len` tokens; the first step (warm-up) is excluded from the throughput. Beside the
+DeepSpeed SFT figure the same step in plain PyTorch (HF model + AdamW) is timed, giving the engine's
+overhead ratio in the same run. Peak memory is the process's max RSS (CPU) or max CUDA allocation (GPU).
 """
 
 from __future__ import annotations
@@ -25,12 +27,40 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--micro", type=int, default=4, help="rows per micro-batch")
     parser.add_argument("--seq-len", type=int, default=512, help="tokens per row")
     parser.add_argument("--zero-stage", type=int, default=0, choices=[0, 1, 2, 3])
+    parser.add_argument("--no-plain", dest="plain", action="store_false",
+                        help="skip the plain-PyTorch SFT step measured beside DeepSpeed")
 
 
 def _free_port() -> int:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         return s.getsockname()[1]
+
+
+def _plain_torch_rate(model_dir: Path, rows: list[list[int]], batch: int, micro: int, steps: int) -> float:
+    """Tokens/s of the same SFT step in plain PyTorch (HF model + AdamW, no DeepSpeed); first step excluded."""
+    import statistics
+    import time
+
+    import torch
+
+    from bat.policy.loader import load_model
+    from bat.train.losses import token_logprobs
+
+    model = load_model(model_dir).train()
+    opt = torch.optim.AdamW(model.parameters(), lr=1e-4)
+    ids = torch.tensor(rows[:batch])
+    rates = []
+    for _ in range(steps):
+        start = time.perf_counter()
+        for part in ids.split(micro):
+            logits = model(input_ids=part).logits[:, :-1]
+            (-token_logprobs(logits, part[:, 1:]).mean()).backward()
+        torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
+        opt.step()
+        opt.zero_grad()
+        rates.append(ids.numel() / (time.perf_counter() - start))
+    return statistics.median(rates[1:]) if len(rates) > 1 else rates[0]
 
 
 def _worker(preset: str, mode: str, args: dict[str, Any], port: int, queue: Any) -> None:
@@ -68,7 +98,9 @@ def _worker(preset: str, mode: str, args: dict[str, Any], port: int, queue: Any)
             cfg = GrpoConfig(steps=args["steps"], lr=1e-5, minibatch=args["batch"], checkpoint_every=10**6, deepspeed=ds)
             out = train_grpo(model, GrpoData(items=items), cfg, **common)
         rates = [m["tokens_per_s"] for m in read_jsonl(root / "m.jsonl") if "tokens_per_s" in m][1:]
-        queue.put({"preset": preset, "mode": mode, "parameters": read_build_info(model)["parameters"],
+        plain = (_plain_torch_rate(model, ids, args["batch"], args["micro"], args["steps"])
+                 if mode == "sft" and args["plain"] else float("nan"))
+        queue.put({"plain_tokens_per_s": plain, "preset": preset, "mode": mode, "parameters": read_build_info(model)["parameters"],
                    "tokens_per_s": statistics.median(rates) if rates else float("nan"),
                    "step_s": args["batch"] * length / statistics.median(rates) if rates else float("nan"),
                    "peak_mb": out["peak_memory_mb"]})
@@ -78,11 +110,11 @@ def run(args: argparse.Namespace) -> int:
     from rich.console import Console
     from rich.table import Table
 
-    settings = {k: getattr(args, k) for k in ("steps", "batch", "micro", "seq_len", "zero_stage")}
+    settings = {k: getattr(args, k) for k in ("steps", "batch", "micro", "seq_len", "zero_stage", "plain")}
     ctx = mp.get_context("spawn")
     table = Table(title=f"bat bench train: {args.batch} rows x {args.seq_len} tokens per step, ZeRO-{args.zero_stage}, "
                         f"{args.steps} steps (first excluded)")
-    for column in ("preset", "parameters", "mode", "tokens/s", "s/step", "peak MiB"):
+    for column in ("preset", "parameters", "mode", "tokens/s", "s/step", "peak MiB", "plain torch tok/s", "DS/plain"):
         table.add_column(column, justify="right")
     for preset in args.presets:
         for mode in args.modes:
@@ -94,7 +126,9 @@ def run(args: argparse.Namespace) -> int:
                 print(f"bench worker {preset}/{mode} failed with exit code {proc.exitcode}")
                 return 1
             r = queue.get()
+            plain = r["plain_tokens_per_s"]
             table.add_row(preset, f"{r['parameters']:,}", mode, f"{r['tokens_per_s']:,.0f}", f"{r['step_s']:.2f}",
-                          f"{r['peak_mb']:,.0f}")
-    Console().print(table)
+                          f"{r['peak_mb']:,.0f}", "-" if plain != plain else f"{plain:,.0f}",
+                          "-" if plain != plain else f"{r['tokens_per_s'] / plain:.2f}")
+    Console(width=140).print(table)
     return 0

@@ -39,6 +39,8 @@ class Event:
     ok: bool
     stage: str | None
     meta: dict[str, Any]
+    written: tuple[str, ...] = ()
+    """Workspace paths the call added or modified (from the record's files_changed)."""
 
 
 def events_of(records: list[ExecutionRecord]) -> list[Event]:
@@ -47,7 +49,8 @@ def events_of(records: list[ExecutionRecord]) -> list[Event]:
     for i, r in enumerate(records):
         tool = TOOL_BY_REF.get(r.tool) or TOOL_BY_NAME.get(r.tool)
         meta = r.result.get("meta", {}) if isinstance(r.result, dict) else {}
-        out.append(Event(i, tool.name if tool else r.tool, dict(r.args), bool(r.ok), r.stage, meta))
+        written = (*r.files_changed.added, *r.files_changed.modified)
+        out.append(Event(i, tool.name if tool else r.tool, dict(r.args), bool(r.ok), r.stage, meta, written))
     return out
 
 
@@ -55,16 +58,20 @@ def _first(events: list[Event], pred: Callable[[Event], bool], default: int) -> 
     return next((e.index for e in events if pred(e)), default)
 
 
+def _researched_model(e: Event) -> str | None:
+    """The model a call researched: check_compatibility(model) or read_file("models/<name>/...")."""
+    if e.name == "check_compatibility":
+        return str(e.args.get("model"))
+    parts = str(e.args.get("path", "")).split("/")
+    return parts[1] if e.name == "read_file" and len(parts) >= 3 and parts[0] == "models" else None
+
+
 def _s1(ev: list[Event], ws: Path, meta: dict[str, Any], first_run: int, track: str, judge: Judge | None) -> tuple[dict[str, bool | None], dict[str, bool]]:
     plan_path = ws / "plan.md"
     plan = plan_path.read_text(errors="replace") if plan_path.is_file() else ""
     low = plan.lower()
     wrote = any(e.name == "write_plan" and e.ok and e.index < first_run for e in ev)
-    researched = {
-        e.args.get("model") if e.name == "check_compatibility" else str(e.args.get("path", "")).split("/")[1]
-        for e in ev
-        if e.ok and e.index < first_run and (e.name == "check_compatibility" or (e.name == "read_file" and str(e.args.get("path", "")).startswith("models/") and str(e.args.get("path", "")).count("/") >= 2))
-    }
+    researched = {m for e in ev if e.ok and e.index < first_run for m in [_researched_model(e)] if m}
     need = min(3, len(meta["candidates"]))
     others = [c for c in meta["candidates"] if c != meta["fitting_model"]]
     items = {i.id: i for i in rubric("S1", track)}
@@ -123,9 +130,12 @@ def _s3(ev: list[Event]) -> tuple[dict[str, bool | None], dict[str, bool]]:
 
 
 def _outputs(ws: Path, ev: list[Event], cases: list[str]) -> tuple[float, bool, bool]:
-    """(completion rate, format valid, batch record present) of outputs/."""
+    """(completion rate, format valid, batch record present) of outputs/: a case counts when its output exists
+    and an ok run_model (or execute_code) record wrote it."""
     spec = json.loads((ws / "task" / "spec.json").read_text())
     ran = {c for e in ev if e.name == "run_model" and e.ok for c in e.meta.get("cases", [])}
+    written = {p for e in ev if e.ok and e.name in ("run_model", "execute_code") for p in e.written}
+    ran |= {c for c in cases if output_path(ws, spec, c).relative_to(ws).as_posix() in written}
     done = [c for c in cases if c in ran and output_path(ws, spec, c).exists()]
     issues, degenerate, _ = inspect_outputs(ws, spec, done) if done else ({}, None, [])
     batch = any(e.name == "run_model" and e.ok and e.stage == "S4" for e in ev)

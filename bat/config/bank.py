@@ -57,6 +57,8 @@ class BankConfig(Section):
     """Characters per token for the approximate length when no tokenizer is given."""
     validation_fraction: float = Field(0.1, ge=0.0, lt=1.0)
     """Fraction of trajectories (not rows) whose SFT rows go to the validation split."""
+    retries: int = Field(2, ge=0, le=20)
+    """Replacement practice tasks tried for a slot whose scripted teacher trajectory fails its check."""
     workers: int = Field(1, ge=1, le=256)
     """Worker processes running practice tasks in parallel (results merged in task order: same bank for any value)."""
     sft_outcomes: tuple[Literal["success", "recovery", "failure"], ...] = ("success", "recovery")

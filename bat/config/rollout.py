@@ -43,6 +43,9 @@ class OpenAIEngineConfig(Section):
     """Retries of a failed request before the rollout is marked invalid (`error`)."""
     concurrency: int = Field(16, ge=1)
     """Requests in flight at once."""
+    flush_cache_url: str | None = None
+    """URL POSTed when the weights change so the server drops its prefix cache (vLLM:
+    `http://HOST:8000/reset_prefix_cache`, SGLang: `http://HOST:30000/flush_cache`); None = do not call."""
 
 
 class VllmEngineConfig(Section):
@@ -73,9 +76,10 @@ class RolloutConfig(Section):
     """States per output shard; a shard is the unit of resume."""
     max_batch: int = Field(32, ge=1)
     """Most sequences in one generation batch (rollouts in flight beyond it are generated in chunks)."""
-    cohorts: int = Field(2, ge=1)
+    cohorts: int = Field(1, ge=1)
     """Fixed rollout groups generated in turn: one group's tool calls run in the sandboxes while the next
-    group generates (1 = lockstep: generate all, then run all tool calls)."""
+    group generates (1 = lockstep: generate all, then run all tool calls). Use 2 when generation runs on an
+    accelerator; on a CPU-only box tools and generation compete for the same cores (see `bat bench rollout`)."""
     tool_workers: int = Field(4, ge=1)
     """Threads executing tool calls of different rollouts in parallel."""
     no_tool_call: Literal["end", "observe"] = "end"

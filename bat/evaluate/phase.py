@@ -94,7 +94,11 @@ def run_final_test(ctx: PhaseContext) -> PhaseResult:
                                "it is evaluated once per run, at the end")
     atomic_write_json(marker, {"checkpoint": checkpoint, "round": ctx.round})
     splits = ["final"] + (["test"] if ctx.config.evaluate.test_split else [])
-    return _evaluate(ctx, checkpoint, splits)
+    result = _evaluate(ctx, checkpoint, splits)
+    from bat.report.round_report import write_round_report
+
+    result.outputs.extend(write_round_report(ctx.layout, ctx.round, ctx.config))
+    return result
 
 
 evaluate = run_evaluate

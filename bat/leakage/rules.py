@@ -32,7 +32,8 @@ SECRET_KEY_RE = re.compile(
 )
 """A dict key naming a secret: its string value (8+ non-space chars) is a credential."""
 
-_ABS_PATH_RE = re.compile(r"(?<![\w.:/~\\-])(/[\w.@+-]+(?:/[\w.@+-]+)+/?)")
+_ABS_PATH_RE = re.compile(r"(?<![\w.:/~\\#-])(/[\w.@+-]+(?:/[\w.@+-]+)+/?)")
+"""An absolute POSIX path of 2+ components not glued to a word, URL, home (~), JSON-pointer (#) or Windows prefix."""
 _FILE_URL_RE = re.compile(r"file://(/[^\s\"'<>]+)")
 _WINDOWS_PATH_RE = re.compile(r"(?<![\w])([A-Za-z]:\\(?:[^\\\s\"'<>:|?*]+\\)*[^\\\s\"'<>:|?*]*)")
 

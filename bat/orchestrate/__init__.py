@@ -17,8 +17,8 @@ Contract for phase authors (other teams)
   `PhaseResult` (inputs/outputs digested, counts, extra).
 * Optional: register a flush hook with `bat.orchestrate.preempt.on_interrupt(fn)` to persist
   in-memory progress (e.g. a step checkpoint) when the job is interrupted; it runs before requeue.
-* `route` reports its decision through `PhaseResult.extra`: `{"stop": true}` ends the run early;
-  otherwise the orchestrator queues round r+1 while r+1 <= `config.run.rounds`.
+* `route` reports its decision through `PhaseResult.extra`: `{"stop": true}` or `{"next_round": null}`
+  ends the run; otherwise the orchestrator queues round r+1 while r+1 <= `config.run.rounds`.
 * Async bank refresh beside round r >= 1 runs synthesize -> scan with `ctx.round == r`
   (outputs recorded under `round_NN/synthesize|scan/`, the bank version itself under `bank/vNNNN/`).
 * Multi-GPU phases: with `resources.<phase>.launcher == "tasks"` the function runs once per task
@@ -27,11 +27,20 @@ Contract for phase authors (other teams)
 
 Public API (for the CLI, jobs/ and tests)
 -----------------------------------------
-* `graph.PHASES: dict[str, PhaseSpec]`, `graph.round_phases(r) -> tuple[str, ...]`,
-  `graph.resolve_table(config) -> dict[str, PhaseSpec]` (applies `orchestrate.phase_overrides`).
-* `runner.run_phase(config, layout, round, phase) -> PhaseResult | None` (None: already DONE).
-* `executors.make_executor(config, layout, round, phase) -> submitit.Executor`.
-* `driver.queue_round(config, layout, round, owner) -> list[JobRef]`;
-  `driver.run(config, layout, rounds=None) -> int` (what `bat run` calls).
-* `container.apptainer_argv(container_cfg, state_root, scratch, command) -> list[str]`.
+* `graph.PHASES: dict[str, PhaseSpec]` (name, target, reads, writes, resources key; rows in data-flow
+  order), `graph.round_phases(r)`, `BOOTSTRAP_ORDER`, `ROUND_ORDER`, `ASYNC_ORDER`,
+  `graph.resolve_table(config)` (applies `orchestrate.phase_overrides`), `graph.load_phase_fn(target)`.
+* `runner.run_phase(config, layout, round, phase) -> PhaseResult | None` (None: already DONE); writes
+  DONE.json last with `extra.compute_s`.
+* `driver.run(config, layout, *, wait=False) -> int` (what `bat run` and `jobs/launch.py` call),
+  `driver.queue_round(config, layout, round, owner=None) -> list[job id]` (lease + afterok chain),
+  `driver.next_round(config, layout) -> int | None`, `driver.wait_slurm(config, layout, timeout_s)`.
+* `preflight.preflight(config, round)` raises `PreflightError` (a `ConfigError`) before anything is queued.
+* `executors.make_executor(config, layout, round, phase, dependency=None) -> submitit.AutoExecutor`;
+  `executors.executor_kind(config)` resolves `auto`.
+* `preempt.PhaseJob` (the Checkpointable submitted per phase), `preempt.on_interrupt(fn)` flush hooks.
+* `container.apptainer_argv(container_cfg, state_root, command, scratch=None) -> list[str]`,
+  `container.submitit_python(container_cfg, state_root) -> str` (submitit's `python=` hook).
+* `status.collect_status(layout) -> dict` (what `bat status --json` prints).
+* `events.log_event(layout, round, phase, message)`: one line in `events.log` and `round_NN/events.log`.
 """

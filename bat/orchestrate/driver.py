@@ -36,13 +36,20 @@ def default_owner() -> str:
     return f"slurm-job-{job}" if job else f"{socket.gethostname()}:{os.getpid()}"
 
 
+def route_stopped(done) -> bool:
+    """True when a route DONE record ends the run: `extra.stop` is true or `extra.next_round` is null."""
+    if done is None:
+        return False
+    return bool(done.extra.get("stop")) or ("next_round" in done.extra and done.extra["next_round"] is None)
+
+
 def next_round(config: "BatConfig", layout: RunLayout) -> int | None:
     """First round (0..run.rounds) whose route is not DONE; None when finished or route asked to stop."""
     for r in range(config.run.rounds + 1):
         done = read_done(layout.phase_dir(r, "route"))
         if done is None:
             return r
-        if done.extra.get("stop"):
+        if route_stopped(done):
             return None
     return None
 
@@ -68,6 +75,15 @@ def queue_phase(config: "BatConfig", layout: RunLayout, r: int, phase: str, deps
     log_event(layout, r, phase, f"queued job {job.job_id} on {kind}" + (f" afterok:{':'.join(deps)}" if deps else ""))
     if kind == "slurm":
         return str(job.job_id)
+    _wait_local(config, layout, r, phase, job, kind, heartbeat)
+    return None
+
+
+def _wait_local(config: "BatConfig", layout: RunLayout, r: int, phase: str, job, kind: str,
+                heartbeat: Callable[[], None]) -> None:
+    """Wait for a local/debug job, printing progress; raise PhaseFailed unless it wrote DONE.json."""
+    started = time.monotonic()
+    print(f"[round {r}] {phase}: running (job {job.job_id}, log {job.paths.stderr})", flush=True)
     while not job.done():
         heartbeat()
         time.sleep(min(config.orchestrate.poll_s, 0.5))
@@ -78,9 +94,11 @@ def queue_phase(config: "BatConfig", layout: RunLayout, r: int, phase: str, deps
         job.result()
     except Exception as exc:  # submitit re-raises the job's failure with its traceback
         raise PhaseFailed(f"round {r} phase {phase} failed (job {job.job_id}, log {job.paths.stderr}): {exc}") from exc
-    if read_done(layout.phase_dir(r, phase)) is None:
+    done = read_done(layout.phase_dir(r, phase))
+    if done is None:
         raise PhaseFailed(f"round {r} phase {phase}: job {job.job_id} ended without DONE.json")
-    return None
+    counts = ", ".join(f"{k}={v:g}" for k, v in done.counts.items())
+    print(f"[round {r}] {phase}: DONE in {time.monotonic() - started:.1f}s ({counts})", flush=True)
 
 
 def _wait_for(path, timeout_s: float) -> bool:
@@ -122,7 +140,7 @@ def _queue_chain(config: "BatConfig", layout: RunLayout, r: int, phases: tuple[s
 def after_route(config: "BatConfig", layout: RunLayout, r: int) -> str:
     """Inside the route job (Slurm): stop on the route's request or the budget, else queue round r+1."""
     done = read_done(layout.phase_dir(r, "route"))
-    if done is not None and done.extra.get("stop"):
+    if route_stopped(done):
         log_event(layout, r, "route", "route asked to stop: no further rounds")
         return "stopped"
     if r + 1 > config.run.rounds:

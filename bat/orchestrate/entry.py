@@ -49,6 +49,7 @@ def launch_main(argv: Sequence[str] | None = None) -> int:
     from bat.orchestrate.driver import PhaseFailed, run
     from bat.orchestrate.graph import PHASES
     from bat.state.layout import RunLayout
+    from bat.state.run_record import RunConfigMismatch
 
     if args.phases is not None:
         expected = list(PHASES)  # the table's rows are in data-flow order
@@ -66,3 +67,6 @@ def launch_main(argv: Sequence[str] | None = None) -> int:
     except PhaseFailed as exc:
         print(f"launch: {exc}\nlaunch: fix the cause and rerun: finished phases are kept", file=sys.stderr)
         return 1
+    except RunConfigMismatch as exc:
+        print(f"launch: {exc}", file=sys.stderr)
+        return 2

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import datetime as _dt
+import os
+import socket
 import subprocess
 from typing import Any
 
@@ -26,6 +28,7 @@ def write_job_record(layout: RunLayout, round_index: int, phase: str, *, job_id:
         "job_id": str(job_id),
         "executor": executor,
         "owner": owner,
+        "host": socket.gethostname(),
         "dependency": list(dependency),
         "submitted_at": _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds"),
     }
@@ -56,6 +59,19 @@ def slurm_job_state(job_id: str) -> str | None:
     if out:
         return out.splitlines()[0].split()[0]  # "CANCELLED by 0" -> "CANCELLED"
     return None
+
+
+def local_job_alive(record: dict[str, Any] | None) -> bool:
+    """True when the record is a local-executor job whose process still runs on this host."""
+    if not record or record.get("executor") != "local" or record.get("host") != socket.gethostname():
+        return False
+    try:
+        os.kill(int(record["job_id"]), 0)
+    except (ProcessLookupError, ValueError):
+        return False
+    except PermissionError:
+        return True
+    return True
 
 
 def job_active(record: dict[str, Any] | None) -> bool:

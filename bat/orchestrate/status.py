@@ -9,7 +9,7 @@ from __future__ import annotations
 from typing import Any
 
 from bat.orchestrate.graph import ASYNC_ORDER, PHASES, round_phases
-from bat.orchestrate.jobrecords import read_job_record, slurm_job_state
+from bat.orchestrate.jobrecords import local_job_alive, read_job_record, slurm_job_state
 from bat.state.atomic import read_json
 from bat.state.layout import RunLayout
 from bat.state.markers import phase_status, read_done
@@ -32,6 +32,9 @@ def _cell(layout: RunLayout, r: int, phase: str, query_slurm: bool) -> dict[str,
         done = read_done(layout.phase_dir(r, phase))
         cell["counts"] = done.counts if done else {}
         cell["compute_s"] = (done.extra.get("compute_s") if done else None)
+        return cell
+    if local_job_alive(record):
+        cell["status"] = "running"
         return cell
     job = _job_state(layout, r, phase) if query_slurm else None
     if job:

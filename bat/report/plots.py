@@ -8,6 +8,7 @@ from pathlib import Path
 from typing import Sequence
 
 from matplotlib.figure import Figure
+from matplotlib.patches import Patch
 
 from bat.report.summary import RoundView
 from bat.state.atomic import atomic_write_bytes
@@ -56,11 +57,13 @@ def plot_stages(views: Sequence[RoundView], stage_keys: Sequence[str], path: Pat
     fig = Figure(figsize=(7.2, 3.8))
     ax = fig.add_subplot(1, 1, 1)
     width = 0.8 / max(1, len(scored))
+    handles = []
     for i, view in enumerate(scored):
         stages = view.controller.stages  # type: ignore[union-attr]
         values = [100 * (stages.get(k) or 0.0) for k in stage_keys]
         xs = [j + i * width for j in range(len(stage_keys))]
-        bars = ax.bar(xs, values, width=width, label=f"round {view.round}")
+        bars = ax.bar(xs, values, width=width)
+        handles.append(Patch(facecolor=bars.patches[0].get_facecolor(), label=f"round {view.round}"))
         target = view.decision.target_stage if view.decision else None
         if target in stage_keys:
             bars[list(stage_keys).index(target)].set_edgecolor("black")
@@ -70,7 +73,7 @@ def plot_stages(views: Sequence[RoundView], stage_keys: Sequence[str], path: Pat
     ax.set_ylabel("stage score (0-100)")
     ax.set_ylim(0, 100)
     ax.set_title("Stage scores per round (outlined: next target stage)")
-    if scored:
-        ax.legend(loc="best", fontsize=7, ncol=2)
+    if handles:
+        ax.legend(handles=handles, loc="best", fontsize=7, ncol=2)
     ax.grid(axis="y", alpha=0.3)
     return _save(fig, path)

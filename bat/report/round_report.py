@@ -26,18 +26,23 @@ def _hw(agg: EvalAggregate, key: str) -> str:
     return "" if value is None else f" ± {100 * value:.1f}"
 
 
+LEAKAGE_KEYS = ("verdict", "rows_scanned", "rows_flagged", "files_scanned", "max_similarity")
+
+
 def leakage_summary(layout: RunLayout, bank_version: int | None) -> dict[str, Any]:
-    """Scalars and count maps of the pinned bank version's `leakage.json` (no findings text)."""
+    """Verdict, scan counts and total hits of the pinned bank version's `leakage.json` (no findings text)."""
     if bank_version is None:
         return {}
     path = layout.bank(bank_version) / "leakage.json"
     if not path.exists():
         return {"bank_version": bank_version, "verdict": "not scanned"}
     data = read_json(path)
-    keep = {k: v for k, v in data.items() if isinstance(v, (int, float, str, bool))}
-    keep.update({k: v for k, v in data.items() if isinstance(v, dict) and all(isinstance(x, (int, float)) for x in v.values())})
-    keep["bank_version"] = bank_version
-    return keep
+    summary: dict[str, Any] = {k: data[k] for k in LEAKAGE_KEYS if k in data}
+    hits = data.get("hits_by_kind")
+    if isinstance(hits, dict):
+        summary["hits"] = sum(v for v in hits.values() if isinstance(v, (int, float)))
+    summary["bank_version"] = bank_version
+    return summary
 
 
 def phase_times(layout: RunLayout, round_index: int) -> dict[str, dict[str, Any]]:
@@ -64,6 +69,7 @@ def report_data(layout: RunLayout, round_index: int, cfg: "BatConfig") -> dict[s
         "arm": cfg.curriculum.arm,
         "controller": view.controller.model_dump(mode="json") if view.controller else None,
         "final": view.final.model_dump(mode="json") if view.final else None,
+        "end_of_run": {split: agg.model_dump(mode="json") for split, agg in view.end_of_run.items()},
         "decision": view.decision.model_dump(mode="json") if view.decision else None,
         "best": view.best.model_dump(mode="json") if view.best else None,
         "plan": plan.model_dump(mode="json", exclude={"batches"}) if plan else None,
@@ -111,7 +117,8 @@ def _decision_lines(view: RoundView) -> list[str]:
     lines = [f"**{d.action}** — {d.reason}", "",
              f"* target stage: {d.target_stage or '-'} (rule `{d.rule}`); mixture per batch: "
              + (", ".join(f"{p} {d.mixture[p]}" for p in POOL_ORDER if p in d.mixture) or "-"),
-             f"* start checkpoint of round {d.next_round if d.next_round is not None else '-'}: `{d.start_checkpoint}`",
+             (f"* start checkpoint of round {d.next_round}: `{d.start_checkpoint}`" if d.next_round is not None
+              else "* no further round: the run stops here (round budget reached or arm without RL rounds)"),
              f"* retained best: `{d.best_checkpoint}`; drop counter {d.drop_counter}; "
              f"KL(candidate || best) {'n/a' if d.kl is None else f'{d.kl:.4f}'}"]
     if d.domain_shift is not None:
@@ -131,6 +138,13 @@ def render_markdown(data: dict[str, Any], view: RoundView, stage_keys: tuple[str
         lines += ["## Final evaluation (disjoint runs; never used for routing)", "",
                   f"Overall {pct(view.final.overall)}{_hw(view.final, 'overall')}, Task {pct(view.final.task)}, "
                   f"Agentic {pct(view.final.agentic)}", ""]
+    if view.end_of_run:
+        lines += ["## End of run: retained best on the final and untouched test splits", "",
+                  "| split | checkpoint | Overall | Task | Agentic | runs |", "|---|---|---|---|---|---|"]
+        for split, agg in view.end_of_run.items():
+            lines.append(f"| {split} | `{agg.checkpoint}` | {pct(agg.overall)}{_hw(agg, 'overall')} | {pct(agg.task)} | "
+                         f"{pct(agg.agentic)} | {agg.n_runs} |")
+        lines.append("")
     lines += ["## Decision", ""] + _decision_lines(view)
     lines += ["## Lineage and data", ""] + [f"* {k}: `{v}`" for k, v in data["lineage"].items()]
     if data["plan"]:

@@ -24,6 +24,8 @@ class RoundView:
     decision: RouteDecision | None
     best: BestCheckpoint | None
     plan: RoundPlan | None
+    end_of_run: dict[str, EvalAggregate]
+    """Split -> aggregate of the `final_test` phase (retained best on the final and test splits), when run."""
 
 
 def load_plan(layout: RunLayout, round_index: int) -> RoundPlan | None:
@@ -39,6 +41,8 @@ def round_view(layout: RunLayout, round_index: int) -> RoundView:
         decision=load_decision(layout, round_index),
         best=load_best_after(layout, round_index),
         plan=load_plan(layout, round_index),
+        end_of_run={split: agg for split in ("final", "test")
+                    if (agg := load_aggregate(layout, round_index, split, phase="final_test")) is not None},
     )
 
 

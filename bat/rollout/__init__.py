@@ -2,25 +2,28 @@
 
 Public API (team "rollout/verify"; record types in `bat.schemas.rollout`):
 
-* Phase function `bat.rollout.phase.run_rollout(ctx: PhaseContext) -> PhaseResult` (phase "rollout").
-  Reads `round_NN/plan.json` (state_ids, start checkpoint) and the pinned bank version; writes
-  ``round_NN/rollout/shard_NNNN/`` = ``rollouts.jsonl`` (RolloutRecord, one per rollout, K per
-  state_id), ``evidence/<rollout_id>/`` (final workspace of that rollout) and ``DONE.json`` (written
-  last; a shard without it is redone, a shard with it is skipped on resume).
-  ``bat.rollout.shards.read_rollouts(phase_dir) -> list[RolloutRecord]`` reads every finished shard.
-* Engines (`bat.rollout.engine`): `Engine` protocol
-  ``generate(requests: list[GenRequest]) -> list[GenResult]`` (token ids in, token ids + behavior
-  logprobs out) and ``set_weights(path)`` (reloads weights and flushes any prefix cache);
-  ``make_engine(cfg: RolloutConfig, model_path) -> Engine`` picks `hf` (CPU default, transformers
-  generate with KV cache, per-request seeded sampling), `vllm` (optional import) or `openai`
-  (OpenAI-compatible /v1/completions server, token ids in/out).
-* Agent loop (`bat.rollout.loop`): ``run_group(engine, envs, ...)`` drives many rollouts in lockstep:
-  one batched generation for every live rollout, then the tool calls of all of them run in parallel
-  threads. Budgets (`bat.rollout.budgets`): assistant turns, tool calls, cumulative response tokens,
-  observation chars per tool result, context length; each end records `end_reason`.
-* Env protocol the loop drives (satisfied by `bat.benchmark.StagedEnv`): ``reset() -> str``,
-  ``step(call: dict) -> Observation(text, record, done)``; `call` is a parsed
-  ``{"name", "arguments"}`` dict or an invalid-action dict (``{"invalid": True, ...}``).
-* Seeds: ``derive_seed(run_seed, round, "rollout", shard, state_id, k)``.
-* CLI: ``bat rollout --state DIR --round N`` ; bench: ``bat bench rollout``.
+* Phase function `bat.rollout.phase.run_rollout(ctx) -> PhaseResult` (alias `rollout`, phase "rollout").
+  Reads `round_NN/plan.json` (RoundPlan: state ids, pools, bank version, start checkpoint) and the pinned
+  bank version; writes ``round_NN/rollout/shard_NNNN/`` = ``rollouts.jsonl`` (RolloutRecord, K per state_id),
+  ``timings.jsonl`` (volatile per-call timings, kept out of the records so reruns are byte-identical),
+  ``evidence/<rollout_id>/`` (final workspace) and ``DONE.json`` (the shard dir is renamed into place whole;
+  resume skips shards that have it). Seeds: ``derive_seed(run_seed, round, "rollout", shard, state_id, k)``.
+* Readers: ``bat.rollout.shards.read_rollouts(phase_dir) -> list[RolloutRecord]`` (finished shards only),
+  ``read_shard(dir)``, ``read_timings(dir)``, ``finished_shards(phase_dir)``.
+* GRPO contract (RolloutRecord): ``token_ids``, ``loss_mask`` (1 = generated), ``behavior_logprobs``
+  (aligned, 0.0 where mask 0; log-prob under ``temperature``), ``prompt_len``, ``state_id`` (group key),
+  ``rollout_id``, ``pool``, ``stage``, ``valid``/``invalid_reason`` (infrastructure failures), ``end_reason``.
+* Engines (`bat.rollout.engine`): ``Engine`` protocol ``generate(list[GenRequest]) -> list[GenResult]``
+  (ids in; ids + behavior logprobs + finish out), ``set_weights(path)`` (reload + flush prefix/KV caches),
+  ``release(cache_key)``, ``close()``; ``make_engine(cfg: RolloutConfig, model_path)`` builds
+  `hf` (transformers generate, per-request seeded sampling; batched or per-rollout prefix KV cache),
+  `vllm` (offline `LLM`, optional import) or `openai` (OpenAI-compatible /v1/completions with token ids).
+* Loop (`bat.rollout.loop`): ``run_rollouts(engine, specs: list[RolloutSpec], TurnTokens, LoopSettings)
+  -> list[RolloutOutcome]``; cohorts generate in turn while the previous cohort's tool calls run in a
+  thread pool; budgets (`bat.rollout.budgets`) end rollouts with ``end_reason`` in
+  ``bat.schemas.rollout.END_REASONS``; malformed calls become error observations.
+* Env protocol (satisfied by `bat.benchmark.StagedEnv`): ``reset() -> str``,
+  ``step(call) -> obs(.text, .record, .done)``; call = ``{"name","arguments"}`` or ``{"invalid": True, ...}``.
+* Shard driver ``bat.rollout.runner.run_shards(phase_dir, jobs, k=..., open_env=..., engine_factory=...)``.
+* CLI: ``bat rollout --round N [--state DIR] [--config F] [--set k=v]``; bench: ``bat bench rollout``.
 """

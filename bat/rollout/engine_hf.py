@@ -1,8 +1,8 @@
 """`hf` engine: transformers `generate` (KV cache, left-padded batches) with per-request seeded sampling.
 
-Two modes: batched (requests left-padded into one `generate`, the whole context prefilled each turn) and
-prefix-cached (`prefix_cache=True`: each rollout keeps its KV cache between turns, so a turn only prefills the
-new observation tokens; requests then run one at a time because HF caches of different lengths do not batch).
+Requests are left-padded into one `generate` per batch. With `prefix_cache=True` each rollout keeps its KV
+cache between turns (keyed by `GenRequest.cache_key`) and the batch only prefills positions no row has cached
+(see `bat.rollout.kvcache`); `set_weights` drops every cached prefix.
 
 HF `generate` has one global RNG; to make each rollout's sampling depend only on its own seed (not on
 which other rollouts share the batch) a logits processor samples every row with that row's own
@@ -19,6 +19,7 @@ import torch
 from transformers import GenerationConfig, LogitsProcessor, LogitsProcessorList, StoppingCriteria
 from transformers import StoppingCriteriaList
 
+from bat.rollout import kvcache
 from bat.rollout.engine import GenRequest, GenResult
 
 _DTYPES = {"float32": torch.float32, "bfloat16": torch.bfloat16, "float16": torch.float16}
@@ -121,59 +122,49 @@ class HFEngine:
     def generate(self, requests: list[GenRequest]) -> list[GenResult]:
         """Sample every request; batches of at most `max_batch`, left-padded; order preserved."""
         results: list[GenResult] = []
-        if self.prefix_cache:
-            return [self._generate_cached(req) for req in requests]
         for start in range(0, len(requests), self.max_batch):
             results.extend(self._generate_batch(requests[start : start + self.max_batch]))
         return results
 
     @torch.inference_mode()
     def _generate_batch(self, requests: list[GenRequest]) -> list[GenResult]:
+        """One left-padded `generate`; with the prefix cache, cached positions are not prefilled again."""
         if not requests:
             return []
         if any(not r.prompt_ids for r in requests):
             raise ValueError("every GenRequest needs at least one prompt token")
         width = max(len(r.prompt_ids) for r in requests)
+        pads = [width - len(r.prompt_ids) for r in requests]
         ids = torch.full((len(requests), width), self.pad_id, dtype=torch.long)
         mask = torch.zeros((len(requests), width), dtype=torch.long)
         for row, req in enumerate(requests):
-            ids[row, width - len(req.prompt_ids):] = torch.tensor(req.prompt_ids, dtype=torch.long)
-            mask[row, width - len(req.prompt_ids):] = 1
+            ids[row, pads[row]:] = torch.tensor(req.prompt_ids, dtype=torch.long)
+            mask[row, pads[row]:] = 1
+        past, prefix = None, 0
+        if self.prefix_cache:
+            entries = [kvcache.usable(self._cache.pop(r.cache_key, None) if r.cache_key else None, r.prompt_ids)
+                       for r in requests]
+            prefix = kvcache.batch_prefix(entries, pads)
+            past = kvcache.stack(entries, pads, prefix) if prefix > 0 else None
         limits = [max(1, r.max_new_tokens) for r in requests]
         sampler = _RowSampler([r.seed for r in requests], [r.temperature for r in requests], self.top_p, self.top_k)
         stops = _RowLimits(width, limits, [set(r.stop_ids) for r in requests])
         gen_cfg = GenerationConfig(max_new_tokens=max(limits), do_sample=False, use_cache=True,
-                                   pad_token_id=self.pad_id, eos_token_id=None)
-        self.model.generate(input_ids=ids.to(self.device), attention_mask=mask.to(self.device),
-                            generation_config=gen_cfg, logits_processor=LogitsProcessorList([sampler]),
-                            stopping_criteria=StoppingCriteriaList([stops]))
-        return [self._cut(sampler.chosen[row], sampler.logprobs[row], limits[row], set(req.stop_ids))
-                for row, req in enumerate(requests)]
-
-    @torch.inference_mode()
-    def _generate_cached(self, req: GenRequest) -> GenResult:
-        """One request, reusing (and then extending) the KV cache of `req.cache_key` when the prompt extends it."""
-        past = None
-        entry = self._cache.pop(req.cache_key, None) if req.cache_key else None
-        if entry is not None:
-            cached_ids, cache = entry
-            if len(req.prompt_ids) > len(cached_ids) and req.prompt_ids[: len(cached_ids)] == cached_ids:
-                past = cache
-        limit = max(1, req.max_new_tokens)
-        sampler = _RowSampler([req.seed], [req.temperature], self.top_p, self.top_k)
-        stops = _RowLimits(len(req.prompt_ids), [limit], [set(req.stop_ids)])
-        gen_cfg = GenerationConfig(max_new_tokens=limit, do_sample=False, use_cache=True, pad_token_id=self.pad_id,
-                                   eos_token_id=None, return_dict_in_generate=True)
-        ids = torch.tensor([req.prompt_ids], dtype=torch.long, device=self.device)
-        out = self.model.generate(input_ids=ids, attention_mask=torch.ones_like(ids), past_key_values=past,
-                                  generation_config=gen_cfg, logits_processor=LogitsProcessorList([sampler]),
+                                   pad_token_id=self.pad_id, eos_token_id=None, return_dict_in_generate=True)
+        out = self.model.generate(input_ids=ids.to(self.device), attention_mask=mask.to(self.device),
+                                  past_key_values=past, generation_config=gen_cfg,
+                                  logits_processor=LogitsProcessorList([sampler]),
                                   stopping_criteria=StoppingCriteriaList([stops]))
-        result = self._cut(sampler.chosen[0], sampler.logprobs[0], limit, set(req.stop_ids))
-        if req.cache_key:
-            seq = list(req.prompt_ids) + result.token_ids
-            kept = out.past_key_values.get_seq_length()
-            self._cache[req.cache_key] = (seq[:kept], out.past_key_values)
-        return result
+        results = [self._cut(sampler.chosen[row], sampler.logprobs[row], limits[row], set(req.stop_ids))
+                   for row, req in enumerate(requests)]
+        if self.prefix_cache:
+            total = out.past_key_values.get_seq_length()
+            for row, (req, res) in enumerate(zip(requests, results)):
+                if req.cache_key:
+                    seq = list(req.prompt_ids) + res.token_ids
+                    keep = min(total - pads[row], len(seq) - 1)
+                    self._cache[req.cache_key] = (seq[:keep], kvcache.split(out.past_key_values, row, pads[row], keep))
+        return results
 
     def release(self, cache_key: str) -> None:
         """Drop the cached KV of a finished rollout."""

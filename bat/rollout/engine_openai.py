@@ -14,7 +14,7 @@ from typing import Any, Literal
 
 from bat.config.rollout import OpenAIEngineConfig
 from bat.rollout.engine import GenRequest, GenResult
-from bat.rollout.httpjson import HttpError, post_json
+from bat.rollout.httpjson import HttpError, post_empty, post_json
 
 _PREFIX = "token_id:"
 
@@ -77,8 +77,14 @@ class OpenAIEngine:
             return list(pool.map(self._one, requests))
 
     def set_weights(self, path: str | Path) -> None:
-        """Record the new checkpoint; the server must be restarted/reloaded on it (its prefix cache goes with it)."""
+        """Record the new checkpoint (the server is reloaded on it by its owner) and flush the server's prefix
+        cache through `flush_cache_url` when configured; a failed flush raises HttpError."""
         self.checkpoint = str(path)
+        if self.cfg.flush_cache_url:
+            post_empty(self.cfg.flush_cache_url, timeout_s=self.cfg.timeout_s, api_key_env=self.cfg.api_key_env)
+
+    def release(self, cache_key: str) -> None:
+        """The server manages its own cache."""
 
     def close(self) -> None:
         pass

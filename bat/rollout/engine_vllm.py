@@ -77,6 +77,9 @@ class VllmEngine:
             results.append(GenResult(token_ids=ids, logprobs=logps, finish=finish))
         return results
 
+    def release(self, cache_key: str) -> None:
+        """vLLM's automatic prefix cache needs no per-rollout bookkeeping."""
+
     def close(self) -> None:
         """Drop the engine and free accelerator memory."""
         self.llm = None

@@ -32,3 +32,20 @@ def post_json(url: str, body: dict[str, Any], *, timeout_s: float, api_key_env: 
         return json.loads(raw)
     except json.JSONDecodeError as exc:
         raise HttpError(f"{url}: reply is not JSON ({exc.msg}): {raw[:200]!r}") from exc
+
+
+def post_empty(url: str, *, timeout_s: float, api_key_env: str | None = None) -> int:
+    """POST with an empty body (cache-flush style endpoints); returns the HTTP status or raises HttpError."""
+    headers = {}
+    key = os.environ.get(api_key_env, "") if api_key_env else ""
+    if key:
+        headers["Authorization"] = f"Bearer {key}"
+    request = urllib.request.Request(url, data=b"", headers=headers, method="POST")
+    try:
+        with urllib.request.urlopen(request, timeout=timeout_s) as response:
+            response.read()
+            return int(response.status)
+    except urllib.error.HTTPError as exc:
+        raise HttpError(f"{url}: HTTP {exc.code}") from exc
+    except (urllib.error.URLError, TimeoutError, OSError) as exc:
+        raise HttpError(f"{url}: {type(exc).__name__}: {getattr(exc, 'reason', exc)}") from exc

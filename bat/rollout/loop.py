@@ -98,10 +98,11 @@ class _Live:
         start = len(self.ids)
         self.ids.extend(int(i) for i in ids)
         self.mask.extend([1 if kind == "generated" else 0] * len(ids))
-        self.logps.extend(float(x) for x in logps) if logps is not None else self.logps.extend([0.0] * len(ids))
+        self.logps.extend([float(x) for x in logps] if logps is not None else [0.0] * len(ids))
         self.segments.append(Segment(kind=kind, start=start, end=len(self.ids)))
 
     def finish(self, reason: str, invalid: str | None = None) -> None:
+        """End the rollout (first reason wins); `invalid` marks an infrastructure failure."""
         if self.end_reason is None:
             self.end_reason = reason
             self.invalid_reason = invalid
@@ -169,6 +170,7 @@ class _Live:
         return action
 
     def _close_turn(self, reason: str) -> None:
+        """Record the pending turn without an action and end the rollout."""
         self.turns.append(TurnRecord(**self._pending))
         self.finish(reason)
         return None

@@ -72,7 +72,8 @@ def run_rollout(ctx: PhaseContext) -> PhaseResult:
     summary = run_shards(
         ctx.phase_dir, jobs, k=rc.k, states_per_shard=rc.states_per_shard, run_seed=cfg.run.seed,
         round_index=ctx.round, open_env=bank_opener(bank, cfg), engine_factory=lambda: make_engine(rc, checkpoint),
-        turn_tokens=lambda: TurnTokens(load_tokenizer(checkpoint), TOOL_SPECS), settings=settings,
+        turn_tokens=lambda: TurnTokens(load_tokenizer(checkpoint), TOOL_SPECS if cfg.sft.render_tools else None),
+        settings=settings,
         scratch=ctx.layout.scratch_dir / f"round_{ctx.round:02d}" / "rollout", keep_evidence=rc.keep_evidence,
         log=lambda msg: log_event(ctx.layout, ctx.round, ctx.phase, msg))
     reasons: dict[str, int] = {}

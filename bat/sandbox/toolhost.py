@@ -105,17 +105,36 @@ def resolve_tool(name: str) -> Any:
     return func
 
 
-def _cap_result(result: Any, limit: int) -> tuple[Any, bool]:
-    """Return (JSON-safe result, truncated?); long text keeps head and tail."""
-    if isinstance(result, str):
-        if len(result) <= limit:
-            return result, False
-        half = limit // 2
-        return result[:half] + f"\n...[{len(result) - 2 * half} chars elided]...\n" + result[-half:], True
-    text = json.dumps(result, sort_keys=True)
+def _cap_text(text: str, limit: int) -> str:
     if len(text) <= limit:
+        return text
+    half = max(limit // 2, 1)
+    return text[:half] + f"\n...[{len(text) - 2 * half} chars elided]...\n" + text[-half:]
+
+
+def _cap_leaves(value: Any, limit: int) -> Any:
+    """Copy of a JSON value with every string leaf capped to `limit` chars."""
+    if isinstance(value, str):
+        return _cap_text(value, limit)
+    if isinstance(value, dict):
+        return {key: _cap_leaves(item, limit) for key, item in value.items()}
+    if isinstance(value, list):
+        return [_cap_leaves(item, limit) for item in value]
+    return value
+
+
+def _cap_result(result: Any, limit: int) -> tuple[Any, bool]:
+    """Return (JSON-safe result within ~`limit` chars, truncated?). Text keeps head and tail; objects
+    keep their shape with long strings shortened, and become capped JSON text only as a last resort."""
+    if isinstance(result, str):
+        return _cap_text(result, limit), len(result) > limit
+    if len(json.dumps(result, sort_keys=True)) <= limit:
         return result, False
-    return _cap_result(text, limit)[0], True
+    for leaf_limit in (limit // 2, limit // 8, limit // 32):
+        capped = _cap_leaves(result, leaf_limit)
+        if len(json.dumps(capped, sort_keys=True)) <= limit:
+            return capped, True
+    return _cap_text(json.dumps(result, sort_keys=True), limit), True
 
 
 def _error_fields(exc: BaseException) -> dict[str, str]:

@@ -19,6 +19,7 @@ import shutil
 import subprocess
 import tempfile
 import time
+import weakref
 from pathlib import Path
 from typing import Any, Callable
 
@@ -57,6 +58,7 @@ class WarmServer:
         argv = argv_for([python, "-m", "bat.sandbox.toolserver", notice, *preload], scratch, server_limits)
         self.proc = subprocess.Popen(argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=self.log,
                                      cwd=scratch, env=env, start_new_session=True, close_fds=True)
+        self._finalizer = weakref.finalize(self, _shutdown, self.proc, self.log, scratch)
         self._buffer = bytearray()
         ready = self._read_line(time.monotonic() + BOOT_TIMEOUT_S)
         try:
@@ -125,18 +127,23 @@ class WarmServer:
                        timed_out=bool(reply["timed_out"]), output_too_large=bool(reply["output_too_large"]))
 
     def close(self) -> None:
-        """Kill the server's whole process group and remove its scratch directory."""
-        if self.proc.poll() is None:
+        """Kill the server's whole process group and remove its scratch directory (idempotent)."""
+        self._finalizer()
+
+
+def _shutdown(proc: subprocess.Popen[bytes], log: Any, scratch: Path) -> None:
+    """Stop a server and clean up; also runs when a never-closed server is collected or bat exits."""
+    if proc.poll() is None:
+        try:
+            os.killpg(proc.pid, 9)
+        except (ProcessLookupError, PermissionError):
+            pass
+    for stream in (proc.stdin, proc.stdout):
+        if stream is not None and not stream.closed:
             try:
-                os.killpg(self.proc.pid, 9)
-            except (ProcessLookupError, PermissionError):
+                stream.close()
+            except BrokenPipeError:
                 pass
-        for stream in (self.proc.stdin, self.proc.stdout):
-            if stream is not None and not stream.closed:
-                try:
-                    stream.close()
-                except BrokenPipeError:
-                    pass
-        self.proc.wait()
-        self.log.close()
-        shutil.rmtree(self.scratch, ignore_errors=True)
+    proc.wait()
+    log.close()
+    shutil.rmtree(scratch, ignore_errors=True)

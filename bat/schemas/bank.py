@@ -65,6 +65,10 @@ class PracticeTask(_Top):
     """Teacher variant the task is run with (expert / recovery / failure)."""
     reduction: Reduction | None = None
     """Set for E2E surrogates: the instance is R_lambda(task)."""
+    slot: int = Field(0, ge=0)
+    """Slot of (track, outcome) this task fills."""
+    attempt: int = Field(0, ge=0)
+    """0 for the planned task; k > 0 for the k-th replacement after a trajectory failed its check."""
 
 
 class TrajectoryTurn(_Record):

@@ -22,22 +22,22 @@ from bat.train.sft_data import Example, SftData, batch_indices, collate
 
 def _nll_sum(engine: Any, batch: dict[str, Any]) -> tuple[Any, int]:
     """Summed target-token NLL of one micro-batch (with grad) and its target-token count."""
+    import torch
+
     device = engine.device
     ids = batch["input_ids"].to(device)
     out = engine(input_ids=ids, attention_mask=batch["attention_mask"].to(device))
     logp = token_logprobs(out.logits[:, :-1], ids[:, 1:])
     mask = batch["loss_mask"].to(device).bool()
-    import torch
-
     return torch.where(mask, -logp, torch.zeros_like(logp)).sum(), int(mask.sum())
 
 
-def validation_loss(engine: Any, examples: Sequence[Example], pad_id: int, micro: int, rank: int, world: int) -> float:
-    """Mean target-token NLL over `examples` (sharded round-robin over ranks); NaN when empty."""
+def validation_loss(engine: Any, examples: Sequence[Example], pad_id: int, micro: int, rank: int, world: int) -> float | None:
+    """Mean target-token NLL over `examples` (sharded round-robin over ranks); None without validation rows."""
     import torch
 
     if not examples:
-        return float("nan")
+        return None
     engine.eval()
     total, tokens = 0.0, 0
     with torch.no_grad():
@@ -46,7 +46,7 @@ def validation_loss(engine: Any, examples: Sequence[Example], pad_id: int, micro
             total, tokens = total + float(nll), tokens + count
     engine.train()
     total, tokens = all_sum([total, tokens])
-    return total / tokens if tokens else float("nan")
+    return total / tokens if tokens else None
 
 
 def train_sft(
@@ -86,7 +86,7 @@ def train_sft(
         log.reset()
     pad_id = tokenizer.pad_token_id
     first_val = validation_loss(engine, data.val, pad_id, micro, env.rank, env.world) if step == 0 else None
-    if first_val is not None:
+    if step == 0 and first_val is not None:
         log.write({"step": 0, "val_loss": first_val})
     last_val, started, ran = first_val, time.perf_counter(), 0
     while step < cfg.steps and (stop_after is None or ran < stop_after):
@@ -105,7 +105,7 @@ def train_sft(
         record = {"step": step, "loss": loss_sum / max(global_tokens, 1), "lr": engine.get_lr()[0],
                   "grad_norm": grad_norm(engine), "target_tokens": global_tokens, "tokens": int(all_tokens),
                   "tokens_per_s": all_tokens / max(time.perf_counter() - t0, 1e-9)}
-        if step % cfg.val_every == 0 or step == cfg.steps:
+        if (step % cfg.val_every == 0 or step == cfg.steps) and data.val:
             last_val = record["val_loss"] = validation_loss(engine, data.val, pad_id, micro, env.rank, env.world)
         if step % cfg.log_every == 0 or step == cfg.steps:
             log.write(record)

@@ -266,3 +266,47 @@ def test_killed_synthesis_resumes_from_finished_tasks(bank, config, tmp_path, mo
     assert not reused and len(calls) == len(resumed.tasks()) - 2
     assert resumed.manifest().digests == bank.manifest().digests
     assert not list(layout.bank_root.glob(".build-*")) and not (resumed.path / tasks_mod.MARKERS).exists()
+    assert not list(layout.scratch_dir.glob("bank-*"))
+
+
+def test_slot_whose_trajectory_fails_its_check_gets_a_replacement(tmp_path, monkeypatch):
+    from bat.bank import checks
+
+    real, seen = checks.check_run, []
+
+    def reject_first_recovery(outcome, score, turns, stages):
+        """Fault injection: the first recovery trajectory fails its check; everything else is checked for real."""
+        problems = real(outcome, score, turns, stages)
+        if outcome == "recovery" and "recovery" not in seen:
+            problems = [*problems, "forced: the first recovery run is rejected"]
+        seen.append(outcome)
+        return problems
+
+    monkeypatch.setattr(checks, "check_run", reject_first_recovery)
+    cfg = load_config(None, OVERRIDES + ["bank.e2e_per_track=0", "leakage.enabled=false"])
+    bank, _ = synthesize(cfg, RunLayout(tmp_path / "run"))
+    counts = bank.manifest().counts
+    recovery = [t for t in bank.trajectories() if t.task.variant == "recovery"]
+    assert [(t.task.slot, t.task.attempt) for t in recovery] == [(0, k) for k in range(len(recovery))]
+    assert len(recovery) >= 2 and recovery[0].check_failures == ["forced: the first recovery run is rejected"]
+    assert [t.checked for t in recovery] == [False] * (len(recovery) - 1) + [True]
+    assert counts["trajectories_unchecked"] == {"recovery": len(recovery) - 1}
+    assert counts["rl"]["S3"]["classification"] == {"recovery": 1, "success": 1}
+    assert len({t.task.seed for t in recovery}) == len(recovery)
+    recovery_rows = [r for r in bank.rows() if r.outcome == "recovery"]
+    assert [r.task.task_id for r in recovery_rows] == [recovery[-1].task.task_id]
+
+
+def test_recovery_sft_rows_never_train_the_mistaken_pilot(bank):
+    from bat.bank.checks import flawed_pilot_turns
+
+    sft = bank.sft_rows("train") + bank.sft_rows("validation")
+    recovery = [t for t in bank.trajectories() if t.outcome == "recovery" and t.checked]
+    assert recovery
+    for traj in recovery:
+        flawed = flawed_pilot_turns(traj.turns)
+        assert flawed and all(traj.turns[t].call["arguments"]["normalize"] == "none" for t in flawed)
+        targets = {r.turn for r in sft if r.trajectory_id == traj.trajectory_id}
+        assert targets and not targets & set(flawed)
+        assert {t + 1 for t in flawed} <= targets  # the check that reveals the problem is still taught
+    assert bank.sft_rejected()["skipped_flawed"] == sum(len(flawed_pilot_turns(t.turns)) for t in recovery)

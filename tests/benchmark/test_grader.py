@@ -49,3 +49,19 @@ def test_execute_code_is_offered_only_when_configured(tmp_path):
     off = StagedEnv(inst, tmp_path / "ws2", tmp_path / "g2", BatConfig.model_validate({"benchmark": {"runtime": "inprocess"}}))
     off.reset()
     assert off.step({"name": "execute_code", "arguments": {"language": "bash", "code": "ls"}}).text.startswith("Error: unknown tool")
+
+
+def test_outputs_written_by_execute_code_count_for_completion_but_not_as_pilot(tmp_path):
+    cfg = BatConfig.model_validate({"benchmark": {"runtime": "inprocess", "execute_code": True, "pitfall_probability": 0.0}})
+    inst = generate_instance("segmentation", "practice", 6, config=cfg.benchmark)
+    env = StagedEnv(inst, tmp_path / "ws", tmp_path / "g", cfg)
+    env.reset()
+    code = ("import json, numpy as np\nspec = json.load(open('task/spec.json'))\n"
+            "for c in spec['cases']:\n    np.save(f'outputs/{c}.npy', np.zeros(spec['output']['shape'], dtype=np.uint8))\n")
+    env.step({"name": "execute_code", "arguments": {"language": "bash", "code": "mkdir -p outputs"}})
+    obs = env.step({"name": "execute_code", "arguments": {"language": "python", "code": code}})
+    assert obs.record.ok, obs.text
+    score = env.score()
+    assert score.measures["completion_rate"] == 1.0 and score.items["S4"]["s4a_all_cases_run"] is True
+    assert score.items["S4"]["s4b_format_valid"] is False
+    assert score.stages["S3"] == 0.0

@@ -54,3 +54,17 @@ def test_fingerprint_entries_cover_heldout_only(fast_config):
     assert set(inst.case_ids) <= values
     practice = practice_instance("vqa", practice_seed("vqa", 0, fast_config), fast_config)
     assert not (set(practice.case_ids) | set(practice.candidates)) & values
+
+
+def test_practice_teacher_rows_scan_clean_against_the_heldout_index(fast_config, tmp_path):
+    from bat.benchmark import run_instance
+    from bat.leakage import Scanner, build_index
+
+    scanner = Scanner(build_index(fingerprint_entries(fast_config), fast_config.leakage))
+    practice = practice_instance("vqa", practice_seed("vqa", 1, fast_config), fast_config)
+    ep = run_instance(practice, "recovery", tmp_path / "p", fast_config)
+    row = {"brief": practice.files["task/README.md"].decode(),
+           "turns": [{"thought": t.thought, "call": t.call, "observation": t.observation} for t in ep.trajectory.turns]}
+    assert scanner.scan_row(row).findings == []
+    heldout = suite_instance(heldout_suite(fast_config, "controller")[0], fast_config)
+    assert scanner.scan_row({"brief": heldout.files["task/README.md"].decode()}).findings

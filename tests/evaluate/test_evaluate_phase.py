@@ -54,6 +54,9 @@ def test_final_test_runs_once_on_the_retained_best(layout):
     assert result.counts["test_runs"] == 4 and result.counts["test_overall"] == pytest.approx(1.0)
     assert load_aggregate(layout, 0, "test", phase="final_test").split == "test"
     assert not heldout_runs_path(layout, 0, "test").exists() and heldout_manifest_path(layout, 0, "test").exists()
+    report = layout.report_md(0).read_text()
+    assert "End of run: retained best on the final and untouched test splits" in report
+    assert "| test | `scripted:expert` | 100.0" in report
     write_best(layout.best_json, "scripted:noop", round_index=1, score=0.0)  # type: ignore[arg-type]
     with pytest.raises(RuntimeError, match="once per run"):
         run_final_test(ctx)

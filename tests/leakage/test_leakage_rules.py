@@ -51,5 +51,6 @@ def test_machine_path_false_positive_guards():
         "/usr/bin/python3 -V > /dev/null",
         "stages S1/S2/S3",
         "the root / and a single /tmp",
+        '{"$ref": "#/definitions/ToolCall"}',
     ):
         assert list(find_machine_paths(text, ALLOWED)) == [], text

@@ -73,3 +73,32 @@ def test_failing_phase_leaves_no_marker(tmp_path, monkeypatch):
     with pytest.raises(RuntimeError, match="disk full"):
         runner.run_phase(cfg, RunLayout(tmp_path), 0, "sft")
     assert read_done(RunLayout(tmp_path).phase_dir(0, "sft")) is None
+
+
+def test_route_can_end_the_run_before_the_budget(tmp_path, monkeypatch, capsys):
+    from bat.orchestrate import driver
+
+    monkeypatch.setenv("BAT_TOY_STOP_AT", "1")
+    cfg = toy_phases.toy_config("debug", rounds=3)
+    layout = RunLayout(tmp_path / "run")
+    assert driver.run(cfg, layout) == 0
+    assert driver.next_round(cfg, layout) is None
+    assert layout.rounds() == [0, 1]  # rounds 2 and 3 never started
+    assert "round 1 finished" in capsys.readouterr().out
+    assert driver.route_stopped(read_done(layout.phase_dir(1, "route")))
+    assert not driver.route_stopped(read_done(layout.phase_dir(0, "route")))
+
+
+def test_async_bank_refresh_runs_beside_rounds(tmp_path):
+    from bat.orchestrate import driver
+    from bat.orchestrate.status import collect_status
+
+    cfg = toy_phases.toy_config("debug", rounds=1, extra=["orchestrate.bank_refresh=true"])
+    layout = RunLayout(tmp_path / "run")
+    assert driver.run(cfg, layout) == 0
+    digests = toy_phases.output_digests(layout.root)
+    assert "round_01/synthesize" in digests and "round_01/scan" in digests
+    assert digests["round_01/synthesize"] != digests["round_00/synthesize"]  # a new bank refresh, own seeds
+    round1 = collect_status(layout, query_slurm=False)["rounds"][1]["phases"]
+    assert list(round1) == ["rollout", "verify", "grpo", "evaluate", "route", "synthesize", "scan"]
+    assert all(cell["status"] == "done" for cell in round1.values())

@@ -52,6 +52,8 @@ def _run(ctx: PhaseContext) -> PhaseResult:
         write_jsonl(path, rows)
     total = sum(len(read_jsonl(p)) for p in outputs)
     extra = {"stop": False} if ctx.phase == "route" else {}
+    if ctx.phase == "route" and os.environ.get("BAT_TOY_STOP_AT") == str(ctx.round):
+        extra = {"next_round": None}  # the curriculum router's way of ending the run
     return PhaseResult(outputs=outputs, inputs=[upstream] if upstream else [], counts={"rows": total}, extra=extra)
 
 

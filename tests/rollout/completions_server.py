@@ -12,7 +12,7 @@ from bat.rollout.engine import GenRequest
 
 class CompletionsServer:
     def __init__(self, engine, *, ids_as_text: bool = False) -> None:
-        self.engine, self.requests = engine, []
+        self.engine, self.requests, self.flushes = engine, [], 0
         lock = threading.Lock()
         server = self
 
@@ -21,6 +21,12 @@ class CompletionsServer:
                 pass
 
             def do_POST(self) -> None:
+                if self.path == "/reset_prefix_cache":
+                    server.flushes += 1
+                    self.send_response(200)
+                    self.send_header("Content-Length", "0")
+                    self.end_headers()
+                    return
                 body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
                 server.requests.append(body)
                 req = GenRequest(prompt_ids=body["prompt"], max_new_tokens=body["max_tokens"], seed=body["seed"],

@@ -68,6 +68,12 @@ def test_openai_engine_token_ids_roundtrip(tiny_model):
     assert got[0].logprobs == pytest.approx(want[0].logprobs, abs=1e-5)
     assert sent["return_tokens_as_token_ids"] is True and sent["stop_token_ids"] == [2]
     assert isinstance(sent["prompt"], list) and isinstance(sent["prompt"][0], int)
+    # new weights: the client asks the server to drop its prefix cache
+    with CompletionsServer(local) as srv:
+        root = srv.url[: -len("/v1")]
+        engine = OpenAIEngine(OpenAIEngineConfig(base_url=srv.url, flush_cache_url=root + "/reset_prefix_cache"))
+        engine.set_weights("step_000050")
+        assert srv.flushes == 1 and engine.checkpoint == "step_000050"
 
 
 def test_openai_engine_refuses_text_only_servers_and_reports_down_servers(tiny_model):
@@ -98,3 +104,20 @@ def test_hf_prefix_cache_matches_full_prefill_and_is_flushed_on_new_weights(tiny
     cached.generate([first])
     cached.release("r0")
     assert cached._cache == {}
+
+
+def test_hf_batched_prefix_cache_equals_full_prefill_over_turns(tiny_model):
+    full, cached = HFEngine(tiny_model), HFEngine(tiny_model, prefix_cache=True)
+    reqs = [GenRequest(prompt_ids=list(range(10, 10 + n)), max_new_tokens=m, seed=i, temperature=1.0, stop_ids=(2,),
+                       cache_key=f"r{i}") for i, (n, m) in enumerate(((30, 8), (45, 12), (20, 5)))]
+    for turn in range(3):
+        got, want = cached.generate(reqs), [full.generate([r])[0] for r in reqs]
+        assert [g.token_ids for g in got] == [w.token_ids for w in want]
+        for g, w in zip(got, want):
+            assert g.logprobs == pytest.approx(w.logprobs, abs=1e-4)
+        assert set(cached._cache) == {"r0", "r1", "r2"}
+        # next turn: context + generated + a different-length observation per row (row 1 uncached on turn 2)
+        reqs = [GenRequest(prompt_ids=r.prompt_ids + g.token_ids + list(range(40, 41 + 3 * i)), max_new_tokens=r.max_new_tokens,
+                           seed=r.seed + 10, temperature=1.0, stop_ids=(2,),
+                           cache_key=None if (i == 1 and turn == 1) else r.cache_key)
+                for i, (r, g) in enumerate(zip(reqs, got))]

@@ -67,8 +67,28 @@ def test_rollout_then_verify_phases(run):
     s1 = [r for r in rewards if r.stage == "S1"]
     assert all({i.item_id for i in r.items} == {c.id for c in picks[1].rubric} for r in s1)
 
+    # the GRPO side can join these shards (contract check with bat.train)
+    from bat.train.grpo_data import build_items
+
+    data = build_items(records, rewards, max_seq_len=4096, normalize_std=True, adv_eps=1e-6)
+    assert sum(data.counts.values()) >= 0 and len(data.items) <= len(records)
+
     # both phases are now no-ops
     assert run_phase(cfg, layout, 1, "rollout") is None and run_phase(cfg, layout, 1, "verify") is None
+
+    # a lost reward shard is recomputed alone and comes back byte-identical
+    import shutil
+
+    from bat.orchestrate.context import PhaseContext
+    from bat.verify.phase import run_verify
+
+    shard1 = layout.phase_dir(1, "verify") / "shard_0001"
+    before = (shard1 / "rewards.jsonl").read_bytes()
+    untouched = (layout.phase_dir(1, "verify") / "shard_0000" / "DONE.json").stat().st_mtime_ns
+    shutil.rmtree(shard1)
+    run_verify(PhaseContext(config=cfg, layout=layout, round=1, phase="verify"))
+    assert (shard1 / "rewards.jsonl").read_bytes() == before
+    assert (layout.phase_dir(1, "verify") / "shard_0000" / "DONE.json").stat().st_mtime_ns == untouched
 
 
 def test_cli_reports_done_and_missing_plan(run, capsys):

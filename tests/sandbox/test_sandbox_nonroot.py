@@ -54,6 +54,12 @@ def test_unprivileged_bwrap_contains_escapes() -> None:
                 r = sb.execute_code(lang, code)
                 out[name] = {{"flags": r.flags.raised(), "text": r.stdout + r.stderr}}
             out["next"] = sb.call_tool("bat.sandbox.tools:list_files", {{}}).result
+            warm = Sandbox({str(ws)!r}, SandboxConfig(runtime="bwrap", python={SYSTEM_PYTHON!r}, timeout_s=2, nproc=32,
+                                                    warm=True), protected_paths=[{str(grader)!r}])
+            with warm:
+                bomb = warm.execute_code("bash", "bomb() {{ bomb | bomb & }}; bomb; wait")
+                out["warm_bomb"] = bomb.flags.raised()
+                out["warm_next"] = warm.call_tool("bat.sandbox.tools:list_files", {{}}).result
             print(json.dumps(out))
         """)
         env = {"PATH": "/usr/bin:/bin", "PYTHONPATH": f"{SITE}:{Path(bat.__file__).resolve().parent.parent}"}
@@ -65,5 +71,6 @@ def test_unprivileged_bwrap_contains_escapes() -> None:
         assert "nproc" in out["bomb"]["flags"]
         assert "network" in out["net"]["flags"]
         assert out["next"] == "data/x.txt (1 bytes)"
+        assert "nproc" in out["warm_bomb"] and out["warm_next"] == "data/x.txt (1 bytes)"
     finally:
         shutil.rmtree(top, ignore_errors=True)

@@ -96,3 +96,14 @@ def test_planted_modules_do_not_hijack_trusted_tools(
     (workspace.path / "json.py").write_text("raise SystemExit('HIJACKED')\n")
     record = make_sandbox(runtime).call_tool("bat.sandbox.tools:list_files", {"path": "task"})
     assert record.ok and record.result == "task/README.md (26 bytes)"
+
+
+def test_long_text_inside_an_object_result_keeps_the_shape() -> None:
+    from bat.sandbox.toolhost import _cap_result
+
+    capped, truncated = _cap_result({"text": "z" * 20_000, "meta": {"path": "a.txt"}}, 1000)
+    assert truncated and capped["meta"] == {"path": "a.txt"} and "chars elided" in capped["text"]
+    assert len(json.dumps(capped)) <= 1000
+    assert _cap_result({"text": "short"}, 1000) == ({"text": "short"}, False)
+    many, cut = _cap_result([str(i) for i in range(5000)], 1000)
+    assert cut and isinstance(many, str) and len(many) < 1100

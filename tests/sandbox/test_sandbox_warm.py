@@ -71,3 +71,16 @@ def test_exit_codes_and_signals_are_told_apart(make_sandbox: Callable[..., Sandb
         assert (exited.exit_status, exited.signal) == (5, None)
         burn = sb.execute_code("python", "while True:\n    pass", cpu_s=1, timeout_s=5)
         assert burn.flags.cpu and not burn.flags.timeout and burn.signal == 24  # SIGXCPU
+
+
+def test_unclosed_warm_sandbox_cleans_up_when_collected(make_sandbox: Callable[..., Sandbox]) -> None:
+    import gc
+
+    sb = make_sandbox("process", warm=True)
+    assert sb.call_tool("bat.sandbox.tools:list_files", {}).ok
+    server = sb._warm
+    assert server is not None
+    proc, scratch = server.proc, server.scratch
+    del sb, server
+    gc.collect()
+    assert proc.poll() is not None and not scratch.exists()

@@ -179,3 +179,30 @@ def test_concurrent_drivers_do_not_double_queue(slurm_cluster, tmp_path):
     assert "queued on Slurm" in outputs
     log = (layout.root / "events.log").read_text()
     assert outputs.count("held by") + log.count("not queueing again") >= 1  # the others were turned away
+
+
+@pytest.mark.slow
+@pytest.mark.skipif(os.environ.get("BAT_SLURM_PRODUCT_SMOKE") != "1",
+                    reason="product phases take minutes per phase on 2 cores; set BAT_SLURM_PRODUCT_SMOKE=1 to run")
+def test_product_smoke_round_through_sbatch(slurm_cluster, tmp_path):
+    """The real eight phases (configs/smoke.yaml, tiny model) through `sbatch run_round.sh` on Slurm."""
+    from bat.config import load_config
+
+    cfg = load_config(REPO / "configs" / "smoke.yaml", ["orchestrate.executor=slurm"])
+    path = tmp_path / "smoke.yaml"
+    path.write_text(yaml.safe_dump(resolved_dict(cfg)))
+    layout = RunLayout(tmp_path / "state")
+    _sbatch(path, layout.root, tmp_path)
+    _wait_finished(cfg, layout, timeout_s=float(os.environ.get("BAT_SLURM_PRODUCT_TIMEOUT", "3600")))
+    done = sorted(str(p.relative_to(layout.root)) for p in layout.root.glob("round_*/*/DONE.json"))
+    assert done == sorted(f"round_00/{p}/DONE.json" for p in ("synthesize", "scan", "sft", "evaluate", "route")) + \
+        sorted(f"round_01/{p}/DONE.json" for p in ("rollout", "verify", "grpo", "evaluate", "route"))
+    assert (layout.phase_dir(1, "evaluate") / "aggregate_controller.json").exists()
+
+
+def test_slurm_up_is_a_noop_when_the_cluster_is_up(slurm_cluster):
+    started = time.monotonic()
+    out = subprocess.run([str(REPO / "scripts" / "slurm_up.sh")], capture_output=True, text=True, timeout=60)
+    assert out.returncode == 0, out.stderr
+    assert "already up" in out.stderr and "sbatch run_round.sh" in out.stdout
+    assert time.monotonic() - started < 10

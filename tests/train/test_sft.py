@@ -93,3 +93,17 @@ def test_batch_shape_errors_list_valid_values(tiny_dir, sft_rows, tmp_path):
     with pytest.raises(ValueError, match=r"valid values include \[4, 8, 12, 16\]"):
         train_sft(tiny_dir, data, _cfg(1, global_batch=6, deepspeed=DeepSpeedConfig(micro_batch_per_rank=4)),
                   seed=1, ckpt_root=tmp_path / "c", export_dir=tmp_path / "e", metrics_path=tmp_path / "m.jsonl")
+
+
+def test_zero3_matches_plain_data_parallel(tiny_dir, sft_rows, tmp_path):
+    data = prepare_sft(sft_rows(16, 1), sft_rows(4, 2, "validation"), load_tokenizer(tiny_dir), 256, tools=[])
+    exported = {}
+    for stage in (0, 3):
+        cfg = _cfg(3, lr=1e-3, global_batch=8, checkpoint_every=2,
+                   deepspeed=DeepSpeedConfig(micro_batch_per_rank=4, zero_stage=stage))
+        out = train_sft(tiny_dir, data, cfg, seed=1, ckpt_root=tmp_path / f"ck{stage}", export_dir=tmp_path / f"hf{stage}",
+                        metrics_path=tmp_path / f"m{stage}.jsonl")
+        assert out["done"]
+        exported[stage] = _weights(tmp_path / f"hf{stage}")
+    for name, value in exported[0].items():
+        torch.testing.assert_close(value, exported[3][name], rtol=1e-5, atol=1e-6, msg=name)

@@ -1,0 +1,17 @@
+"""`bat bench train` runs end to end at toy sizes and prints one row per (preset, mode)."""
+
+from __future__ import annotations
+
+import pytest
+
+from bat.cli.main import main
+
+
+@pytest.mark.slow
+def test_bench_train_prints_figures(capsys):
+    code = main(["bench", "train", "--presets", "tiny", "--steps", "2", "--seq-len", "32", "--batch", "2", "--micro", "2"])
+    assert code == 0
+    out = capsys.readouterr().out
+    assert "tokens/s" in out and "peak MiB" in out and "DS/plain" in out
+    rows = [line for line in out.splitlines() if "│   tiny" in line or "│ tiny" in line]
+    assert len(rows) == 2 and any(" sft " in r for r in rows) and any(" grpo " in r for r in rows)
