@@ -131,7 +131,13 @@ def resolved_dict(config: BatConfig) -> dict[str, Any]:
     return config.model_dump(mode="json")
 
 
+OUTPUT_NEUTRAL_SECTIONS = ("orchestrate",)
+"""Sections that change where/how phases run but not what they compute; left out of the config hash so the
+same run can move between the local executor and Slurm."""
+
+
 def config_hash(config: BatConfig) -> str:
-    """sha256 of the canonical JSON of the resolved config (first 16 hex chars)."""
-    canonical = json.dumps(resolved_dict(config), sort_keys=True, separators=(",", ":"))
+    """sha256 of the canonical JSON of the resolved config minus output-neutral sections (first 16 hex chars)."""
+    data = {k: v for k, v in resolved_dict(config).items() if k not in OUTPUT_NEUTRAL_SECTIONS}
+    canonical = json.dumps(data, sort_keys=True, separators=(",", ":"))
     return hashlib.sha256(canonical.encode("utf-8")).hexdigest()[:16]

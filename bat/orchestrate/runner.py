@@ -38,6 +38,7 @@ def run_phase(
 ) -> PhaseResult | None:
     """Call the phase function for (round, phase) and write its DONE.json; None when already DONE."""
     from bat.config.load import config_hash
+    from bat.evaluate.guard import guard_phase
 
     table = table or resolve_table(config)
     if phase not in table:
@@ -50,7 +51,8 @@ def run_phase(
     ctx.phase_dir.mkdir(parents=True, exist_ok=True)
     log_event(layout, round_index, phase, f"start ({table[phase].target})")
     started = time.perf_counter()
-    result = fn(ctx)
+    with guard_phase(ctx):  # training phases fail loudly if they touch the held-out side
+        result = fn(ctx)
     if not isinstance(result, PhaseResult):
         raise TypeError(f"phase {phase} ({table[phase].target}) returned {type(result).__name__}, not PhaseResult")
     elapsed = time.perf_counter() - started

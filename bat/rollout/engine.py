@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Literal, Protocol
 
@@ -34,7 +34,6 @@ class GenResult:
     finish: Literal["stop", "length"]
     error: str | None = None
     """Set when the engine failed for infrastructure reasons (the rollout becomes invalid)."""
-    extra: dict = field(default_factory=dict)
 
 
 class Engine(Protocol):

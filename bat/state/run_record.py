@@ -38,7 +38,7 @@ def code_version() -> str:
 
 def open_run(layout: RunLayout, config: "BatConfig", *, allow_config_change: bool = False) -> dict[str, Any]:
     """Create the layout and write `run.json` (or check it matches); returns the run record."""
-    from bat.config.load import config_hash, resolved_dict
+    from bat.config.load import OUTPUT_NEUTRAL_SECTIONS, config_hash, resolved_dict
 
     layout.ensure()
     resolved = resolved_dict(config)
@@ -46,10 +46,14 @@ def open_run(layout: RunLayout, config: "BatConfig", *, allow_config_change: boo
     if layout.run_json.exists():
         existing = read_json(layout.run_json)
         if existing.get("config_hash") == digest:
+            if existing.get("config") != resolved:  # only output-neutral sections (executor, resources) changed
+                existing = {**existing, "config": resolved}
+                atomic_write_json(layout.run_json, existing)
             return existing
         if not allow_config_change:
             old = existing.get("config", {})
             changed = sorted(k for k in set(old) | set(resolved) if old.get(k) != resolved.get(k))
+            changed = [k for k in changed if k not in OUTPUT_NEUTRAL_SECTIONS]
             raise RunConfigMismatch(
                 f"{layout.run_json} was written with config {existing.get('config_hash')}, "
                 f"this config is {digest}; differing sections: {', '.join(changed) or '?'}. "

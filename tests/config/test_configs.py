@@ -63,3 +63,12 @@ def test_run_json_written_and_mismatch_refused(tmp_path: Path) -> None:
         open_run(layout, load_config(None, ["run.seed=9"]))
     open_run(layout, load_config(None, ["run.seed=9"]), allow_config_change=True)
     assert (layout.root / f"run.{record['config_hash']}.json").exists()
+
+
+def test_executor_change_keeps_hash_and_run(tmp_path: Path) -> None:
+    layout = RunLayout(tmp_path / "run")
+    local = load_config(None, ["orchestrate.executor=local"])
+    slurm = load_config(None, ["orchestrate.executor=slurm"])
+    assert config_hash(local) == config_hash(slurm)
+    open_run(layout, local)
+    assert open_run(layout, slurm)["config"]["orchestrate"]["executor"] == "slurm"

@@ -41,7 +41,7 @@ def engine(vllm_model):
 def test_vllm_ids_logprobs_and_seeds(engine, vllm_model):
     from transformers import AutoModelForCausalLM
 
-    reqs = [GenRequest(prompt_ids=list(range(10, 30 + 5 * i)), max_new_tokens=8, seed=100 + i, temperature=1.0,
+    reqs = [GenRequest(prompt_ids=list(range(10, 30 + 5 * i)), max_new_tokens=8, seed=100 + i, temperature=0.7,
                        stop_ids=(2,)) for i in range(3)]
     first, again = engine.generate(reqs), engine.generate(reqs)
     assert [r.token_ids for r in first] == [r.token_ids for r in again]  # per-request seeds
@@ -50,7 +50,7 @@ def test_vllm_ids_logprobs_and_seeds(engine, vllm_model):
         assert 1 <= len(res.token_ids) <= 8 and res.finish in ("stop", "length")
         with torch.inference_mode():
             logits = model(torch.tensor([req.prompt_ids + res.token_ids])).logits[0].float()
-        logp = torch.log_softmax(logits, dim=-1)
+        logp = torch.log_softmax(logits / 0.7, dim=-1)  # behavior logprobs are taken after temperature
         n = len(req.prompt_ids)
         ref = [logp[n - 1 + j, tok].item() for j, tok in enumerate(res.token_ids)]
         assert res.logprobs == pytest.approx(ref, abs=2e-2)
