@@ -33,6 +33,9 @@ class OpenAIEngineConfig(Section):
 
     base_url: str = "http://127.0.0.1:8000/v1"
     """Server base URL including `/v1`."""
+    api: Literal["completions", "sglang"] = "completions"
+    """`completions`: POST {base_url}/completions with vLLM's token-id extensions (`vllm serve`);
+    `sglang`: SGLang's native POST {server}/generate with `input_ids` and `return_logprob` (ids in and out)."""
     model: str = "policy"
     """Served model name sent in each request."""
     api_key_env: str = "OPENAI_API_KEY"

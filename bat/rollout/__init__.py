@@ -17,7 +17,8 @@ Public API (team "rollout/verify"; record types in `bat.schemas.rollout`):
   (ids in; ids + behavior logprobs + finish out), ``set_weights(path)`` (reload + flush prefix/KV caches),
   ``release(cache_key)``, ``close()``; ``make_engine(cfg: RolloutConfig, model_path)`` builds
   `hf` (transformers generate, per-request seeded sampling; batched or per-rollout prefix KV cache),
-  `vllm` (offline `LLM`, optional import) or `openai` (OpenAI-compatible /v1/completions with token ids).
+  `vllm` (offline `LLM`, optional import) or `openai` (a served policy: vLLM /v1/completions with token ids,
+  or SGLang's native /generate with `rollout.openai.api: sglang`; `flush_cache_url` on weight change).
 * Loop (`bat.rollout.loop`): ``run_rollouts(engine, specs: list[RolloutSpec], TurnTokens, LoopSettings)
   -> list[RolloutOutcome]``; cohorts generate in turn while the previous cohort's tool calls run in a
   thread pool; budgets (`bat.rollout.budgets`) end rollouts with ``end_reason`` in

@@ -1,9 +1,10 @@
-"""`openai` engine: a client for an OpenAI-compatible `/v1/completions` server (`vllm serve`, SGLang).
+"""`openai` engine: a client for a served policy (`vllm serve` /v1/completions, or SGLang's native /generate).
 
 Token in, token out: the prompt is sent as a list of token ids; the reply must carry the sampled ids,
-either as vLLM's `return_tokens_as_token_ids` strings (`"token_id:123"`) in `logprobs.tokens` or as a
-`token_ids` list on the choice. A server that returns only text is refused with a clear error, since
-re-tokenizing text would break the alignment of ids, masks and behavior logprobs.
+either as vLLM's `return_tokens_as_token_ids` strings (`"token_id:123"`) in `logprobs.tokens`, a
+`token_ids` list on the choice, or SGLang's `meta_info.output_token_logprobs` `[logprob, id, text]`
+triples. A server that returns only text is refused with a clear error, since re-tokenizing text would
+break the alignment of ids, masks and behavior logprobs.
 """
 
 from __future__ import annotations
@@ -37,6 +38,24 @@ def parse_choice(choice: dict[str, Any]) -> GenResult:
     return GenResult(token_ids=ids, logprobs=[float(x) if x is not None else 0.0 for x in logps], finish=finish)
 
 
+def parse_sglang(reply: dict[str, Any]) -> GenResult:
+    """Ids, logprobs and finish of an SGLang /generate reply (`meta_info.output_token_logprobs`)."""
+    meta = reply.get("meta_info") or {}
+    triples = meta.get("output_token_logprobs")
+    if not isinstance(triples, list):
+        raise ValueError("SGLang reply has no meta_info.output_token_logprobs; send return_logprob=true")
+    ids = [int(t[1]) for t in triples]
+    logps = [float(t[0]) if t[0] is not None else 0.0 for t in triples]
+    kind = (meta.get("finish_reason") or {}).get("type")
+    finish: Literal["stop", "length"] = "stop" if kind == "stop" else "length"
+    return GenResult(token_ids=ids, logprobs=logps, finish=finish)
+
+
+def _server_root(base_url: str) -> str:
+    root = base_url.rstrip("/")
+    return root[: -len("/v1")] if root.endswith("/v1") else root
+
+
 class OpenAIEngine:
     """Client engine; `set_weights` asks nothing of the server (reload it there) but records the checkpoint."""
 
@@ -44,11 +63,19 @@ class OpenAIEngine:
 
     def __init__(self, cfg: OpenAIEngineConfig, *, top_p: float = 1.0, top_k: int = 0, checkpoint: str = "") -> None:
         self.cfg, self.top_p, self.top_k = cfg, top_p, top_k
-        self.url = cfg.base_url.rstrip("/") + "/completions"
+        self.url = (_server_root(cfg.base_url) + "/generate" if cfg.api == "sglang"
+                    else cfg.base_url.rstrip("/") + "/completions")
         self.checkpoint = checkpoint or cfg.model
 
     def body(self, req: GenRequest) -> dict[str, Any]:
-        """The completions request for one GenRequest (vLLM extensions for ids and stop tokens)."""
+        """The request for one GenRequest (vLLM completions with its id extensions, or SGLang /generate)."""
+        if self.cfg.api == "sglang":
+            params: dict[str, Any] = {"max_new_tokens": req.max_new_tokens, "temperature": req.temperature,
+                                      "top_p": self.top_p, "stop_token_ids": list(req.stop_ids),
+                                      "skip_special_tokens": False, "sampling_seed": req.seed}
+            if self.top_k > 0:
+                params["top_k"] = self.top_k
+            return {"input_ids": list(req.prompt_ids), "sampling_params": params, "return_logprob": True}
         body: dict[str, Any] = {
             "model": self.cfg.model, "prompt": list(req.prompt_ids), "max_tokens": req.max_new_tokens,
             "temperature": req.temperature, "top_p": self.top_p, "seed": req.seed, "logprobs": 0,
@@ -64,7 +91,7 @@ class OpenAIEngine:
         for _ in range(self.cfg.max_retries + 1):
             try:
                 reply = post_json(self.url, self.body(req), timeout_s=self.cfg.timeout_s, api_key_env=self.cfg.api_key_env)
-                return parse_choice(reply["choices"][0])
+                return parse_sglang(reply) if self.cfg.api == "sglang" else parse_choice(reply["choices"][0])
             except HttpError as exc:
                 last = str(exc)
             except (KeyError, IndexError, TypeError, ValueError) as exc:

@@ -76,6 +76,20 @@ def test_openai_engine_token_ids_roundtrip(tiny_model):
         assert srv.flushes == 1 and engine.checkpoint == "step_000050"
 
 
+def test_openai_engine_sglang_native_api(tiny_model):
+    local = HFEngine(tiny_model)
+    reqs = requests_for(2)
+    with CompletionsServer(local) as srv:
+        engine = OpenAIEngine(OpenAIEngineConfig(base_url=srv.url, api="sglang"))
+        got = engine.generate(reqs)
+        sent = srv.requests[0]
+    assert engine.url.endswith("/generate") and "/v1" not in engine.url
+    assert sent["return_logprob"] is True and sent["input_ids"] == reqs[0].prompt_ids
+    want = local.generate(reqs)
+    assert [g.token_ids for g in got] == [w.token_ids for w in want]
+    assert got[1].logprobs == pytest.approx(want[1].logprobs, abs=1e-5)
+
+
 def test_openai_engine_refuses_text_only_servers_and_reports_down_servers(tiny_model):
     with CompletionsServer(HFEngine(tiny_model), ids_as_text=True) as srv:
         res = OpenAIEngine(OpenAIEngineConfig(base_url=srv.url)).generate(requests_for(1))[0]

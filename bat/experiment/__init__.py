@@ -1,0 +1,33 @@
+"""Arm comparison experiment (issue 9): base / SFT / GRPO / BiCuRL / drop-one-pool ablations x seeds.
+
+`bat experiment --config configs/experiments/FILE.yaml [--only ARM ...] [--seeds 1,2] [--out DIR]`
+
+How it runs (local executor by default; Slurm unchanged through the ordinary driver):
+
+1. Per seed, ONE shared bootstrap state `<state>/seed_<s>/shared/` runs round 0's synthesize -> scan -> sft ->
+   evaluate through `bat.orchestrate.driver.run` (run.rounds=0, run.seed=s).
+2. Every trained arm gets its own state dir `<state>/seed_<s>/<arm>/`, seeded with a copy of the shared round-0
+   products (bank, models, SFT checkpoint, round_00 synthesize/scan/sft/evaluate, held-out round 0) but NOT the
+   round-0 route (arm-dependent); the driver then re-runs route and rounds 1..R with the arm's config.
+   Budgets are matched: every arm shares rounds, batch size, batches per round, k, GRPO steps.
+3. The end-of-run evaluation is the `final_test` phase (final split, plus the test split when
+   `evaluate.test_split`) on the retained best checkpoint (`checkpoints/best.json`), run through
+   `bat.orchestrate.runner.run_phase` with the phase added to the table. The `base` arm (untrained model)
+   runs the phase function `bat.experiment.base_eval:final_test_base` instead (final/test on `models/tiny`).
+   Routing only ever reads controller aggregates; nothing is tuned on the final or test split.
+4. `collect` reads only training-side files (aggregates, DONE.json counts, arm records) and writes
+   `<out>/results.json`, `<out>/README.md` and per-arm curve PNGs.
+
+Public API:
+
+* `bat.experiment.spec.ExperimentSpec` (pydantic; fields: name, base_config, overrides, seeds, arms, state_dir,
+  out_dir, report_split), `ArmSpec` (name, kind `base|trained`, overrides),
+  `load_experiment(path) -> ExperimentSpec` (clear errors listing valid keys/arms),
+  `arm_config(spec, arm, seed) -> BatConfig`, `shared_config(spec, seed) -> BatConfig`.
+* `bat.experiment.share.run_shared(spec, seed) -> SharedInfo`, `seed_arm_state(shared: RunLayout, arm: RunLayout)`,
+  `sft_digest(layout) -> str`.
+* `bat.experiment.execute.run_arm(spec, arm, seed, shared) -> ArmRecord` (writes `<arm state>/experiment_arm.json`).
+* `bat.experiment.collect.collect(spec) -> dict` (the results.json content), `bat.experiment.write.write_results(spec,
+  results, command) -> [paths]`.
+* `bat.experiment.run.run_experiment(spec, *, only=None, seeds=None, command="") -> dict`.
+"""
