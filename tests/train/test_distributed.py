@@ -53,3 +53,26 @@ def test_two_process_deepspeed_matches_one_process(tiny_dir, sft_rows, tmp_path)
     m2 = [m["loss"] for m in read_jsonl(tmp_path / "two" / "metrics.jsonl") if "loss" in m]
     assert m1 == pytest.approx(m2, rel=1e-4) and len(m2) == 3
     assert read_jsonl(tmp_path / "two" / "metrics.jsonl")[-1]["val_loss"] > 0
+
+
+@pytest.mark.slow
+def test_two_process_zero3_grpo_matches_one_process(tiny_dir, grpo_records, tmp_path):
+    rollouts, rewards = grpo_records
+    write_jsonl(tmp_path / "rollouts.jsonl", rollouts)
+    write_jsonl(tmp_path / "rewards.jsonl", rewards)
+    common = ["train", "grpo", "--model", str(tiny_dir), "--rollouts", str(tmp_path / "rollouts.jsonl"),
+              "--rewards", str(tmp_path / "rewards.jsonl"), "--seed", "2", "--set", "grpo.steps=2",
+              "--set", "grpo.lr=1e-3", "--set", "grpo.loss_agg=seq-mean-token-mean", "--set", "grpo.kl_coef=0.01"]
+    repo = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+    _run([sys.executable, "-m", "bat.cli.main", *common, "--out", str(tmp_path / "one"),
+          "--set", "grpo.deepspeed.micro_batch_per_rank=4"], repo)
+    _run([sys.executable, "-m", "torch.distributed.run", "--nproc-per-node", "2", "--master-port", str(_free_port()),
+          "-m", "bat.cli.main", *common, "--out", str(tmp_path / "two"),
+          "--set", "grpo.deepspeed.micro_batch_per_rank=2", "--set", "grpo.deepspeed.zero_stage=3"], repo)
+    one = load_model(tmp_path / "one" / "export").state_dict()
+    two = load_model(tmp_path / "two" / "export").state_dict()
+    for name in one:
+        torch.testing.assert_close(one[name], two[name], rtol=1e-4, atol=1e-5, msg=name)
+    m1, m2 = read_jsonl(tmp_path / "one" / "metrics.jsonl"), read_jsonl(tmp_path / "two" / "metrics.jsonl")
+    assert [m["loss"] for m in m1] == pytest.approx([m["loss"] for m in m2], rel=1e-4, abs=1e-6)
+    assert [m["clip_frac"] for m in m1] == pytest.approx([m["clip_frac"] for m in m2])

@@ -1,0 +1,170 @@
+"""Gather per-arm results from training-side files only: end-of-run aggregates, controller curves, counts, wall.
+
+Reads, per arm x seed state dir: `experiment_arm.json`, `round_NN/final_test/aggregate_<split>.json`,
+`round_NN/evaluate/aggregate_controller.json`, `round_NN/route/best.json`, DONE.json counts. Writes nothing.
+Across seeds: per-track values are averaged over seeds, then the arm mean is the mean of track means with a t
+half-width across tracks (the track is the statistical unit); the seed spread is the SD/min/max of seed means.
+"""
+
+from __future__ import annotations
+
+import statistics
+from typing import Any
+
+from scipy import stats
+
+from bat.curriculum.arms import resolve_arm
+from bat.curriculum.history import load_best_after
+from bat.evaluate.aggregate import half_width
+from bat.evaluate.store import load_aggregate
+from bat.experiment.execute import FINAL_PHASE, read_arm_record
+from bat.experiment.share import ROUND0_PHASES, arm_dir, seed_dir
+from bat.experiment.spec import SHARED_NAME, ExperimentSpec, arm_config, budget_signature
+from bat.schemas.evaluation import METRICS, EvalAggregate
+from bat.state.layout import RunLayout
+from bat.state.markers import read_done
+
+
+def _metric(agg_or_track: Any, metric: str) -> float | None:
+    return getattr(agg_or_track, metric) if metric in METRICS else agg_or_track.stages.get(metric)
+
+
+def _counts(layout: RunLayout) -> dict[str, Any]:
+    """Rollouts, GRPO steps and compute seconds of the arm's own phases (copied round-0 phases excluded)."""
+    rollouts = steps = tokens = 0
+    compute = 0.0
+    for r in layout.rounds():
+        for phase_dir in sorted(p for p in layout.round_dir(r).iterdir() if p.is_dir()):
+            done = read_done(phase_dir)
+            if done is None or (r == 0 and phase_dir.name in ROUND0_PHASES):
+                continue
+            compute += float(done.extra.get("compute_s", 0.0))
+            if phase_dir.name == "rollout":
+                rollouts += int(done.counts.get("rollouts", 0))
+                tokens += int(done.counts.get("generated_tokens", 0))
+            if phase_dir.name == "grpo":
+                steps += int(done.counts.get("step", 0))
+    return {"rollouts": rollouts, "grpo_steps": steps, "generated_tokens": tokens, "compute_s": round(compute, 3),
+            "rl_rounds": sum(1 for r in layout.rounds() if read_done(layout.phase_dir(r, "grpo")) is not None)}
+
+
+def _curve(layout: RunLayout) -> dict[str, list]:
+    """Per round: controller Overall (raw) and the retained best's controller score after that round."""
+    rounds, raw, best = [], [], []
+    for r in layout.rounds():
+        agg = load_aggregate(layout, r, "controller")
+        after = load_best_after(layout, r)
+        if agg is None or after is None:
+            continue
+        rounds.append(r)
+        raw.append(agg.overall)
+        best.append(after.score)
+    return {"rounds": rounds, "raw": raw, "best": best}
+
+
+def seed_result(spec: ExperimentSpec, arm_name: str, seed: int) -> dict[str, Any]:
+    """Everything about one arm x seed (status, end-of-run aggregate, curve, counts, shared SFT digests)."""
+    record = read_arm_record(spec, seed, arm_name) or {"status": "not run"}
+    out: dict[str, Any] = {"seed": seed, "status": record.get("status"), "error": record.get("error"),
+                           "wall_s": record.get("wall_s"), "attempts": record.get("attempts", 0),
+                           "shared_sft_digest": record.get("shared_sft_digest")}
+    layout = RunLayout(arm_dir(spec, seed, arm_name))
+    if not layout.root.exists():
+        return out
+    out.update(_counts(layout))
+    out["curve"] = _curve(layout)
+    ctrl0 = load_aggregate(layout, 0, "controller")
+    best0 = load_best_after(layout, 0)
+    out["round0_eval_digest"] = ctrl0.checkpoint_digest if ctrl0 else None
+    out["round1_start_digest"] = best0.checkpoint_digest if best0 else None
+    final_round = record.get("final_round")
+    agg = load_aggregate(layout, final_round, spec.report_split, FINAL_PHASE) if final_round is not None else None
+    out["final_round"] = final_round
+    out["aggregate"] = agg.model_dump(mode="json") if agg else None
+    return out
+
+
+def arm_summary(spec: ExperimentSpec, aggs: list[EvalAggregate], stage_keys: list[str], confidence: float) -> dict[str, Any]:
+    """Mean of seed-averaged track means, t half-width across tracks, and seed spread, per metric."""
+    metrics = [*METRICS, *stage_keys]
+    out: dict[str, Any] = {"n_seeds": len(aggs), "mean": {}, "half_width": {}, "seed_sd": {}, "seed_min": {},
+                           "seed_max": {}, "track_means": {}}
+    if not aggs:
+        return out
+    tracks = sorted(set.intersection(*(set(a.tracks) for a in aggs)))
+    for m in metrics:
+        per_track = {}
+        for t in tracks:
+            vals = [_metric(a.tracks[t], m) for a in aggs]
+            per_track[t] = None if any(v is None for v in vals) else sum(vals) / len(vals)
+        seed_vals = [_metric(a, m) for a in aggs]
+        if not per_track or any(v is None for v in per_track.values()) or any(v is None for v in seed_vals):
+            out["mean"][m] = None
+            continue
+        track_vals = list(per_track.values())
+        out["track_means"][m] = per_track
+        out["mean"][m] = sum(track_vals) / len(track_vals)
+        out["half_width"][m] = half_width(track_vals, confidence)
+        out["seed_sd"][m] = statistics.stdev(seed_vals) if len(seed_vals) >= 2 else None
+        out["seed_min"][m], out["seed_max"][m] = min(seed_vals), max(seed_vals)
+    return out
+
+
+def compare(ref: dict[str, Any], other: dict[str, Any], confidence: float, metric: str = "overall") -> dict[str, Any] | None:
+    """Paired per-track comparison ref - other of seed-averaged track means: mean, t half-width, p-value."""
+    a, b = ref["track_means"].get(metric), other["track_means"].get(metric)
+    if not a or not b or set(a) != set(b):
+        return None
+    deltas = {t: a[t] - b[t] for t in sorted(a)}
+    values = list(deltas.values())
+    p = None
+    if len(values) >= 2 and statistics.stdev(values) > 0:
+        p = float(stats.ttest_1samp(values, 0.0).pvalue)
+    return {"metric": metric, "deltas": deltas, "mean_delta": sum(values) / len(values),
+            "half_width": half_width(values, confidence), "p_value": p, "n_tracks": len(values)}
+
+
+def _budget(spec: ExperimentSpec, arms: dict[str, Any]) -> dict[str, Any]:
+    """Matched-budget audit: resolved budget fields equal across trained arms; RL arms' rollouts/steps per seed."""
+    sigs = {a.name: budget_signature(arm_config(spec, a, spec.seeds[0])) for a in spec.arms if a.kind == "trained"}
+    first = next(iter(sigs.values()), {})
+    differing = sorted({k for s in sigs.values() for k in s if s[k] != first.get(k)})
+    rl = [a.name for a in spec.arms if a.kind == "trained" and resolve_arm(arm_config(spec, a, spec.seeds[0]).curriculum).rl]
+    per_seed = {}
+    for seed in spec.seeds:
+        runs = [next((s for s in arms[n]["seeds"] if s["seed"] == seed), {}) for n in rl]
+        done = [s for s in runs if s.get("status") == "done"]
+        per_seed[str(seed)] = {"rollouts": sorted({s["rollouts"] for s in done}),
+                               "grpo_steps": sorted({s["grpo_steps"] for s in done})}
+    matched = not differing and all(len(v["rollouts"]) <= 1 and len(v["grpo_steps"]) <= 1 for v in per_seed.values())
+    return {"matched": matched, "differing_fields": differing, "rl_arms": rl, "per_seed": per_seed,
+            "signature": first}
+
+
+def collect(spec: ExperimentSpec) -> dict[str, Any]:
+    """The content of results.json: per-arm summaries, per-seed runs, comparisons vs the reference, budget audit."""
+    cfg = arm_config(spec, spec.arms[0], spec.seeds[0])
+    stage_keys, confidence = list(cfg.stage_keys), cfg.evaluate.confidence
+    arms: dict[str, Any] = {}
+    for arm in spec.arms:
+        seeds = [seed_result(spec, arm.name, s) for s in spec.seeds]
+        aggs = [EvalAggregate.model_validate(s["aggregate"]) for s in seeds if s.get("status") == "done" and s.get("aggregate")]
+        walls = [s["wall_s"] for s in seeds if s.get("wall_s") is not None]
+        arms[arm.name] = {"kind": arm.kind, "overrides": list(arm.overrides), "seeds": seeds,
+                          "summary": arm_summary(spec, aggs, stage_keys, confidence),
+                          "wall_s_mean": sum(walls) / len(walls) if walls else None,
+                          "failed": [s["seed"] for s in seeds if s.get("status") == "failed"]}
+    ref = spec.reference
+    comparisons = {name: compare(arms[ref]["summary"], data["summary"], confidence)
+                   for name, data in arms.items() if name != ref}
+    shared = {}
+    for seed in spec.seeds:
+        rec = RunLayout(seed_dir(spec, seed) / SHARED_NAME).root / "experiment_shared.json"
+        if rec.exists():
+            from bat.state.atomic import read_json
+
+            shared[str(seed)] = read_json(rec)
+    return {"schema_version": 1, "experiment": spec.name, "base_config": str(spec.base_config),
+            "overrides": list(spec.overrides), "seeds": list(spec.seeds), "report_split": spec.report_split,
+            "stage_keys": stage_keys, "confidence": confidence, "reference_arm": ref, "arms": arms,
+            "comparisons": comparisons, "budget": _budget(spec, arms), "shared": shared}

@@ -1,0 +1,99 @@
+"""Run one arm x seed in its own state dir through the ordinary driver, then its end-of-run evaluation.
+
+Reads: the experiment spec and the seed's shared bootstrap. Writes: the arm state dir (seeded from the shared
+bootstrap, then driver outputs), `round_NN/final_test/` (retained best on final/test) and
+`experiment_arm.json` (status, wall seconds, error) written last. A finished arm (status `done`) is skipped on rerun;
+a failed one is recorded (every run is reported) and retried on the next invocation.
+"""
+
+from __future__ import annotations
+
+import time
+import traceback
+from typing import Any
+
+from bat.experiment.share import SharedInfo, arm_dir, seed_arm_state
+from bat.experiment.spec import ArmSpec, ExperimentSpec, arm_config
+from bat.state.atomic import atomic_write_json, read_json
+from bat.state.layout import RunLayout
+from bat.state.markers import read_done
+
+ARM_RECORD = "experiment_arm.json"
+FINAL_PHASE = "final_test"
+TRAINED_TARGET = "bat.evaluate.phase:final_test"
+"""Retained best (`checkpoints/best.json`) on the final (+ test) split."""
+BASE_TARGET = "bat.experiment.base_eval:final_test_base"
+"""Untrained base model on the same splits."""
+
+
+def final_table(config: Any, target: str) -> dict:
+    """The product phase table plus a `final_test` row pointing at `target` (evaluation resources)."""
+    from bat.orchestrate.graph import PhaseSpec, resolve_table
+
+    spec = PhaseSpec(FINAL_PHASE, target, ("checkpoints/best.json", "held-out suite"),
+                     ("round_NN/final_test/ aggregates", "heldout/round_NN/final|test"), "evaluate")
+    return {**resolve_table(config), FINAL_PHASE: spec}
+
+
+def last_routed_round(layout: RunLayout) -> int:
+    """The last round whose `route` is DONE (where the retained best was last decided)."""
+    routed = [r for r in layout.rounds() if read_done(layout.phase_dir(r, "route")) is not None]
+    if not routed:
+        raise RuntimeError(f"{layout.root}: no round has a DONE route; the arm did not finish round 0")
+    return routed[-1]
+
+
+def read_arm_record(spec: ExperimentSpec, seed: int, arm: str) -> dict[str, Any] | None:
+    path = arm_dir(spec, seed, arm) / ARM_RECORD
+    return read_json(path) if path.exists() else None
+
+
+def _run_trained(cfg: Any, layout: RunLayout) -> int:
+    from bat.orchestrate.driver import run
+    from bat.orchestrate.executors import executor_kind
+    from bat.orchestrate.runner import run_phase
+
+    code = run(cfg, layout, wait=executor_kind(cfg) == "slurm")
+    if code != 0:
+        raise RuntimeError(f"driver exited {code} for {layout.root}")
+    final_round = last_routed_round(layout)
+    run_phase(cfg, layout, final_round, FINAL_PHASE, table=final_table(cfg, TRAINED_TARGET))
+    return final_round
+
+
+def _run_base(cfg: Any, layout: RunLayout) -> int:
+    from bat.orchestrate.runner import run_phase
+    from bat.state.run_record import open_run
+
+    open_run(layout, cfg)
+    run_phase(cfg, layout, 0, FINAL_PHASE, table=final_table(cfg, BASE_TARGET))
+    return 0
+
+
+def run_arm(spec: ExperimentSpec, arm: ArmSpec, seed: int, shared: SharedInfo) -> dict[str, Any]:
+    """Run (or resume) one arm x seed; returns its `experiment_arm.json` record (status `done` or `failed`)."""
+    from bat.config.load import config_hash
+
+    previous = read_arm_record(spec, seed, arm.name)
+    if previous is not None and previous.get("status") == "done":
+        return previous
+    root = arm_dir(spec, seed, arm.name)
+    record: dict[str, Any] = {"arm": arm.name, "kind": arm.kind, "seed": seed, "overrides": list(arm.overrides),
+                              "shared_sft_digest": shared.sft_digest, "shared_wall_s": shared.wall_s,
+                              "attempts": int((previous or {}).get("attempts", 0)) + 1}
+    started = time.monotonic()
+    print(f"bat experiment: arm {arm.name} seed {seed} -> {root}", flush=True)
+    try:
+        cfg = arm_config(spec, arm, seed)
+        layout = seed_arm_state(shared, root, models_only=arm.kind == "base")
+        record["config_hash"] = config_hash(cfg)
+        record["final_round"] = _run_base(cfg, layout) if arm.kind == "base" else _run_trained(cfg, layout)
+        record["status"] = "done"
+    except Exception as exc:  # every run is reported, including the ones that fail; the others still run
+        record.update(status="failed", error=f"{type(exc).__name__}: {exc}",
+                      traceback=traceback.format_exc(limit=6))
+        print(f"bat experiment: arm {arm.name} seed {seed} FAILED: {record['error']}", flush=True)
+    record["wall_s"] = round(time.monotonic() - started + float((previous or {}).get("wall_s", 0.0)), 3)
+    root.mkdir(parents=True, exist_ok=True)
+    atomic_write_json(root / ARM_RECORD, record)
+    return record

@@ -1,0 +1,137 @@
+"""One shared bootstrap per seed (bank + SFT checkpoint), and seeding an arm's state dir from it.
+
+Reads: the shared state dir `<experiment>/seed_<s>/_shared/`. Writes: that dir (through the ordinary driver), and
+each arm's state dir: a hard-linked copy (falling back to a copy) of the round-0 products, built under a temp name
+and renamed into place with `experiment_seed.json` inside (so an interrupted seeding is redone, never half-used).
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+from bat.experiment.spec import SHARED_NAME, ExperimentSpec, shared_config
+from bat.state.atomic import atomic_dir, atomic_write_json, read_json
+from bat.state.layout import RunLayout
+from bat.state.markers import read_done
+
+SEED_MARKER = "experiment_seed.json"
+SHARED_RECORD = "experiment_shared.json"
+ROUND0_PHASES = ("synthesize", "scan", "sft", "evaluate")
+"""Round-0 phases shared by every arm; the round-0 `route` is arm-dependent and re-runs in each arm."""
+
+
+class SharedStateError(RuntimeError):
+    """The shared bootstrap did not produce what the arms need (the message says what is missing)."""
+
+
+@dataclass(frozen=True)
+class SharedInfo:
+    """What the arms of one seed share."""
+
+    seed: int
+    layout: RunLayout
+    sft_checkpoint: str
+    sft_digest: str
+    wall_s: float
+    """Wall seconds of the shared bootstrap (0 when it was already complete)."""
+    compute_s: float
+    """Sum of the round-0 phases' `compute_s` (DONE.json)."""
+
+
+def seed_dir(spec: ExperimentSpec, seed: int) -> Path:
+    return spec.root / f"seed_{seed}"
+
+
+def arm_dir(spec: ExperimentSpec, seed: int, arm: str) -> Path:
+    return seed_dir(spec, seed) / arm
+
+
+def sft_checkpoint(layout: RunLayout) -> str:
+    """The SFT export named in `round_00/sft/DONE.json` (`extra.candidate`)."""
+    done = read_done(layout.phase_dir(0, "sft"))
+    if done is None or not done.extra.get("candidate"):
+        raise SharedStateError(f"{layout.phase_dir(0, 'sft')}/DONE.json is missing or names no candidate checkpoint")
+    return str(done.extra["candidate"])
+
+
+def sft_digest(layout: RunLayout) -> str:
+    """sha256 of the SFT export the run's round 0 produced (the same tree digest evaluation records)."""
+    from bat.evaluate.manifest import checkpoint_digest
+
+    return checkpoint_digest(sft_checkpoint(layout))
+
+
+def round0_compute_s(layout: RunLayout) -> float:
+    total = 0.0
+    for phase in ROUND0_PHASES:
+        done = read_done(layout.phase_dir(0, phase))
+        total += float(done.extra.get("compute_s", 0.0)) if done else 0.0
+    return total
+
+
+def run_shared(spec: ExperimentSpec, seed: int) -> SharedInfo:
+    """Run (or resume) round 0 of seed `seed` once through the ordinary driver; returns what the arms share."""
+    from bat.orchestrate.driver import run
+    from bat.orchestrate.executors import executor_kind
+
+    cfg = shared_config(spec, seed)
+    layout = RunLayout(seed_dir(spec, seed) / SHARED_NAME)
+    record_path = layout.root / SHARED_RECORD
+    wall = 0.0
+    if not record_path.exists():
+        started = time.monotonic()
+        code = run(cfg, layout, wait=executor_kind(cfg) == "slurm")
+        wall = time.monotonic() - started
+        missing = [p for p in ROUND0_PHASES if read_done(layout.phase_dir(0, p)) is None]
+        if code != 0 or missing:
+            raise SharedStateError(f"seed {seed}: shared bootstrap in {layout.root} ended with exit {code}; "
+                                   f"phases not DONE: {missing or 'none'}")
+        atomic_write_json(record_path, {"seed": seed, "wall_s": round(wall, 3), "sft_checkpoint": sft_checkpoint(layout),
+                                        "sft_digest": sft_digest(layout)})
+    record = read_json(record_path)
+    return SharedInfo(seed=seed, layout=layout, sft_checkpoint=record["sft_checkpoint"], sft_digest=record["sft_digest"],
+                      wall_s=float(record["wall_s"]), compute_s=round0_compute_s(layout))
+
+
+def _link_tree(src: Path, dst: Path) -> None:
+    """Hard-link every file of `src` under `dst` (copy when linking is impossible, e.g. across filesystems)."""
+    def link(s: str, d: str) -> None:
+        try:
+            os.link(s, d)
+        except OSError:
+            shutil.copy2(s, d)
+
+    shutil.copytree(src, dst, copy_function=link, symlinks=True)
+
+
+def shared_paths(shared: RunLayout, target: RunLayout) -> list[tuple[Path, Path]]:
+    """(source, destination) pairs an arm takes from the shared bootstrap; missing optional ones are skipped."""
+    pairs = [(shared.bank_root, target.bank_root), (shared.models_dir, target.models_dir),
+             (shared.sft_checkpoints, target.sft_checkpoints), (shared.fingerprint_index, target.fingerprint_index),
+             (shared.heldout_runs(0, "controller"), target.heldout_runs(0, "controller"))]
+    pairs += [(shared.phase_dir(0, p), target.phase_dir(0, p)) for p in ROUND0_PHASES]
+    return [(s, d) for s, d in pairs if s.exists()]
+
+
+def seed_arm_state(shared: SharedInfo, root: Path, *, models_only: bool = False) -> RunLayout:
+    """Create the arm state dir `root` from the shared bootstrap (no-op when already seeded); returns its layout.
+
+    `models_only` (base arm): only the base model directory, so its evaluation shares no held-out files.
+    """
+    root = Path(root)
+    if (root / SEED_MARKER).exists():
+        return RunLayout(root)
+    with atomic_dir(root) as tmp:
+        target = RunLayout(tmp)
+        pairs = [(shared.layout.models_dir, target.models_dir)] if models_only else shared_paths(shared.layout, target)
+        for src, dst in pairs:
+            dst.parent.mkdir(parents=True, exist_ok=True)
+            _link_tree(src, dst)
+        atomic_write_json(tmp / SEED_MARKER, {"shared": str(shared.layout.root), "seed": shared.seed,
+                                              "sft_digest": shared.sft_digest, "models_only": models_only,
+                                              "copied": [str(d.relative_to(tmp)) for _, d in pairs]})
+    return RunLayout(root)

@@ -1,0 +1,194 @@
+"""The experiment file: base config, common overrides, seeds, arms (as `--set`-style overrides), where to write.
+
+Reads: the experiment YAML and the base config it names. Writes nothing.
+Relative paths in the file (base_config, state_dir, out_dir) resolve against the current working directory,
+like every other `bat` command's `--config`/`--state`.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Literal
+
+import yaml
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
+
+if TYPE_CHECKING:
+    from bat.config.root import BatConfig
+
+SHARED_NAME = "_shared"
+"""Directory name of the per-seed shared bootstrap state (reserved; not a valid arm name)."""
+ARM_PREFIXES = ("curriculum.",)
+"""Arm overrides may only change the curriculum (arm, pools, rho, gate, fallback): everything else is shared."""
+BUDGET_KEYS = ("curriculum.batch_size", "curriculum.batches_per_round", "curriculum.exhausted")
+"""Curriculum keys that set the training budget: common to every arm, never per-arm."""
+FORCED = {"evaluate.final_eval": "never"}
+"""Set for every arm: the end-of-run evaluation is the `final_test` phase on the retained best."""
+
+
+class ExperimentError(ValueError):
+    """An experiment file that cannot be used; the message names the field and lists what is valid."""
+
+
+class ArmSpec(BaseModel):
+    """One arm: a name, a kind and the overrides that make it differ from the others."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    name: str = Field(pattern=r"^[a-z0-9][a-z0-9_-]*$")
+    """Arm name (state sub-directory and table row)."""
+    kind: Literal["base", "trained"] = "trained"
+    """`base`: evaluate the untrained base model only; `trained`: round 0 shared, then the driver runs the arm."""
+    overrides: tuple[str, ...] = ()
+    """`dotted.key=value` overrides under `curriculum.` (e.g. `curriculum.arm=grpo`, `curriculum.pools=[S-mix, E2E]`)."""
+
+    @model_validator(mode="after")
+    def _check(self) -> "ArmSpec":
+        if self.kind == "base" and self.overrides:
+            raise ValueError(f"arm {self.name!r}: a base arm takes no overrides (it evaluates the untrained model)")
+        for text in self.overrides:
+            key = text.split("=", 1)[0].strip()
+            if "=" not in text or not key.startswith(ARM_PREFIXES):
+                raise ValueError(f"arm {self.name!r}: override {text!r} must be KEY=VALUE with KEY under "
+                                 f"{list(ARM_PREFIXES)}; put shared settings in the experiment's `overrides`")
+            if key in BUDGET_KEYS:
+                raise ValueError(f"arm {self.name!r}: {key} sets the training budget and must be the same for every "
+                                 f"arm; set it in the experiment's `overrides` (budget keys: {list(BUDGET_KEYS)})")
+        return self
+
+
+class ExperimentSpec(BaseModel):
+    """`configs/experiments/*.yaml`: which arms, which seeds, on which base config, written where."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    name: str = Field(pattern=r"^[A-Za-z0-9][A-Za-z0-9_.-]*$")
+    """Experiment name (run names become `<name>-<arm>-s<seed>`)."""
+    base_config: Path
+    """The `bat run` config every arm starts from (e.g. configs/local.yaml)."""
+    overrides: tuple[str, ...] = ()
+    """`dotted.key=value` overrides applied to every arm and to the shared bootstrap (budget, model, suite)."""
+    seeds: tuple[int, ...] = Field(min_length=1)
+    """Run seeds; each seed has its own shared bank + SFT checkpoint and one state dir per arm."""
+    arms: tuple[ArmSpec, ...] = Field(min_length=1)
+    """Arms in table order."""
+    state_dir: Path = Path("state/experiments")
+    """Parent of the per-seed state dirs (`<state_dir>/<name>/seed_<s>/<arm>/`)."""
+    out_dir: Path = Path("docs/results")
+    """Where README.md, results.json and the curve plots are written."""
+    report_split: Literal["final", "test"] = "final"
+    """Split of the end-of-run evaluation shown in the table (`test` needs `evaluate.test_split: true`)."""
+    reference_arm: str | None = None
+    """Arm the others are compared against (paired per-track deltas); default: the first arm named `bicurl`, else
+    the last arm."""
+
+    @field_validator("seeds")
+    @classmethod
+    def _seeds(cls, seeds: tuple[int, ...]) -> tuple[int, ...]:
+        if len(set(seeds)) != len(seeds) or any(s < 0 for s in seeds):
+            raise ValueError(f"seeds must be distinct non-negative integers, got {list(seeds)}")
+        return seeds
+
+    @model_validator(mode="after")
+    def _check(self) -> "ExperimentSpec":
+        names = [a.name for a in self.arms]
+        dupes = sorted({n for n in names if names.count(n) > 1})
+        if dupes:
+            raise ValueError(f"arm names repeat: {dupes}")
+        if self.reference_arm is not None and self.reference_arm not in names:
+            raise ValueError(f"reference_arm {self.reference_arm!r} is not an arm; arms: {names}")
+        for text in self.overrides:
+            key, _, value = text.partition("=")
+            if key.strip() in FORCED and yaml.safe_load(value) != FORCED[key.strip()]:
+                raise ValueError(f"override {text!r}: the experiment evaluates the retained best with the final_test "
+                                 f"phase, so {key.strip()} must stay {FORCED[key.strip()]!r}")
+        return self
+
+    @property
+    def root(self) -> Path:
+        """`<state_dir>/<name>`: every state dir of this experiment."""
+        return self.state_dir / self.name
+
+    def arm(self, name: str) -> ArmSpec:
+        for arm in self.arms:
+            if arm.name == name:
+                return arm
+        raise ExperimentError(f"unknown arm {name!r}; arms: {[a.name for a in self.arms]}")
+
+    @property
+    def reference(self) -> str:
+        names = [a.name for a in self.arms]
+        return self.reference_arm or ("bicurl" if "bicurl" in names else names[-1])
+
+
+def load_experiment(path: str | Path) -> ExperimentSpec:
+    """Read and validate an experiment YAML; every problem names the field (and the valid keys)."""
+    p = Path(path)
+    if not p.is_file():
+        raise ExperimentError(f"experiment file {p} does not exist")
+    try:
+        data: Any = yaml.safe_load(p.read_text(encoding="utf-8"))
+    except yaml.YAMLError as exc:
+        raise ExperimentError(f"{p}: not valid YAML: {exc}") from exc
+    if not isinstance(data, dict):
+        raise ExperimentError(f"{p}: top level must be a mapping with keys {sorted(ExperimentSpec.model_fields)}")
+    try:
+        spec = ExperimentSpec.model_validate(data)
+    except ValidationError as exc:
+        lines = []
+        for err in exc.errors():
+            where = ".".join(str(x) for x in err["loc"]) or "<root>"
+            if err["type"] == "extra_forbidden":
+                model = ArmSpec if "arms" in err["loc"] else ExperimentSpec
+                lines.append(f"{where}: unknown key; valid keys: {', '.join(sorted(model.model_fields))}")
+            else:
+                lines.append(f"{where}: {err['msg']}")
+        raise ExperimentError(f"{p}: invalid experiment file:\n  " + "\n  ".join(lines)) from None
+    if not spec.base_config.is_file():
+        raise ExperimentError(f"{p}: base_config {spec.base_config} does not exist (relative paths resolve against "
+                              f"the current directory {Path.cwd()})")
+    for arm in spec.arms:  # fail before anything runs: every arm x seed config must validate
+        arm_config(spec, arm, spec.seeds[0])
+    return spec
+
+
+def _common(spec: ExperimentSpec, seed: int, run_name: str) -> list[str]:
+    forced = [f"{k}={v}" for k, v in FORCED.items()]
+    return [*spec.overrides, *forced, f"run.seed={seed}", f"run.name={run_name}"]
+
+
+def arm_config(spec: ExperimentSpec, arm: ArmSpec | str, seed: int) -> "BatConfig":
+    """The resolved config of one arm x seed (base config + common overrides + arm overrides + seed)."""
+    from bat.config.load import ConfigError, load_config
+
+    arm = spec.arm(arm) if isinstance(arm, str) else arm
+    try:
+        return load_config(spec.base_config, [*_common(spec, seed, f"{spec.name}-{arm.name}-s{seed}"), *arm.overrides])
+    except ConfigError as exc:
+        raise ExperimentError(f"arm {arm.name!r} (seed {seed}): {exc}") from exc
+
+
+def shared_config(spec: ExperimentSpec, seed: int) -> "BatConfig":
+    """The config of the per-seed shared bootstrap: round 0 only (synthesize, scan, sft, evaluate, route)."""
+    from bat.config.load import load_config
+
+    return load_config(spec.base_config, [*_common(spec, seed, f"{spec.name}-shared-s{seed}"), "run.rounds=0"])
+
+
+BUDGET_FIELDS = (
+    "run.rounds", "curriculum.batch_size", "curriculum.batches_per_round", "curriculum.exhausted", "rollout.k",
+    "rollout.budgets", "grpo.steps", "grpo.minibatch", "grpo.lr", "sft.steps", "model", "benchmark", "evaluate",
+)
+"""Resolved config fields that must be identical across trained arms (the matched budget)."""
+
+
+def budget_signature(cfg: "BatConfig") -> dict[str, Any]:
+    """The matched-budget fields of a resolved config (dotted name -> JSON value)."""
+    data = cfg.model_dump(mode="json")
+    out: dict[str, Any] = {}
+    for dotted in BUDGET_FIELDS:
+        node: Any = data
+        for part in dotted.split("."):
+            node = node[part]
+        out[dotted] = node
+    return out
