@@ -30,6 +30,7 @@ PHASES=(
   grpo        # round r>=1: group-normalised advantages, clipped ratio + KL -> candidate checkpoint
   evaluate    # every round: fixed held-out suite -> stage scores, Task, Agentic, Overall (aggregates only)
   route       # every round: gate/fallback, next target stage -> plan for round r+1 (queues it on Slurm)
+  final_test  # after the last round: retained best on the untouched final + test splits, once per run
 )
 
 exec "$PY" jobs/launch.py --config "$CONFIG" --state "$STATE" --phases "${PHASES[*]}" ${EXTRA[@]+"${EXTRA[@]}"} "$@"

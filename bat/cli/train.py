@@ -64,7 +64,7 @@ def _sft(args: argparse.Namespace) -> int:
     cfg = load_config(args.config, args.overrides)
     out = Path(args.out)
     data = prepare_sft(read_sft_rows(args.train), read_sft_rows(args.val), load_tokenizer(args.model), cfg.sft.max_seq_len,
-                       tools=None if cfg.sft.render_tools else [])
+                       tools=None if cfg.sft.render_tools else [], pack=cfg.sft.pack_prefixes)
     seed = cfg.run.seed if args.seed is None else args.seed
     summary = train_sft(args.model, data, cfg.sft, seed=seed, ckpt_root=out / "checkpoints", export_dir=out / "export",
                         metrics_path=out / "metrics.jsonl", stop_after=args.stop_after)

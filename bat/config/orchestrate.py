@@ -8,7 +8,7 @@ from pydantic import Field, field_validator, model_validator
 
 from bat.config.base import Section
 
-PHASE_NAMES = ("synthesize", "scan", "sft", "rollout", "verify", "grpo", "evaluate", "route")
+PHASE_NAMES = ("synthesize", "scan", "sft", "rollout", "verify", "grpo", "evaluate", "route", "final_test")
 """Every phase of the graph (the table in `bat.orchestrate.graph` uses exactly these names)."""
 
 
@@ -51,6 +51,7 @@ def _default_resources() -> dict[str, PhaseResources]:
         "grpo": gpu,
         "evaluate": gpu,
         "route": cpu,
+        "final_test": gpu,
         "driver": PhaseResources(cpus=1, mem_gb=1.0, time_min=15),
     }
 

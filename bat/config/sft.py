@@ -22,9 +22,13 @@ class SftConfig(Section):
     grad_clip: float = Field(1.0, gt=0.0)
     """Global gradient-norm clip (paper: 1)."""
     global_batch: int = Field(64, ge=1, le=1_000_000)
-    """Rows per optimizer step over all ranks (paper: 64); must be a multiple of micro * ranks."""
+    """Sequences per optimizer step over all ranks (paper: 64 rows); must be a multiple of micro * ranks.
+    Without packing a sequence is one row; with `pack_prefixes` a sequence carries one or more rows."""
     max_seq_len: int = Field(8192, ge=16, le=1_000_000)
     """Rows longer than this are rejected before training (counted, never clipped)."""
+    pack_prefixes: bool = True
+    """Merge rows whose tokens are an exact prefix of a longer row of the same trajectory into that row's
+    sequence (one forward pass, several target spans; per-token losses and the token-mean loss unchanged)."""
     render_tools: bool = True
     """Render the benchmark's tool list (`bat.benchmark.TOOL_SPECS`) into each row's system turn, as rollouts do."""
     val_every: int = Field(50, ge=1)

@@ -27,7 +27,14 @@ Public API:
 * `bat.experiment.share.run_shared(spec, seed) -> SharedInfo`, `seed_arm_state(shared: RunLayout, arm: RunLayout)`,
   `sft_digest(layout) -> str`.
 * `bat.experiment.execute.run_arm(spec, arm, seed, shared) -> ArmRecord` (writes `<arm state>/experiment_arm.json`).
-* `bat.experiment.collect.collect(spec) -> dict` (the results.json content), `bat.experiment.write.write_results(spec,
-  results, command) -> [paths]`.
-* `bat.experiment.run.run_experiment(spec, *, only=None, seeds=None, command="") -> dict`.
+* `bat.experiment.collect.collect(spec) -> dict` (the results.json content: per-arm `summary` per split with mean,
+  half_width, seed_sd/min/max, track_means; per-seed runs with rollouts, grpo_steps, plan rows, curve, digests;
+  `comparisons` vs the reference arm; `budget` audit), `bat.experiment.write.stamp(results, command) -> dict`,
+  `bat.experiment.write.write_results(spec, results, out_dir=None) -> [results.json, curves.png, README.md]`.
+* `bat.experiment.run.run_experiment(spec, *, only=None, seeds=None, command="", out_dir=None, collect_only=False)
+  -> dict` (what `bat experiment` calls; a failed arm or seed is recorded and the rest still run).
+
+Matched budget: arm overrides may only touch `curriculum.*` (not batch_size/batches_per_round/exhausted); the
+results' `budget` audit checks resolved budget fields and the RL arms' rollout/GRPO-step counts, and names arms whose
+round plans repeated rows (a pool smaller than a round: enlarge the bank, e.g. `bank.e2e_per_track`).
 """

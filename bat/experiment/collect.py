@@ -21,8 +21,13 @@ from bat.experiment.execute import FINAL_PHASE, read_arm_record
 from bat.experiment.share import ROUND0_PHASES, arm_dir, seed_dir
 from bat.experiment.spec import SHARED_NAME, ExperimentSpec, arm_config, budget_signature
 from bat.schemas.evaluation import METRICS, EvalAggregate
+from bat.state.atomic import read_json
 from bat.state.layout import RunLayout
 from bat.state.markers import read_done
+
+
+END_SPLITS = ("final", "test")
+"""Splits of the end-of-run evaluation (`final_test` phase); `spec.report_split` picks the table's."""
 
 
 def _metric(agg_or_track: Any, metric: str) -> float | None:
@@ -44,8 +49,14 @@ def _counts(layout: RunLayout) -> dict[str, Any]:
                 tokens += int(done.counts.get("generated_tokens", 0))
             if phase_dir.name == "grpo":
                 steps += int(done.counts.get("step", 0))
+    plan_rows = plan_unique = 0
+    for r in layout.rounds():
+        if r >= 1 and layout.plan(r).exists():
+            ids = [row["state_id"] for batch in read_json(layout.plan(r))["batches"] for row in batch]
+            plan_rows, plan_unique = plan_rows + len(ids), plan_unique + len(set(ids))
     return {"rollouts": rollouts, "grpo_steps": steps, "generated_tokens": tokens, "compute_s": round(compute, 3),
-            "rl_rounds": sum(1 for r in layout.rounds() if read_done(layout.phase_dir(r, "grpo")) is not None)}
+            "rl_rounds": sum(1 for r in layout.rounds() if read_done(layout.phase_dir(r, "grpo")) is not None),
+            "plan_rows": plan_rows, "plan_unique_rows": plan_unique}
 
 
 def _curve(layout: RunLayout) -> dict[str, list]:
@@ -78,13 +89,17 @@ def seed_result(spec: ExperimentSpec, arm_name: str, seed: int) -> dict[str, Any
     out["round0_eval_digest"] = ctrl0.checkpoint_digest if ctrl0 else None
     out["round1_start_digest"] = best0.checkpoint_digest if best0 else None
     final_round = record.get("final_round")
-    agg = load_aggregate(layout, final_round, spec.report_split, FINAL_PHASE) if final_round is not None else None
     out["final_round"] = final_round
-    out["aggregate"] = agg.model_dump(mode="json") if agg else None
+    out["aggregates"] = {}
+    for split in END_SPLITS:
+        agg = load_aggregate(layout, final_round, split, FINAL_PHASE) if final_round is not None else None
+        if agg is not None:
+            out["aggregates"][split] = agg.model_dump(mode="json")
+    out["aggregate"] = out["aggregates"].get(spec.report_split)
     return out
 
 
-def arm_summary(spec: ExperimentSpec, aggs: list[EvalAggregate], stage_keys: list[str], confidence: float) -> dict[str, Any]:
+def arm_summary(aggs: list[EvalAggregate], stage_keys: list[str], confidence: float) -> dict[str, Any]:
     """Mean of seed-averaged track means, t half-width across tracks, and seed spread, per metric."""
     metrics = [*METRICS, *stage_keys]
     out: dict[str, Any] = {"n_seeds": len(aggs), "mean": {}, "half_width": {}, "seed_sd": {}, "seed_min": {},
@@ -132,13 +147,16 @@ def _budget(spec: ExperimentSpec, arms: dict[str, Any]) -> dict[str, Any]:
     rl = [a.name for a in spec.arms if a.kind == "trained" and resolve_arm(arm_config(spec, a, spec.seeds[0]).curriculum).rl]
     per_seed = {}
     for seed in spec.seeds:
-        runs = [next((s for s in arms[n]["seeds"] if s["seed"] == seed), {}) for n in rl]
-        done = [s for s in runs if s.get("status") == "done"]
-        per_seed[str(seed)] = {"rollouts": sorted({s["rollouts"] for s in done}),
-                               "grpo_steps": sorted({s["grpo_steps"] for s in done})}
+        runs = {n: next((s for s in arms[n]["seeds"] if s["seed"] == seed), {}) for n in rl}
+        done = {n: s for n, s in runs.items() if s.get("status") == "done"}
+        per_seed[str(seed)] = {"rollouts": sorted({s["rollouts"] for s in done.values()}),
+                               "grpo_steps": sorted({s["grpo_steps"] for s in done.values()}),
+                               "cycled": {n: [s["plan_rows"], s["plan_unique_rows"]] for n, s in done.items()
+                                          if s["plan_unique_rows"] < s["plan_rows"]}}
     matched = not differing and all(len(v["rollouts"]) <= 1 and len(v["grpo_steps"]) <= 1 for v in per_seed.values())
     return {"matched": matched, "differing_fields": differing, "rl_arms": rl, "per_seed": per_seed,
-            "signature": first}
+            "signature": first, "note": "cycled = arm: [plan rows, distinct rows]; a pool smaller than a round repeats "
+            "rows, which the rollout phase rolls out once, so that arm gets fewer rollouts (enlarge the bank)"}
 
 
 def collect(spec: ExperimentSpec) -> dict[str, Any]:
@@ -148,10 +166,16 @@ def collect(spec: ExperimentSpec) -> dict[str, Any]:
     arms: dict[str, Any] = {}
     for arm in spec.arms:
         seeds = [seed_result(spec, arm.name, s) for s in spec.seeds]
-        aggs = [EvalAggregate.model_validate(s["aggregate"]) for s in seeds if s.get("status") == "done" and s.get("aggregate")]
+        summaries = {}
+        for split in END_SPLITS:
+            aggs = [EvalAggregate.model_validate(s["aggregates"][split]) for s in seeds
+                    if s.get("status") == "done" and split in s.get("aggregates", {})]
+            if aggs:
+                summaries[split] = arm_summary(aggs, stage_keys, confidence)
         walls = [s["wall_s"] for s in seeds if s.get("wall_s") is not None]
         arms[arm.name] = {"kind": arm.kind, "overrides": list(arm.overrides), "seeds": seeds,
-                          "summary": arm_summary(spec, aggs, stage_keys, confidence),
+                          "summary": summaries.get(spec.report_split, arm_summary([], stage_keys, confidence)),
+                          "summaries": summaries,
                           "wall_s_mean": sum(walls) / len(walls) if walls else None,
                           "failed": [s["seed"] for s in seeds if s.get("status") == "failed"]}
     ref = spec.reference
@@ -161,8 +185,6 @@ def collect(spec: ExperimentSpec) -> dict[str, Any]:
     for seed in spec.seeds:
         rec = RunLayout(seed_dir(spec, seed) / SHARED_NAME).root / "experiment_shared.json"
         if rec.exists():
-            from bat.state.atomic import read_json
-
             shared[str(seed)] = read_json(rec)
     return {"schema_version": 1, "experiment": spec.name, "base_config": str(spec.base_config),
             "overrides": list(spec.overrides), "seeds": list(spec.seeds), "report_split": spec.report_split,

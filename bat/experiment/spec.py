@@ -148,7 +148,10 @@ def load_experiment(path: str | Path) -> ExperimentSpec:
         raise ExperimentError(f"{p}: base_config {spec.base_config} does not exist (relative paths resolve against "
                               f"the current directory {Path.cwd()})")
     for arm in spec.arms:  # fail before anything runs: every arm x seed config must validate
-        arm_config(spec, arm, spec.seeds[0])
+        cfg = arm_config(spec, arm, spec.seeds[0])
+        if spec.report_split == "test" and not cfg.evaluate.test_split:
+            raise ExperimentError(f"{p}: report_split 'test' needs evaluate.test_split=true (add it to `overrides`); "
+                                  "valid report_split values: final, test")
     return spec
 
 

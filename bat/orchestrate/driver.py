@@ -51,6 +51,8 @@ def next_round(config: "BatConfig", layout: RunLayout) -> int | None:
             return r
         if route_stopped(done):
             return None
+        if any(read_done(layout.phase_dir(r, p)) is None for p in round_phases(r, config)):
+            return r  # the last round's final_test still to run
     return None
 
 
@@ -118,7 +120,7 @@ def queue_round(config: "BatConfig", layout: RunLayout, r: int, owner: str | Non
     lease = Lease(layout.lease(f"round_{r:02d}"), owner, ttl_s=config.orchestrate.lease_ttl_s).acquire()
     log_event(layout, r, "driver", f"lease taken by {owner}")
     try:
-        jobs = _queue_chain(config, layout, r, round_phases(r), owner, lease.heartbeat)
+        jobs = _queue_chain(config, layout, r, round_phases(r, config), owner, lease.heartbeat)
         if r >= 1 and config.orchestrate.bank_refresh:
             jobs += _queue_chain(config, layout, r, ASYNC_ORDER, owner, lease.heartbeat)
     finally:
@@ -188,7 +190,7 @@ def wait_slurm(config: "BatConfig", layout: RunLayout, timeout_s: float | None =
         r = next_round(config, layout)
         if r is None:
             return 0
-        alive = any(job_active(read_job_record(layout, rr, p)) for rr in (r, max(r - 1, 0)) for p in round_phases(rr))
+        alive = any(job_active(read_job_record(layout, rr, p)) for rr in (r, max(r - 1, 0)) for p in round_phases(rr, config))
         quiet = 0 if alive else quiet + 1
         if quiet >= 3:  # three polls without a live job: the chain broke (failed or cancelled phase)
             log_event(layout, r, "driver", "no live job left and round unfinished: resubmit to resume")

@@ -48,6 +48,8 @@ PHASES: dict[str, PhaseSpec] = {
                   ("round_NN/evaluate/ aggregates", "heldout/round_NN/ raw runs"), "evaluate"),
         PhaseSpec("route", "bat.curriculum.phase:route", ("aggregates history", "gate thresholds"),
                   ("round_NN/route/ decision", "round_NN+1/plan.json", "checkpoints/best.json"), "route"),
+        PhaseSpec("final_test", "bat.evaluate.phase:final_test", ("checkpoints/best.json", "held-out final + test splits"),
+                  ("round_NN/final_test/ aggregates", "heldout/round_NN/ raw runs"), "final_test"),
     )
 }
 
@@ -61,11 +63,21 @@ ASYNC_ORDER = ("synthesize", "scan")
 assert set(PHASES) == set(PHASE_NAMES), "graph table and config PHASE_NAMES disagree"
 
 
-def round_phases(round_index: int) -> tuple[str, ...]:
-    """Phases of round `round_index` in data-flow order."""
+FINAL_ORDER = ("final_test",)
+"""After the last round's route: the retained best on the untouched final + test splits, once per run."""
+
+
+def is_final_round(config: "BatConfig | None", round_index: int) -> bool:
+    """True for the last budgeted round of a run that evaluates the untouched test split at the end."""
+    return config is not None and round_index == config.run.rounds and config.evaluate.test_split
+
+
+def round_phases(round_index: int, config: "BatConfig | None" = None) -> tuple[str, ...]:
+    """Phases of round `round_index` in data-flow order (+ `final_test` in the last round when `config` says so)."""
     if round_index < 0:
         raise ValueError(f"round index must be >= 0, got {round_index}")
-    return BOOTSTRAP_ORDER if round_index == 0 else ROUND_ORDER
+    order = BOOTSTRAP_ORDER if round_index == 0 else ROUND_ORDER
+    return (*order, *FINAL_ORDER) if is_final_round(config, round_index) else order
 
 
 def resolve_table(config: "BatConfig") -> dict[str, PhaseSpec]:

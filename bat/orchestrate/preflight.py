@@ -33,7 +33,7 @@ def preflight_problems(config: "BatConfig", round_index: int) -> list[str]:
     problems: list[str] = []
     if round_index > config.run.rounds:
         problems.append(f"round {round_index} is beyond the round budget run.rounds={config.run.rounds}")
-    phases = round_phases(round_index)
+    phases = round_phases(round_index, config)
     if round_index >= 1 and config.orchestrate.bank_refresh:
         phases = (*phases, *ASYNC_ORDER)
     problems += check_round(config, round_index, phases)

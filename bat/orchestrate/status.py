@@ -66,6 +66,8 @@ def collect_status(layout: RunLayout, query_slurm: bool = True) -> dict[str, Any
     rounds = []
     for r in range(last + 1):
         shown = list(round_phases(r))
+        if layout.phase_dir(r, "final_test").exists() or layout.job_record(r, "final_test").exists():
+            shown.append("final_test")
         shown += [p for p in ASYNC_ORDER if p not in shown and  # an async bank refresh beside round r
                   (layout.phase_dir(r, p).exists() or layout.job_record(r, p).exists())]
         phases = {p: _cell(layout, r, p, query_slurm) for p in shown}

@@ -33,8 +33,10 @@ Public API (stable; other teams code against it):
       context and target are tokenized separately and concatenated (token in, token out).
     - `encode_prompt(tokenizer, messages, tools=None) -> ids` (context + `<|im_start|>assistant\n`),
       `encode_text(tokenizer, text) -> ids`; tokens `IM_START`, `IM_END` (= eos), `ENDOFTEXT` (= pad).
-* `bat.policy.corpus`: `tokenizer_corpus() -> list[str]` (tool language + observations from
-  `bat.benchmark` when importable, plus a fixed corpus of text shipped with Python).
+* `bat.policy.corpus`: `tokenizer_corpus(extra=None, seed=0, *, practice=True) -> list[str]` (tool language
+  + observations from `bat.benchmark` when importable, a fixed corpus of text shipped with Python and, with
+  `practice`, `bat.policy.practice_text.practice_texts(seed)`: briefs, responses and observations of scripted
+  expert/recovery episodes on practice instances only, in-process, seeded from `seed`).
 
 Config: `bat.config.model.ModelConfig` (`path` to a local HF model, or tiny-builder settings).
 CLI: `bat model build-tiny --out DIR [--preset config|tiny|10m] [--config YAML] [--set k=v] [--seed N]`.

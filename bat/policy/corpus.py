@@ -1,8 +1,8 @@
-"""Fixed, deterministic tokenizer-training corpus: the tool language plus text shipped with Python.
+"""Fixed, deterministic tokenizer-training corpus: the tool language, practice episodes, text shipped with Python.
 
-Reads `bat.benchmark.TOOL_SPECS` (tool names, descriptions, JSON-schema parameters) and the public
-`STAGE_SKILLS` texts when the benchmark package provides them (otherwise a built-in tool list); never
-anything from the held-out side.
+Reads `bat.benchmark.TOOL_SPECS` (tool names, descriptions, JSON-schema parameters), the public
+`STAGE_SKILLS` texts and practice-instance episodes (`bat.policy.practice_text`) when the benchmark package
+provides them (otherwise a built-in tool list); never anything from the held-out side.
 """
 
 from __future__ import annotations
@@ -105,8 +105,20 @@ def synthetic_tool_calls(tools: list[dict[str, Any]], count: int, seed: int = 0)
     return calls
 
 
-def tokenizer_corpus(extra: list[str] | None = None, seed: int = 0) -> list[str]:
-    """All texts the tiny tokenizer is trained on: tool specs, synthetic calls/observations, stdlib docs."""
+def practice_corpus(seed: int) -> list[str]:
+    """Briefs, responses and observations of scripted practice episodes (empty without the benchmark package)."""
+    try:
+        importlib.import_module("bat.benchmark")
+    except ImportError:
+        return []
+    from bat.policy.practice_text import practice_texts
+
+    return practice_texts(seed)
+
+
+def tokenizer_corpus(extra: list[str] | None = None, seed: int = 0, *, practice: bool = True) -> list[str]:
+    """All texts the tiny tokenizer is trained on: tool specs, synthetic calls/observations, stdlib docs and
+    (with `practice`) the texts of scripted episodes on practice instances seeded from `seed`."""
     tools = benchmark_tool_specs()
     texts = [json.dumps(tool, ensure_ascii=False) for tool in tools]
     texts += synthetic_tool_calls(tools, 2000, seed)
@@ -119,5 +131,6 @@ def tokenizer_corpus(extra: list[str] | None = None, seed: int = 0) -> list[str]
     texts += [f"<|im_start|>{rng.choice(roles)}\n{text}<|im_end|>\n" for text in texts[: 1000]]
     texts += benchmark_public_texts()
     texts += _stdlib_text()
+    texts += practice_corpus(seed) if practice else []
     texts += list(extra or [])
     return texts

@@ -18,7 +18,8 @@ SPECIAL_TOKENS = (ENDOFTEXT, IM_START, IM_END)
 """Control tokens (skipped by `decode(skip_special_tokens=True)`)."""
 ADDED_TOKENS = (TOOL_CALL_OPEN, TOOL_CALL_CLOSE)
 """Single-token markers of the tool-call format that stay visible when decoding."""
-BUILDER_VERSION = 1
+BUILDER_VERSION = 2
+"""2: the default corpus adds practice-episode text (`bat.policy.practice_text`)."""
 
 
 def train_tokenizer(corpus: list[str], vocab_size: int) -> Any:

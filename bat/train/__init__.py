@@ -24,8 +24,13 @@ Public API (stable; other teams code against it):
   reward is not None (counts name every exclusion).
 * `bat.train.sft.train_sft(model_path, data, cfg, *, seed, ckpt_root, export_dir, metrics_path, stop_after=None)`
   and `bat.train.grpo.train_grpo(...)` (same keywords): run or resume; return a summary dict.
-  `bat.train.sft_data.prepare_sft(train_rows, val_rows, tokenizer, max_seq_len, tools=None) -> SftData`
-  (overlong rows rejected and counted, never clipped).
+  `bat.train.sft_data.prepare_sft(train_rows, val_rows, tokenizer, max_seq_len, tools=None, *, pack=False)
+  -> SftData` (overlong rows rejected and counted, never clipped; counts per split: rows, kept,
+  rejected_overlong, rejected_no_target, sequences, target_tokens, tokens, tokens_unpacked).
+  `bat.train.sft_pack.pack_prefixes(examples) -> (packed, counts)`: rows of one trajectory whose ids are an
+  exact token prefix of a longer row's context ride in that row's sequence (mask marks every target; per-token
+  losses and the token-mean loss unchanged; `Example.rows` = rows carried). Switch: `sft.pack_prefixes`
+  (default true); then `sft.global_batch` counts sequences.
 * Launch: a lone process runs as a 1-rank gloo group; multi-process with
   `torchrun --nproc-per-node N -m bat.cli.main train sft|grpo ...` or `srun python -m bat.cli.main train ...`
   (SLURM_PROCID/SLURM_NTASKS/SLURM_LOCALID mapped to RANK/WORLD_SIZE/LOCAL_RANK; nccl on GPU).
@@ -37,9 +42,10 @@ Public API (stable; other teams code against it):
   prompts (chat message lists or token-id lists).
 * Metrics (`metrics.jsonl`, one line per step): loss, kl, clip_frac, grad_norm, lr, tokens,
   generated_tokens, rollouts, reward_mean, reward_mean_by_pool, adv_abs_mean, tokens_per_s (GRPO);
-  loss, lr, grad_norm, target_tokens, tokens, tokens_per_s, val_loss (SFT).
+  loss, lr, rows, sequences, grad_norm, target_tokens, tokens, tokens_per_s, val_loss (SFT).
 
 Config sections: `ModelConfig` (bat/config/model.py), `SftConfig` (bat/config/sft.py),
 `GrpoConfig` (bat/config/grpo.py), `DeepSpeedConfig` (bat/config/deepspeed.py, nested as `sft.deepspeed`
-and `grpo.deepspeed`). CLI: `bat train sft`, `bat train grpo`; bench: `bat bench train`.
+and `grpo.deepspeed`). CLI: `bat train sft`, `bat train grpo`; bench: `bat bench train`,
+`bat bench sft_pack` (prefix packing x tokenizer corpus).
 """

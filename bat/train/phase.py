@@ -47,8 +47,8 @@ def run_sft(ctx: PhaseContext) -> PhaseResult:
     cfg, layout = ctx.config, ctx.layout
     base = base_model_path(ctx)
     bank = open_bank(layout)
-    data = prepare_sft(bank.sft_rows("train"), bank.sft_rows("validation"), load_tokenizer(base), cfg.sft.max_seq_len,
-                       tools=None if cfg.sft.render_tools else [])
+    data = prepare_sft(bank.sft_rows("train"), bank.sft_rows("validation"), load_tokenizer(base),
+                       cfg.sft.max_seq_len, tools=None if cfg.sft.render_tools else [], pack=cfg.sft.pack_prefixes)
     export = layout.candidate_model(0)
     metrics = ctx.phase_dir / "metrics.jsonl"
     summary = train_sft(base, data, cfg.sft, seed=ctx.seed("data"), ckpt_root=layout.sft_checkpoints,

@@ -2,7 +2,8 @@
 
 Reads a local HF model and tokenized `SftData`; writes step checkpoints under `ckpt_root` (resumed from
 the newest valid one), `metrics.jsonl` (rank 0) and an HF export at `export_dir` when all steps are done.
-The training loss is the mean negative log-likelihood over every target token of the global batch.
+The training loss is the mean negative log-likelihood over every target token of the global batch (a batch is
+`global_batch` sequences; a prefix-packed sequence carries several rows, each target token counted once).
 """
 
 from __future__ import annotations
@@ -103,6 +104,7 @@ def train_sft(
         step, cursor, ran = step + 1, cursor + cfg.global_batch, ran + 1
         loss_sum, all_tokens = all_sum([loss_sum, sum(len(e.ids) for e in mine)])
         record = {"step": step, "loss": loss_sum / max(global_tokens, 1), "lr": engine.get_lr()[0],
+                  "rows": sum(e.rows for e in picked), "sequences": len(picked),
                   "grad_norm": grad_norm(engine), "target_tokens": global_tokens, "tokens": int(all_tokens),
                   "tokens_per_s": all_tokens / max(time.perf_counter() - t0, 1e-9)}
         if (step % cfg.val_every == 0 or step == cfg.steps) and data.val:

@@ -17,11 +17,13 @@ from bat.train.common import batch_indices  # noqa: F401  (re-exported)
 
 @dataclass(frozen=True)
 class Example:
-    """One tokenized row: ids, 0/1 loss mask over the same positions, and its source trajectory."""
+    """One tokenized sequence: ids, 0/1 loss mask over the same positions, its source trajectory and how many
+    SFT rows it carries (more than 1 after prefix packing, see `bat.train.sft_pack`)."""
 
     ids: list[int]
     mask: list[int]
     group: str
+    rows: int = 1
 
 
 @dataclass
@@ -63,18 +65,35 @@ def encode_rows(
     return kept, counts
 
 
+def _sequences(examples: list[Example], counts: dict[str, int], pack: bool) -> list[Example]:
+    """`examples` prefix-packed when `pack`; adds sequences/target_tokens/tokens/tokens_unpacked to `counts`."""
+    from bat.train.sft_pack import pack_prefixes
+
+    packed = pack_prefixes(examples)[0] if pack else examples
+    counts.update(sequences=len(packed), target_tokens=sum(sum(e.mask[1:]) for e in packed),
+                  tokens=sum(len(e.ids) for e in packed), tokens_unpacked=sum(len(e.ids) for e in examples))
+    return packed
+
+
 def prepare_sft(
     train_rows: Sequence[SftRow],
     val_rows: Sequence[SftRow],
     tokenizer: Any,
     max_seq_len: int,
     tools: Sequence[dict[str, Any]] | None = None,
+    *,
+    pack: bool = False,
 ) -> SftData:
-    """Tokenize both splits (see `encode_rows` for `tools`) and merge their counts (`train_*`, `val_*`)."""
+    """Tokenize both splits (see `encode_rows` for `tools`) and merge their counts (`train_*`, `val_*`).
+
+    Overlong rows are rejected row by row first; with `pack` each split is then prefix-packed on its own
+    (`bat.train.sft_pack.pack_prefixes`; the split is by trajectory, packing never crosses one). Counts add
+    `sequences`, `target_tokens` and `tokens` (ids fed per epoch) for each split."""
     train, train_counts = encode_rows(train_rows, tokenizer, max_seq_len, tools)
     val, val_counts = encode_rows(val_rows, tokenizer, max_seq_len, tools)
     if not train:
         raise ValueError(f"no SFT training rows left after rejection: {train_counts} (max_seq_len={max_seq_len})")
+    train, val = _sequences(train, train_counts, pack), _sequences(val, val_counts, pack)
     counts = {f"train_{k}": v for k, v in train_counts.items()} | {f"val_{k}": v for k, v in val_counts.items()}
     return SftData(train=train, val=val, counts=counts)
 

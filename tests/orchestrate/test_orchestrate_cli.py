@@ -16,10 +16,24 @@ from bat.orchestrate.entry import launch_main
 REPO = Path(__file__).resolve().parents[2]
 
 
-def _toy_yaml(tmp_path, executor="debug", rounds=1):
+def _toy_yaml(tmp_path, executor="debug", rounds=1, extra=None):
     path = tmp_path / "toy.yaml"
-    path.write_text(yaml.safe_dump(resolved_dict(toy_phases.toy_config(executor, rounds=rounds))))
+    path.write_text(yaml.safe_dump(resolved_dict(toy_phases.toy_config(executor, rounds=rounds, extra=extra))))
     return path
+
+
+def test_final_test_runs_once_after_the_last_route(tmp_path, capsys):
+    cfg = _toy_yaml(tmp_path, extra=["evaluate.test_split=true"])
+    state = tmp_path / "state"
+    assert main(["run", "--config", str(cfg), "--state", str(state)]) == 0
+    assert (state / "round_01" / "final_test" / "DONE.json").exists()
+    assert not (state / "round_00" / "final_test").exists()
+    capsys.readouterr()
+    assert main(["status", "--state", str(state), "--json"]) == 0
+    data = json.loads(capsys.readouterr().out)
+    assert data["rounds"][1]["phases"]["final_test"]["status"] == "done"
+    assert main(["run", "--config", str(cfg), "--state", str(state)]) == 0  # finished: nothing to do
+    assert "nothing to do" in capsys.readouterr().out
 
 
 def test_bat_run_then_status_json(tmp_path, capsys):

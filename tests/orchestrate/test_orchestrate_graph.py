@@ -8,18 +8,28 @@ from bat.orchestrate.graph import (ASYNC_ORDER, BOOTSTRAP_ORDER, PHASES, ROUND_O
 
 
 def test_table_points_at_real_phase_modules_in_data_flow_order():
-    assert list(PHASES) == ["synthesize", "scan", "sft", "rollout", "verify", "grpo", "evaluate", "route"]
+    assert list(PHASES) == ["synthesize", "scan", "sft", "rollout", "verify", "grpo", "evaluate", "route", "final_test"]
     owners = {p: spec.target.split(":")[0] for p, spec in PHASES.items()}
     assert owners == {
         "synthesize": "bat.bank.phase", "scan": "bat.leakage.phase", "sft": "bat.train.phase",
         "rollout": "bat.rollout.phase", "verify": "bat.verify.phase", "grpo": "bat.train.phase",
-        "evaluate": "bat.evaluate.phase", "route": "bat.curriculum.phase",
+        "evaluate": "bat.evaluate.phase", "route": "bat.curriculum.phase", "final_test": "bat.evaluate.phase",
     }
     assert round_phases(0) == BOOTSTRAP_ORDER == ("synthesize", "scan", "sft", "evaluate", "route")
     assert round_phases(3) == ROUND_ORDER == ("rollout", "verify", "grpo", "evaluate", "route")
     assert ASYNC_ORDER == ("synthesize", "scan")
     with pytest.raises(ValueError, match="round index"):
         round_phases(-1)
+
+
+def test_final_test_runs_once_after_the_last_rounds_route():
+    from bat.config import load_config
+
+    cfg = load_config(None, ["run.rounds=2"])
+    assert round_phases(1, cfg) == ROUND_ORDER
+    assert round_phases(2, cfg) == (*ROUND_ORDER, "final_test")
+    no_test = load_config(None, ["run.rounds=2", "evaluate.test_split=false"])
+    assert round_phases(2, no_test) == ROUND_ORDER
 
 
 def test_overrides_replace_only_named_phases():

@@ -20,6 +20,7 @@ ROWS_PER_SHARD = 3
 UPSTREAM = {  # phase -> (round offset, phase) it reads
     "synthesize": None, "scan": (0, "synthesize"), "sft": (0, "scan"), "rollout": (-1, "route"),
     "verify": (0, "rollout"), "grpo": (0, "verify"), "evaluate": None, "route": (0, "evaluate"),
+    "final_test": (0, "route"),
 }
 
 
@@ -57,7 +58,7 @@ def _run(ctx: PhaseContext) -> PhaseResult:
     return PhaseResult(outputs=outputs, inputs=[upstream] if upstream else [], counts={"rows": total}, extra=extra)
 
 
-synthesize = scan = sft = rollout = verify = grpo = evaluate = route = _run
+synthesize = scan = sft = rollout = verify = grpo = evaluate = route = final_test = _run
 
 
 def overrides() -> list[str]:
@@ -72,7 +73,7 @@ def toy_config(executor: str = "local", rounds: int = 1, extra: list[str] | None
     small = [f"orchestrate.resources.{p}.mem_gb=0.5" for p in UPSTREAM] + [
         f"orchestrate.resources.{p}.cpus=1" for p in UPSTREAM]
     return load_config(None, [*overrides(), *small, f"run.rounds={rounds}", f"orchestrate.executor={executor}",
-                              "orchestrate.poll_s=0.5", *(extra or [])])
+                              "orchestrate.poll_s=0.5", "evaluate.test_split=false", *(extra or [])])
 
 
 def output_digests(state_root: Path) -> dict[str, str | None]:

@@ -182,8 +182,6 @@ def test_concurrent_drivers_do_not_double_queue(slurm_cluster, tmp_path):
 
 
 @pytest.mark.slow
-@pytest.mark.skipif(os.environ.get("BAT_SLURM_PRODUCT_SMOKE") != "1",
-                    reason="product phases take minutes per phase on 2 cores; set BAT_SLURM_PRODUCT_SMOKE=1 to run")
 def test_product_smoke_round_through_sbatch(slurm_cluster, tmp_path):
     """The real eight phases (configs/smoke.yaml, tiny model) through `sbatch run_round.sh` on Slurm."""
     from bat.config import load_config
@@ -193,7 +191,7 @@ def test_product_smoke_round_through_sbatch(slurm_cluster, tmp_path):
     path.write_text(yaml.safe_dump(resolved_dict(cfg)))
     layout = RunLayout(tmp_path / "state")
     _sbatch(path, layout.root, tmp_path)
-    _wait_finished(cfg, layout, timeout_s=float(os.environ.get("BAT_SLURM_PRODUCT_TIMEOUT", "3600")))
+    _wait_finished(cfg, layout, timeout_s=float(os.environ.get("BAT_SLURM_PRODUCT_TIMEOUT", "1200")))
     done = sorted(str(p.relative_to(layout.root)) for p in layout.root.glob("round_*/*/DONE.json"))
     assert done == sorted(f"round_00/{p}/DONE.json" for p in ("synthesize", "scan", "sft", "evaluate", "route")) + \
         sorted(f"round_01/{p}/DONE.json" for p in ("rollout", "verify", "grpo", "evaluate", "route"))

@@ -105,5 +105,7 @@ def test_zero3_matches_plain_data_parallel(tiny_dir, sft_rows, tmp_path):
                         metrics_path=tmp_path / f"m{stage}.jsonl")
         assert out["done"]
         exported[stage] = _weights(tmp_path / f"hf{stage}")
+    # atol 1e-5: AdamW turns reduction-order noise of a near-zero gradient element into up to ~lr * 1e-2;
+    # a real ZeRO-3 divergence moves many elements by ~lr = 1e-3.
     for name, value in exported[0].items():
-        torch.testing.assert_close(value, exported[3][name], rtol=1e-5, atol=1e-6, msg=name)
+        torch.testing.assert_close(value, exported[3][name], rtol=1e-5, atol=1e-5, msg=name)

@@ -1,0 +1,66 @@
+"""`bat experiment --config FILE [--only ARM ...] [--seeds 1,2] [--out DIR] [--collect-only]`: arm comparison.
+
+Runs every arm x seed of an experiment file (configs/experiments/*.yaml) through the ordinary driver, reusing one
+shared bank + SFT checkpoint per seed, then writes `<out>/README.md`, `results.json` and `curves.png`.
+Exit 0 when every selected run finished, 1 when a run failed (all runs are still reported), 2 on bad input.
+"""
+
+from __future__ import annotations
+
+import argparse
+import shlex
+import sys
+
+
+def _seeds(text: str) -> list[int]:
+    try:
+        return [int(x) for x in text.split(",") if x.strip()]
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"--seeds takes comma-separated integers, got {text!r}") from None
+
+
+def _handler(args: argparse.Namespace) -> int:
+    from bat.experiment.run import run_experiment, select
+    from bat.experiment.spec import ExperimentError, load_experiment
+
+    try:
+        spec = load_experiment(args.config)
+        arms, seeds = select(spec, args.only, args.seeds)
+    except ExperimentError as exc:
+        print(f"bat experiment: {exc}", file=sys.stderr)
+        return 2
+    results = run_experiment(spec, only=args.only, seeds=args.seeds, command=_command(args), out_dir=args.out,
+                             collect_only=args.collect_only)
+    out = args.out or spec.out_dir
+    print(f"bat experiment: wrote {out}/README.md, {out}/results.json, {out}/curves.png")
+    selected = {a.name for a in arms}
+    bad = [(name, s["seed"], s.get("status")) for name, arm in results["arms"].items() if name in selected
+           for s in arm["seeds"] if s["seed"] in seeds and s.get("status") != "done"]
+    for name, seed, status in bad:
+        print(f"bat experiment: arm {name} seed {seed}: {status}")
+    return 1 if bad or results.get("shared_failures") else 0
+
+
+def register(subparsers: argparse._SubParsersAction) -> None:
+    parser = subparsers.add_parser("experiment", help="compare arms (base/SFT/GRPO/BiCuRL/ablations) x seeds")
+    parser.add_argument("--config", required=True, help="experiment file, e.g. configs/experiments/arms_local.yaml")
+    parser.add_argument("--only", action="append", metavar="ARM", help="run only this arm (repeatable); results "
+                        "still cover every arm already on disk")
+    parser.add_argument("--seeds", type=_seeds, help="comma-separated subset of the experiment's seeds")
+    parser.add_argument("--out", help="results directory (default: the experiment's out_dir)")
+    parser.add_argument("--collect-only", action="store_true", help="only re-collect results from the state dirs")
+    parser.set_defaults(handler=_handler)
+
+
+def _command(args: argparse.Namespace) -> str:
+    """The exact command, rebuilt from the parsed flags (recorded in the results)."""
+    words = ["bat", "experiment", "--config", args.config]
+    for arm in args.only or []:
+        words += ["--only", arm]
+    if args.seeds:
+        words += ["--seeds", ",".join(map(str, args.seeds))]
+    if args.out:
+        words += ["--out", args.out]
+    if args.collect_only:
+        words.append("--collect-only")
+    return " ".join(shlex.quote(w) for w in words)

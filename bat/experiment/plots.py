@@ -1,0 +1,66 @@
+"""Per-round curves per arm (matplotlib PNG): raw controller Overall and the best-so-far staircase.
+
+Reads the `curve` entries of collected results (controller split = the routing evaluation, never final/test).
+Writes one PNG (atomically) with two panels: raw per round (mean over seeds, thin lines per seed) and the
+retained best's score after each round (step plot, mean over seeds).
+"""
+
+from __future__ import annotations
+
+import io
+from pathlib import Path
+from typing import Any
+
+from bat.state.atomic import atomic_write_bytes
+
+
+def _mean_curve(seeds: list[dict[str, Any]], key: str) -> tuple[list[int], list[float]]:
+    by_round: dict[int, list[float]] = {}
+    for s in seeds:
+        curve = s.get("curve") or {}
+        for r, v in zip(curve.get("rounds", []), curve.get(key, [])):
+            if v is not None:
+                by_round.setdefault(r, []).append(v)
+    rounds = sorted(by_round)
+    return rounds, [100.0 * sum(by_round[r]) / len(by_round[r]) for r in rounds]
+
+
+def plot_curves(results: dict[str, Any], path: Path) -> Path:
+    """Write the two-panel curve figure for every arm with at least one round; returns `path`."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    fig, (raw_ax, best_ax) = plt.subplots(1, 2, figsize=(11, 4.2), sharey=True)
+    colors = plt.rcParams["axes.prop_cycle"].by_key()["color"]
+    for i, (name, arm) in enumerate(results["arms"].items()):
+        color = colors[i % len(colors)]
+        rounds, raw = _mean_curve(arm["seeds"], "raw")
+        if not rounds:
+            continue
+        for s in arm["seeds"]:
+            curve = s.get("curve") or {}
+            pts = [(r, 100.0 * v) for r, v in zip(curve.get("rounds", []), curve.get("raw", [])) if v is not None]
+            if pts:
+                raw_ax.plot(*zip(*pts), color=color, alpha=0.25, linewidth=0.8)
+        raw_ax.plot(rounds, raw, "o--", color=color, label=name)
+        b_rounds, best = _mean_curve(arm["seeds"], "best")
+        best_ax.step(b_rounds, best, where="post", color=color, label=name)
+        best_ax.plot(b_rounds, best, "o", color=color, markersize=3)
+    raw_ax.set_title("controller Overall per round (raw; thin = seeds)")
+    best_ax.set_title("retained best after each round (staircase)")
+    from matplotlib.ticker import MaxNLocator
+
+    for ax in (raw_ax, best_ax):
+        ax.xaxis.set_major_locator(MaxNLocator(integer=True))
+        ax.set_xlabel("round")
+        ax.grid(alpha=0.3)
+    raw_ax.set_ylabel("Overall (0-100)")
+    best_ax.legend(fontsize=8, loc="best")
+    fig.suptitle(f"{results['experiment']}: mean over seeds {results['seeds']}")
+    fig.tight_layout()
+    buf = io.BytesIO()
+    fig.savefig(buf, format="png", dpi=110)
+    plt.close(fig)
+    return atomic_write_bytes(path, buf.getvalue())

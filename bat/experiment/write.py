@@ -1,0 +1,137 @@
+"""Write `<out>/results.json`, `<out>/README.md` (readable table, command, commit, closing note) and `<out>/curves.png`.
+
+Reads the collected results (`bat.experiment.collect.collect`). Writes the three files atomically.
+"""
+
+from __future__ import annotations
+
+import datetime as _dt
+import subprocess
+from pathlib import Path
+from typing import Any
+
+from bat.evaluate.aggregate import pct
+from bat.experiment.plots import plot_curves
+from bat.experiment.spec import ExperimentSpec
+from bat.state.atomic import atomic_write_json, atomic_write_text
+
+
+def git_commit() -> str:
+    """`<full sha>` of HEAD, with `+dirty` when the working tree has uncommitted changes; `unknown` without git."""
+    root = Path(__file__).resolve().parents[2]
+    try:
+        sha = subprocess.run(["git", "-C", str(root), "rev-parse", "HEAD"], capture_output=True, text=True,
+                             timeout=10, check=False).stdout.strip()
+        dirty = subprocess.run(["git", "-C", str(root), "status", "--porcelain", "--untracked-files=no"],
+                               capture_output=True, text=True, timeout=30, check=False).stdout.strip()
+    except (OSError, subprocess.SubprocessError):
+        return "unknown"
+    return (sha or "unknown") + ("+dirty" if sha and dirty else "")
+
+
+def _pm(summary: dict[str, Any], metric: str) -> str:
+    mean = summary["mean"].get(metric)
+    if mean is None:
+        return "n/a"
+    hw = summary["half_width"].get(metric)
+    return pct(mean) + (f" ± {100.0 * hw:.1f}" if hw is not None else "")
+
+
+def _spread(summary: dict[str, Any]) -> str:
+    sd, lo, hi = (summary[k].get("overall") for k in ("seed_sd", "seed_min", "seed_max"))
+    if lo is None:
+        return "n/a"
+    return (f"{100.0 * sd:.1f}" if sd is not None else "-") + f" [{pct(lo)}, {pct(hi)}]"
+
+
+def _total_wall(results: dict[str, Any]) -> float:
+    arms = sum(s.get("wall_s") or 0.0 for a in results["arms"].values() for s in a["seeds"])
+    return arms + sum(float(r.get("wall_s", 0.0)) for r in results["shared"].values())
+
+
+def _ordering(results: dict[str, Any]) -> str:
+    """The observed ordering of arms by mean Overall, and the reference arm's margins with uncertainty."""
+    ranked = sorted(((a["summary"]["mean"]["overall"], n) for n, a in results["arms"].items()
+                     if a["summary"]["mean"].get("overall") is not None), reverse=True)
+    if not ranked:
+        return "No arm finished with a complete end-of-run evaluation, so no ordering can be stated."
+    text = f"{ranked[0][1]} ({pct(ranked[0][0])})"
+    for (prev, _), (value, name) in zip(ranked, ranked[1:]):
+        text += (" = " if pct(prev) == pct(value) else " > ") + f"{name} ({pct(value)})"
+    lines = [f"Observed ordering by mean Overall on the {results['report_split']} split: {text}."]
+    ref = results["reference_arm"]
+    for name, cmp in results["comparisons"].items():
+        if cmp is None:
+            lines.append(f"* {ref} vs {name}: not comparable (missing or null results).")
+            continue
+        hw = cmp["half_width"]
+        verdict = ("within uncertainty" if hw is None or abs(cmp["mean_delta"]) <= hw
+                   else ("ahead" if cmp["mean_delta"] > 0 else "behind"))
+        p = "n/a" if cmp["p_value"] is None else f"{cmp['p_value']:.3f}"
+        lines.append(f"* {ref} − {name}: {100.0 * cmp['mean_delta']:+.1f} points"
+                     + (f" ± {100.0 * hw:.1f}" if hw is not None else "") + f" (paired over {cmp['n_tracks']} tracks, "
+                     f"p = {p}): {ref} is {verdict}.")
+    return "\n".join(lines)
+
+
+def render_readme(results: dict[str, Any]) -> str:
+    """The readable report: command, commit, table, per-stage table, budget, per-seed runs, closing note."""
+    stages, conf = results["stage_keys"], int(round(100 * results["confidence"]))
+    out = [f"# Experiment `{results['experiment']}`", "",
+           f"Produced by `{results['command']}` at commit `{results['commit']}` on {results['created_at']}; "
+           f"total wall {_total_wall(results) / 60:.1f} min (every arm x seed plus the shared bootstraps).", "",
+           f"Base config `{results['base_config']}` with overrides `{results['overrides']}`; seeds {results['seeds']}. "
+           f"End-of-run numbers: the retained best checkpoint (untrained model for `base`) on the "
+           f"**{results['report_split']}** split, which never feeds routing or tuning. Mean of seed-averaged track "
+           f"means ± {conf}% t half-width across tracks; seed spread = SD of seed means [min, max]. Scores 0-100.", "",
+           "| arm | Overall | Agentic | Task | seed SD [min, max] | seeds ok | rollouts | GRPO steps | wall s (mean) |",
+           "|---|---|---|---|---|---|---|---|---|"]
+    for name, arm in results["arms"].items():
+        s = arm["summary"]
+        done = [x for x in arm["seeds"] if x.get("status") == "done"]
+        rollouts = sorted({x.get("rollouts", 0) for x in done})
+        steps = sorted({x.get("grpo_steps", 0) for x in done})
+        wall = arm["wall_s_mean"]
+        out.append(f"| {name} | {_pm(s, 'overall')} | {_pm(s, 'agentic')} | {_pm(s, 'task')} | {_spread(s)} | "
+                   f"{len(done)}/{len(arm['seeds'])} | {'/'.join(map(str, rollouts)) or '-'} | "
+                   f"{'/'.join(map(str, steps)) or '-'} | {'-' if wall is None else f'{wall:.0f}'} |")
+    out += ["", "Per stage (same aggregation):", "", "| arm | " + " | ".join(stages) + " |",
+            "|---|" + "---|" * len(stages)]
+    for name, arm in results["arms"].items():
+        out.append(f"| {name} | " + " | ".join(_pm(arm["summary"], k) for k in stages) + " |")
+    budget = results["budget"]
+    out += ["", "## Budget", "",
+            f"Matched budget: **{'yes' if budget['matched'] else 'NO'}** (trained arms share {sorted(budget['signature'])}; "
+            f"differing fields: {budget['differing_fields'] or 'none'}; RL arms {budget['rl_arms']} rollouts/GRPO steps "
+            f"per seed: {budget['per_seed']}; {budget['note']}).", "",
+            "Wall seconds per arm count the arm's own rounds and end-of-run evaluation; the shared bootstrap "
+            "(bank + SFT, once per seed) is listed below.", "",
+            "Shared bootstrap per seed (one bank + SFT checkpoint reused by every trained arm):", ""]
+    for seed, rec in results["shared"].items():
+        out.append(f"* seed {seed}: SFT digest `{rec['sft_digest'][:16]}`, bootstrap wall {rec['wall_s']:.0f} s")
+    out += ["", "## Every run", "", "| arm | seed | status | Overall | final round | rollouts | wall s | error |",
+            "|---|---|---|---|---|---|---|---|"]
+    for name, arm in results["arms"].items():
+        for x in arm["seeds"]:
+            agg = x.get("aggregate") or {}
+            err = (x.get("error") or "").replace("|", "/")[:120]
+            out.append(f"| {name} | {x['seed']} | {x.get('status')} | {pct(agg.get('overall'))} | "
+                       f"{x.get('final_round', '-')} | {x.get('rollouts', '-')} | {x.get('wall_s', '-')} | {err} |")
+    out += ["", "## Curves", "", "![curves](curves.png)", "",
+            "Controller split (the routing evaluation): raw Overall per round, and the retained best's score.", "",
+            "## Closing note", "", _ordering(results), ""]
+    return "\n".join(out)
+
+
+def stamp(results: dict[str, Any], command: str) -> dict[str, Any]:
+    """`results` plus the exact command, the commit and the UTC time."""
+    return {**results, "command": command, "commit": git_commit(),
+            "created_at": _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds")}
+
+
+def write_results(spec: ExperimentSpec, results: dict[str, Any], out_dir: Path | None = None) -> list[Path]:
+    """Write stamped `results` as results.json, README.md and curves.png under `out_dir` (default spec.out_dir)."""
+    out = Path(out_dir or spec.out_dir)
+    paths = [atomic_write_json(out / "results.json", results), plot_curves(results, out / "curves.png")]
+    paths.append(atomic_write_text(out / "README.md", render_readme(results)))
+    return paths

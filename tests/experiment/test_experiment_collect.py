@@ -1,0 +1,58 @@
+"""Across-seed aggregation (track = statistical unit), paired comparison and the closing note, on built aggregates."""
+
+import statistics
+
+import pytest
+from scipy import stats
+
+from bat.experiment.collect import arm_summary, compare
+from bat.experiment.write import _ordering
+from bat.schemas.evaluation import EvalAggregate, TrackAggregate
+
+STAGES = ["S1", "S2"]
+
+
+def _agg(track_overall: dict[str, float]) -> EvalAggregate:
+    tracks = {t: TrackAggregate(track=t, n_runs=1, stages={"S1": v, "S2": v / 2}, task=v, agentic=v, overall=v)
+              for t, v in track_overall.items()}
+    mean = sum(track_overall.values()) / len(track_overall)
+    return EvalAggregate(round=1, split="final", checkpoint="c", checkpoint_digest="d", suite_version="s",
+                         harness_version="h", manifest_digest="m", stage_keys=STAGES,
+                         stages={"S1": mean, "S2": mean / 2}, task=mean, agentic=mean, overall=mean,
+                         tracks=tracks, n_runs=len(tracks), routable=True)
+
+
+def test_arm_summary_averages_seeds_per_track_then_tracks() -> None:
+    seeds = [_agg({"a": 0.2, "b": 0.4, "c": 0.9}), _agg({"a": 0.4, "b": 0.2, "c": 0.5})]
+    s = arm_summary(seeds, STAGES, 0.95)
+    track_means = [0.3, 0.3, 0.7]
+    assert s["n_seeds"] == 2 and s["track_means"]["overall"] == pytest.approx(dict(zip("abc", track_means)))
+    assert s["mean"]["overall"] == pytest.approx(sum(track_means) / 3)
+    expected_hw = stats.t.ppf(0.975, 2) * statistics.stdev(track_means) / 3 ** 0.5
+    assert s["half_width"]["overall"] == pytest.approx(expected_hw)
+    assert s["seed_sd"]["overall"] == pytest.approx(statistics.stdev([0.5, 1.1 / 3]))
+    assert s["seed_min"]["overall"] == pytest.approx(1.1 / 3) and s["seed_max"]["overall"] == pytest.approx(0.5)
+    assert s["mean"]["S2"] == pytest.approx(s["mean"]["S1"] / 2)
+
+
+def test_null_track_makes_metric_null_and_empty_arm_is_empty() -> None:
+    agg = _agg({"a": 0.2, "b": 0.4})
+    broken = agg.model_copy(update={"tracks": {**agg.tracks, "b": agg.tracks["b"].model_copy(update={"overall": None})},
+                                    "overall": None})
+    s = arm_summary([agg, broken], STAGES, 0.95)
+    assert s["mean"]["overall"] is None and s["mean"]["task"] is not None
+    assert arm_summary([], STAGES, 0.95)["mean"] == {}
+
+
+def test_compare_paired_deltas_and_closing_note() -> None:
+    ref = arm_summary([_agg({"a": 0.6, "b": 0.7, "c": 0.9})], STAGES, 0.95)
+    other = arm_summary([_agg({"a": 0.2, "b": 0.4, "c": 0.4})], STAGES, 0.95)
+    cmp = compare(ref, other, 0.95)
+    assert cmp["deltas"] == pytest.approx({"a": 0.4, "b": 0.3, "c": 0.5}) and cmp["n_tracks"] == 3
+    assert cmp["mean_delta"] == pytest.approx(0.4)
+    assert cmp["p_value"] == pytest.approx(stats.ttest_1samp([0.4, 0.3, 0.5], 0.0).pvalue)
+    results = {"report_split": "final", "reference_arm": "bicurl", "comparisons": {"grpo": cmp, "no-e2e": None},
+               "arms": {"bicurl": {"summary": ref}, "grpo": {"summary": other}, "no-e2e": {"summary": arm_summary([], STAGES, 0.95)}}}
+    note = _ordering(results)
+    assert "bicurl (73.3) > grpo (33.3)" in note and "bicurl − grpo: +40.0 points ±" in note
+    assert "bicurl is ahead" in note and "bicurl vs no-e2e: not comparable" in note

@@ -1,0 +1,71 @@
+"""A 2-arm x 1-seed experiment on the smoke config (rounds=1) through `bat experiment`, end to end.
+
+Real phases (tiny model, local executor): one shared bootstrap, arms seeded from it, final_test on the retained best.
+"""
+
+import json
+import os
+from pathlib import Path
+
+import pytest
+
+from bat.cli.main import main
+from bat.evaluate.manifest import checkpoint_digest
+from bat.state.atomic import read_json
+
+REPO = Path(__file__).resolve().parents[2]
+
+
+@pytest.mark.slow
+def test_two_arm_experiment_matched_budget_shared_sft(tmp_path: Path) -> None:
+    exp = tmp_path / "exp.yaml"
+    exp.write_text(
+        f"name: t2\nbase_config: {REPO / 'configs' / 'smoke.yaml'}\n"
+        "overrides: [run.rounds=1, bank.e2e_per_track=4]\nseeds: [3]\n"
+        f"state_dir: {tmp_path / 'state'}\nout_dir: {tmp_path / 'out'}\n"
+        "arms:\n  - {name: grpo, overrides: [curriculum.arm=grpo]}\n  - {name: bicurl, overrides: [curriculum.arm=bicurl]}\n")
+    assert main(["experiment", "--config", str(exp)]) == 0
+
+    out = tmp_path / "out"
+    results = json.loads((out / "results.json").read_text())
+    assert (out / "curves.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    readme = (out / "README.md").read_text()
+    assert "bat experiment --config" in readme and results["commit"] in readme and "| grpo |" in readme
+
+    # matched budget: same resolved budget, same rollouts and GRPO steps in both arms
+    budget = results["budget"]
+    assert budget["matched"] and budget["differing_fields"] == []
+    runs = {name: arm["seeds"][0] for name, arm in results["arms"].items()}
+    assert all(r["status"] == "done" for r in runs.values())
+    assert runs["grpo"]["rollouts"] == runs["bicurl"]["rollouts"] > 0
+    assert runs["grpo"]["grpo_steps"] == runs["bicurl"]["grpo_steps"] > 0
+    assert runs["grpo"]["plan_rows"] == runs["grpo"]["plan_unique_rows"]
+
+    # one shared SFT checkpoint: evaluated in round 0 and used as round-1 start by both arms
+    shared = tmp_path / "state" / "t2" / "seed_3" / "_shared"
+    digest = checkpoint_digest(shared / "checkpoints" / "sft" / "export")
+    assert results["shared"]["3"]["sft_digest"] == digest
+    for run in runs.values():
+        assert run["shared_sft_digest"] == run["round0_eval_digest"] == run["round1_start_digest"] == digest
+    # the arm's bank is linked from the shared bootstrap, not re-synthesized
+    arm_root = tmp_path / "state" / "t2" / "seed_3"
+    manifest = shared / "bank" / "v0001" / "MANIFEST.json"
+    assert os.stat(arm_root / "grpo" / "bank" / "v0001" / "MANIFEST.json").st_ino == os.stat(manifest).st_ino
+    assert not (arm_root / "grpo" / "jobs" / "round_00" / "synthesize").exists()
+
+    plans = {n: read_json(arm_root / n / "round_01" / "plan.json") for n in runs}
+    assert plans["grpo"]["reward_mode"] == "final" and set(plans["grpo"]["mixture"]) == {"E2E"}
+    assert plans["bicurl"]["reward_mode"] == "rubric" and len(plans["bicurl"]["mixture"]) == 3
+
+    # end-of-run numbers: retained best on the final split, with half-widths across the two tracks
+    for name, arm in results["arms"].items():
+        agg = arm["seeds"][0]["aggregate"]
+        assert agg["split"] == "final" and agg["n_runs"] == 2 and 0.0 <= agg["overall"] <= 1.0
+        assert arm["summary"]["mean"]["overall"] == pytest.approx(agg["overall"])
+        assert arm["summary"]["half_width"]["overall"] is not None
+        assert runs[name]["curve"]["rounds"] == [0, 1]
+
+    # rerun: everything finished is skipped (attempts stay 1), results rewritten
+    assert main(["experiment", "--config", str(exp)]) == 0
+    again = json.loads((out / "results.json").read_text())
+    assert all(arm["seeds"][0]["attempts"] == 1 for arm in again["arms"].values())

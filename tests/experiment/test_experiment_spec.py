@@ -1,0 +1,110 @@
+"""Experiment files: shipped ones load, arms resolve to matched budgets, bad input names field and valid choices."""
+
+from pathlib import Path
+
+import pytest
+
+from bat.experiment.run import select
+from bat.experiment.spec import ExperimentError, arm_config, budget_signature, load_experiment, shared_config
+
+REPO = Path(__file__).resolve().parents[2]
+SHIPPED = sorted((REPO / "configs" / "experiments").glob("*.yaml"))
+SMOKE = REPO / "configs" / "smoke.yaml"
+
+
+def _write(tmp_path: Path, body: str) -> Path:
+    path = tmp_path / "exp.yaml"
+    path.write_text(f"name: t\nbase_config: {SMOKE}\nseeds: [1]\n" + body)
+    return path
+
+
+@pytest.mark.parametrize("path", SHIPPED, ids=lambda p: p.name)
+def test_shipped_experiments_load_with_matched_budgets(path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.chdir(REPO)
+    spec = load_experiment(path)
+    trained = [a for a in spec.arms if a.kind == "trained"]
+    sigs = [budget_signature(arm_config(spec, a, s)) for a in trained for s in spec.seeds[:1]]
+    assert all(sig == sigs[0] for sig in sigs)
+    arms = {a.name: arm_config(spec, a, spec.seeds[0]).curriculum for a in trained}
+    assert arms["grpo"].arm == "grpo" and arms["sft"].arm == "sft" and arms["bicurl"].pools == ("S-target", "S-mix", "E2E")
+    assert {tuple(c.pools) for n, c in arms.items() if n.startswith("no-")} == {
+        ("S-mix", "E2E"), ("S-target", "E2E"), ("S-target", "S-mix")}
+    assert any(a.kind == "base" for a in spec.arms) and len(spec.seeds) >= 1
+    shared = shared_config(spec, spec.seeds[0])
+    assert shared.run.rounds == 0 and shared.evaluate.final_eval == "never"
+    assert arm_config(spec, trained[0], spec.seeds[0]).run.seed == spec.seeds[0]
+
+
+def test_full_experiment_has_three_seeds(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.chdir(REPO)
+    spec = load_experiment(REPO / "configs" / "experiments" / "arms_local.yaml")
+    assert len(spec.seeds) >= 3 and spec.report_split == "final"
+
+
+def test_unknown_key_lists_valid_keys(tmp_path: Path) -> None:
+    path = _write(tmp_path, "arms: [{name: a, overides: [curriculum.arm=sft]}]\n")
+    with pytest.raises(ExperimentError) as info:
+        load_experiment(path)
+    assert "arms.0.overides: unknown key" in str(info.value) and "overrides" in str(info.value)
+
+
+def test_arm_override_outside_curriculum_is_refused(tmp_path: Path) -> None:
+    path = _write(tmp_path, "arms: [{name: a, overrides: [grpo.lr=1.0]}]\n")
+    with pytest.raises(ExperimentError, match=r"KEY under \['curriculum.'\]"):
+        load_experiment(path)
+
+
+def test_per_arm_budget_key_is_refused(tmp_path: Path) -> None:
+    path = _write(tmp_path, "arms: [{name: a, overrides: [curriculum.batch_size=2]}]\n")
+    with pytest.raises(ExperimentError, match="sets the training budget"):
+        load_experiment(path)
+
+
+def test_bad_arm_value_names_arm_and_field(tmp_path: Path) -> None:
+    path = _write(tmp_path, "arms: [{name: a, overrides: [curriculum.arm=ppo]}]\n")
+    with pytest.raises(ExperimentError, match=r"(?s)arm .a. \(seed 1\).*curriculum.arm"):
+        load_experiment(path)
+
+
+def test_final_eval_must_stay_never_and_names_repeat(tmp_path: Path) -> None:
+    path = _write(tmp_path, "overrides: [evaluate.final_eval=last_round]\narms: [{name: a}]\n")
+    with pytest.raises(ExperimentError, match="final_eval must stay 'never'"):
+        load_experiment(path)
+    path = _write(tmp_path, "arms: [{name: a}, {name: a}]\n")
+    with pytest.raises(ExperimentError, match=r"arm names repeat: \['a'\]"):
+        load_experiment(path)
+
+
+def test_select_rejects_unknown_arm_and_seed(tmp_path: Path) -> None:
+    spec = load_experiment(_write(tmp_path, "arms: [{name: a}, {name: b, kind: base}]\n"))
+    arms, seeds = select(spec, ["b"], None)
+    assert [a.name for a in arms] == ["b"] and seeds == [1]
+    with pytest.raises(ExperimentError, match=r"unknown arm 'c'; arms: \['a', 'b'\]"):
+        select(spec, ["c"], None)
+    with pytest.raises(ExperimentError, match=r"seeds \[9\] are not in the experiment; seeds: \[1\]"):
+        select(spec, None, [9])
+
+
+def test_missing_base_config_is_reported(tmp_path: Path) -> None:
+    path = tmp_path / "exp.yaml"
+    path.write_text("name: t\nbase_config: nowhere.yaml\nseeds: [1]\narms: [{name: a}]\n")
+    with pytest.raises(ExperimentError, match="base_config nowhere.yaml does not exist"):
+        load_experiment(path)
+
+
+def test_cli_bad_input_exits_2_with_message(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    from bat.cli.main import main
+
+    assert main(["experiment", "--config", str(tmp_path / "missing.yaml")]) == 2
+    assert "missing.yaml does not exist" in capsys.readouterr().err
+    path = _write(tmp_path, "arms: [{name: a}]\n")
+    assert main(["experiment", "--config", str(path), "--only", "zz"]) == 2
+    assert "unknown arm 'zz'; arms: ['a']" in capsys.readouterr().err
+
+
+def test_report_split_test_needs_the_test_split(tmp_path: Path) -> None:
+    path = _write(tmp_path, "report_split: test\noverrides: [evaluate.test_split=false]\narms: [{name: a}]\n")
+    with pytest.raises(ExperimentError, match="report_split 'test' needs evaluate.test_split=true"):
+        load_experiment(path)
+    path = _write(tmp_path, "report_split: test\noverrides: [evaluate.test_split=true]\narms: [{name: a}]\n")
+    assert load_experiment(path).report_split == "test"
