@@ -156,7 +156,8 @@ def _budget(spec: ExperimentSpec, arms: dict[str, Any]) -> dict[str, Any]:
     matched = not differing and all(len(v["rollouts"]) <= 1 and len(v["grpo_steps"]) <= 1 for v in per_seed.values())
     return {"matched": matched, "differing_fields": differing, "rl_arms": rl, "per_seed": per_seed,
             "signature": first, "note": "cycled = arm: [plan rows, distinct rows]; a pool smaller than a round repeats "
-            "rows, which the rollout phase rolls out once, so that arm gets fewer rollouts (enlarge the bank)"}
+            "rows: each listing still gets K rollouts (extra members of the state's one GRPO group), so the "
+            "rollout count matches but that arm sees fewer distinct states (enlarge the bank)"}
 
 
 def collect(spec: ExperimentSpec) -> dict[str, Any]:

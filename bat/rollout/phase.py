@@ -30,16 +30,16 @@ def load_plan(layout: "RunLayout", round_index: int) -> "RoundPlan":
 
 
 def plan_jobs(plan: "RoundPlan") -> tuple[list[StateJob], int]:
-    """Unique (state_id, pool, stage) jobs in plan order, and how many duplicate entries were dropped."""
-    seen, jobs, dupes = set(), [], 0
+    """One job per state in first-listed order, `repeats` = how often the plan lists it; and the number of
+    repeated entries (each still gets its K rollouts, as extra members of the state's one GRPO group)."""
+    first: dict[str, tuple[str, str]] = {}
+    listed: dict[str, int] = {}
     for batch in plan.batches:
         for row in batch:
-            if row.state_id in seen:
-                dupes += 1
-                continue
-            seen.add(row.state_id)
-            jobs.append(StateJob(state_id=row.state_id, pool=row.pool, stage=row.stage))
-    return jobs, dupes
+            first.setdefault(row.state_id, (row.pool, row.stage))
+            listed[row.state_id] = listed.get(row.state_id, 0) + 1
+    jobs = [StateJob(state_id=s, pool=pool, stage=stage, repeats=listed[s]) for s, (pool, stage) in first.items()]
+    return jobs, sum(listed.values()) - len(jobs)
 
 
 def resolve_checkpoint(layout: "RunLayout", checkpoint: str) -> Path:
@@ -64,7 +64,7 @@ def run_rollout(ctx: PhaseContext) -> PhaseResult:
     plan = load_plan(ctx.layout, ctx.round)
     bank = open_bank(ctx.layout, plan.bank_version)
     jobs, dupes = plan_jobs(plan)
-    jobs = [StateJob(j.state_id, j.pool, j.stage, payload=bank.row(j.state_id)) for j in jobs]
+    jobs = [StateJob(j.state_id, j.pool, j.stage, payload=bank.row(j.state_id), repeats=j.repeats) for j in jobs]
     checkpoint = resolve_checkpoint(ctx.layout, plan.start_checkpoint)
     settings = LoopSettings(budgets=rc.budgets, temperature=rc.temperature, no_tool_call=rc.no_tool_call,
                             tool_workers=rc.tool_workers, tool_names=list(TOOL_NAMES),

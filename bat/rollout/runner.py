@@ -27,6 +27,9 @@ class StateJob:
     stage: str
     payload: Any = None
     """Whatever `open_env` needs (e.g. the BankRow)."""
+    repeats: int = 1
+    """How often the plan lists this state (a pool cycled within a round): K rollouts per listing, all in the
+    state's one GRPO group, so an arm with a small pool still gets the planned number of rollouts."""
 
 
 @dataclass
@@ -95,7 +98,7 @@ def run_shards(phase_dir: Path, jobs: Sequence[StateJob], *, k: int, states_per_
         specs, opened = [], []
         try:
             for job in shard_jobs:
-                for kk in range(k):
+                for kk in range(k * job.repeats):
                     rid = rollout_id(round_index, index, job.state_id, kk)
                     env = open_env(job, kk, work / rid)
                     opened.append(env)

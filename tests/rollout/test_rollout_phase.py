@@ -101,3 +101,16 @@ def test_cli_reports_done_and_missing_plan(run, capsys):
     code = main(["verify", "--state", str(layout.root), "--round", "5", *sets])
     out = capsys.readouterr().out
     assert code == 2 and "no round plan for round 5" in out
+
+
+def test_repeated_plan_rows_keep_their_rollouts_in_one_group():
+    from bat.rollout.phase import plan_jobs
+
+    row = lambda s, pool="S-target": PlanRow(state_id=s, pool=pool, stage="S3")  # noqa: E731
+    plan = RoundPlan(round=1, arm="bicurl", target_stage="S3", mixture={"S-target": 2}, reward_mode="rubric",
+                     bank_version=1, start_checkpoint="ck", seed=1,
+                     batches=[[row("a"), row("b")], [row("a"), row("c")], [row("a"), row("b")]])
+    jobs, repeated = plan_jobs(plan)
+    assert [(j.state_id, j.repeats) for j in jobs] == [("a", 3), ("b", 2), ("c", 1)]
+    assert repeated == 3
+    assert sum(j.repeats for j in jobs) == sum(len(b) for b in plan.batches)  # every listing gets its K rollouts
