@@ -186,7 +186,15 @@ def test_cohorts_overlap_tool_calls_with_generation_and_keep_results(tokenizer, 
 
     class Watching(ScriptedEngine):
         def generate(self, requests):
-            seen_busy.append(_SlowEnv.busy)
+            # "busy during generation" = a tool call is running at some point in a short window while this
+            # generate call is in progress (tool worker threads may start a moment after dispatch on a loaded box)
+            import time
+
+            busy, deadline = _SlowEnv.busy, time.monotonic() + 0.15
+            while busy == 0 and time.monotonic() < deadline:
+                time.sleep(0.005)
+                busy = _SlowEnv.busy
+            seen_busy.append(busy)
             return super().generate(requests)
 
     def go(cohorts, tag):
