@@ -97,10 +97,9 @@ class ProcessRuntime(Runtime):
         return [*prlimit_argv(limits, find_prlimit()), *inner]
 
 
-class BwrapRuntime(Runtime):
-    """bubblewrap sandbox; see the module docstring for what is mounted."""
+class ContainedRuntime(Runtime):
+    """A runtime with its own mount and network namespaces: the workspace at /workspace, scratch at /tmp."""
 
-    name = "bwrap"
     isolates_filesystem = True
     isolates_network = True
 
@@ -109,6 +108,12 @@ class BwrapRuntime(Runtime):
 
     def inner_scratch(self, scratch: Path) -> str:
         return "/tmp"
+
+
+class BwrapRuntime(ContainedRuntime):
+    """bubblewrap sandbox; see the module docstring for what is mounted."""
+
+    name = "bwrap"
 
     def mounts(self, pyenv: PythonEnv) -> list[str]:
         """bwrap options for the read-only system and python trees (parents created 0755)."""
@@ -165,18 +170,10 @@ class BwrapRuntime(Runtime):
         return [*opts, *drop, *prlimit_argv(limits, find_prlimit()), *inner]
 
 
-class ApptainerRuntime(Runtime):
+class ApptainerRuntime(ContainedRuntime):
     """apptainer exec in a contained, network-less instance of the project image (argv only here)."""
 
     name = "apptainer"
-    isolates_filesystem = True
-    isolates_network = True
-
-    def inner_workspace(self, workspace: Path) -> str:
-        return INNER_WORKSPACE
-
-    def inner_scratch(self, scratch: Path) -> str:
-        return "/tmp"
 
     def visible_roots(self, pyenv: PythonEnv) -> list[str]:
         return ["/opt", "/usr", "/usr/local"]

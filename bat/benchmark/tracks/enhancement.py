@@ -25,7 +25,22 @@ def smooth_phantom(rng: np.random.Generator, shape: tuple[int, ...], blobs: int 
     return 0.1 + 0.8 * img
 
 
-class Enhancement(Track):
+class ImageRestorationTrack(Track):
+    """Tracks whose output is an image array in [0, 1] scored against the truth by SSIM (PSNR reported)."""
+
+    def check_case(self, pred: Any, contract: dict[str, Any]) -> list[str]:
+        return check_array(pred, contract)
+
+    def degenerate(self, preds: dict[str, Any]) -> str | None:
+        return constant_arrays(preds)
+
+    def score(self, preds, truths, extras) -> tuple[float, dict[str, float]]:
+        s = [ssim(preds[c], truths[c]) for c in sorted(truths)]
+        p = [psnr(preds[c], truths[c]) for c in sorted(truths)]
+        return float(np.mean(s)), {"ssim": float(np.mean(s)), "psnr_db": float(np.mean(p))}
+
+
+class Enhancement(ImageRestorationTrack):
     name = "enhancement"
     title = "low-dose denoising"
     metric = "SSIM"
@@ -57,13 +72,3 @@ class Enhancement(Track):
     def contract(self, shape: tuple[int, ...]) -> dict[str, Any]:
         return {"format": "npy", "shape": list(shape), "axes": "yx", "dtype": "float32", "range": [0.0, 1.0]}
 
-    def check_case(self, pred: Any, contract: dict[str, Any]) -> list[str]:
-        return check_array(pred, contract)
-
-    def degenerate(self, preds: dict[str, Any]) -> str | None:
-        return constant_arrays(preds)
-
-    def score(self, preds, truths, extras) -> tuple[float, dict[str, float]]:
-        s = [ssim(preds[c], truths[c]) for c in sorted(truths)]
-        p = [psnr(preds[c], truths[c]) for c in sorted(truths)]
-        return float(np.mean(s)), {"ssim": float(np.mean(s)), "psnr_db": float(np.mean(p))}

@@ -7,14 +7,13 @@ from typing import Any
 import numpy as np
 from scipy import ndimage
 
-from bat.benchmark.metrics import psnr, ssim
-from bat.benchmark.tracks.base import CaseData, Track, check_array, constant_arrays
-from bat.benchmark.tracks.enhancement import smooth_phantom
+from bat.benchmark.tracks.base import CaseData
+from bat.benchmark.tracks.enhancement import ImageRestorationTrack, smooth_phantom
 
 SHAPE = (8, 10, 12)
 
 
-class Synthesis(Track):
+class Synthesis(ImageRestorationTrack):
     name = "synthesis"
     title = "high-resolution synthesis"
     metric = "SSIM"
@@ -46,14 +45,3 @@ class Synthesis(Track):
 
     def contract(self, shape: tuple[int, ...]) -> dict[str, Any]:
         return {"format": "npy", "shape": [2 * n for n in shape], "axes": "zyx", "dtype": "float32", "range": [0.0, 1.0]}
-
-    def check_case(self, pred: Any, contract: dict[str, Any]) -> list[str]:
-        return check_array(pred, contract)
-
-    def degenerate(self, preds: dict[str, Any]) -> str | None:
-        return constant_arrays(preds)
-
-    def score(self, preds, truths, extras) -> tuple[float, dict[str, float]]:
-        s = [ssim(preds[c], truths[c]) for c in sorted(truths)]
-        p = [psnr(preds[c], truths[c]) for c in sorted(truths)]
-        return float(np.mean(s)), {"ssim": float(np.mean(s)), "psnr_db": float(np.mean(p))}
