@@ -37,7 +37,7 @@ ESCAPES: dict[str, Escape] = {
     "network_python": Escape("python", "import socket\ns = socket.socket()\ns.settimeout(1)\ns.connect(('1.1.1.1', 80))",
                              "network"),
     "network_bash": Escape("bash", "exec 3<>/dev/tcp/1.1.1.1/80", "network"),
-    "fork_bomb": Escape("bash", "bomb() {{ bomb | bomb & }}; bomb; wait", "nproc", {"nproc": 32}),
+    "fork_bomb": Escape("bash", "bomb() {{ bomb | bomb & wait; }}; bomb", "nproc", {"nproc": 32}),
     "infinite_loop": Escape("python", "while True:\n    pass", "timeout", {"timeout_s": 1}),
     "output_100mb": Escape("python", "import sys\nfor _ in range(100):\n    sys.stdout.write('x' * 1048576)",
                            "output_too_large"),
