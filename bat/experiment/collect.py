@@ -18,8 +18,8 @@ from bat.curriculum.history import load_best_after
 from bat.evaluate.aggregate import half_width
 from bat.evaluate.store import load_aggregate
 from bat.experiment.execute import FINAL_PHASE, read_arm_record
-from bat.experiment.share import ROUND0_PHASES, arm_dir, seed_dir
-from bat.experiment.spec import SHARED_NAME, ExperimentSpec, arm_config, budget_signature
+from bat.experiment.share import ROUND0_PHASES, arm_dir, shared_dir
+from bat.experiment.spec import ExperimentSpec, arm_config, budget_signature
 from bat.schemas.evaluation import METRICS, EvalAggregate
 from bat.state.atomic import read_json
 from bat.state.layout import RunLayout
@@ -184,10 +184,10 @@ def collect(spec: ExperimentSpec) -> dict[str, Any]:
                    for name, data in arms.items() if name != ref}
     shared = {}
     for seed in spec.seeds:
-        rec = RunLayout(seed_dir(spec, seed) / SHARED_NAME).root / "experiment_shared.json"
+        rec = shared_dir(spec, seed) / "experiment_shared.json"
         if rec.exists():
             shared[str(seed)] = read_json(rec)
     return {"schema_version": 1, "experiment": spec.name, "base_config": str(spec.base_config),
-            "overrides": list(spec.overrides), "seeds": list(spec.seeds), "report_split": spec.report_split,
+            "overrides": list(spec.overrides), "seeds": list(spec.seeds), "bootstrap_seed": spec.bootstrap_seed, "report_split": spec.report_split,
             "stage_keys": stage_keys, "confidence": confidence, "reference_arm": ref, "arms": arms,
             "comparisons": comparisons, "budget": _budget(spec, arms), "shared": shared}

@@ -13,7 +13,7 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
-from bat.experiment.spec import SHARED_NAME, ExperimentSpec, shared_config
+from bat.experiment.spec import SHARED_NAME, ExperimentSpec, bootstrap_seed_of, shared_config
 from bat.state.atomic import atomic_dir, atomic_write_json, read_json
 from bat.state.layout import RunLayout
 from bat.state.markers import read_done
@@ -46,6 +46,11 @@ def seed_dir(spec: ExperimentSpec, seed: int) -> Path:
     return spec.root / f"seed_{seed}"
 
 
+def shared_dir(spec: ExperimentSpec, seed: int) -> Path:
+    """State dir of the bootstrap serving `seed`: `seed_<b>/_shared` with b = `bootstrap_seed_of(spec, seed)`."""
+    return seed_dir(spec, bootstrap_seed_of(spec, seed)) / SHARED_NAME
+
+
 def arm_dir(spec: ExperimentSpec, seed: int, arm: str) -> Path:
     return seed_dir(spec, seed) / arm
 
@@ -74,12 +79,12 @@ def round0_compute_s(layout: RunLayout) -> float:
 
 
 def run_shared(spec: ExperimentSpec, seed: int) -> SharedInfo:
-    """Run (or resume) round 0 of seed `seed` once through the ordinary driver; returns what the arms share."""
+    """Run (or resume) the bootstrap serving `seed` once through the ordinary driver; returns what the arms share."""
     from bat.orchestrate.driver import run
     from bat.orchestrate.executors import executor_kind
 
     cfg = shared_config(spec, seed)
-    layout = RunLayout(seed_dir(spec, seed) / SHARED_NAME)
+    layout = RunLayout(shared_dir(spec, seed))
     record_path = layout.root / SHARED_RECORD
     wall = 0.0
     if not record_path.exists():

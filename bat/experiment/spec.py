@@ -69,7 +69,11 @@ class ExperimentSpec(BaseModel):
     overrides: tuple[str, ...] = ()
     """`dotted.key=value` overrides applied to every arm and to the shared bootstrap (budget, model, suite)."""
     seeds: tuple[int, ...] = Field(min_length=1)
-    """Run seeds; each seed has its own shared bank + SFT checkpoint and one state dir per arm."""
+    """Run seeds; each seed has one state dir per arm (and its own bank + SFT checkpoint unless `bootstrap_seed`)."""
+    bootstrap_seed: int | None = Field(None, ge=0)
+    """None: every seed builds its own bootstrap (bank + SFT checkpoint). An integer: one bootstrap, built with this
+    run seed, serves every seed, so the seeds vary only RL sampling, routing and evaluation sampling (a cheaper design
+    whose seed spread leaves out bank/SFT variation; say so when reporting)."""
     arms: tuple[ArmSpec, ...] = Field(min_length=1)
     """Arms in table order."""
     state_dir: Path = Path("state/experiments")
@@ -171,11 +175,17 @@ def arm_config(spec: ExperimentSpec, arm: ArmSpec | str, seed: int) -> "BatConfi
         raise ExperimentError(f"arm {arm.name!r} (seed {seed}): {exc}") from exc
 
 
+def bootstrap_seed_of(spec: ExperimentSpec, seed: int) -> int:
+    """The run seed whose shared bootstrap serves `seed` (`seed` itself unless the spec sets `bootstrap_seed`)."""
+    return seed if spec.bootstrap_seed is None else spec.bootstrap_seed
+
+
 def shared_config(spec: ExperimentSpec, seed: int) -> "BatConfig":
-    """The config of the per-seed shared bootstrap: round 0 only (synthesize, scan, sft, evaluate, route)."""
+    """The config of the shared bootstrap serving `seed`: round 0 only (synthesize, scan, sft, evaluate, route)."""
     from bat.config.load import load_config
 
-    return load_config(spec.base_config, [*_common(spec, seed, f"{spec.name}-shared-s{seed}"), "run.rounds=0"])
+    boot = bootstrap_seed_of(spec, seed)
+    return load_config(spec.base_config, [*_common(spec, boot, f"{spec.name}-shared-s{boot}"), "run.rounds=0"])
 
 
 BUDGET_FIELDS = (

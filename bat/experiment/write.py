@@ -46,7 +46,8 @@ def _spread(summary: dict[str, Any]) -> str:
 
 def _total_wall(results: dict[str, Any]) -> float:
     arms = sum(s.get("wall_s") or 0.0 for a in results["arms"].values() for s in a["seeds"])
-    return arms + sum(float(r.get("wall_s", 0.0)) for r in results["shared"].values())
+    distinct = {r.get("sft_digest"): float(r.get("wall_s", 0.0)) for r in results["shared"].values()}
+    return arms + sum(distinct.values())
 
 
 def _ordering(results: dict[str, Any]) -> str:
@@ -105,8 +106,11 @@ def render_readme(results: dict[str, Any]) -> str:
             f"differing fields: {budget['differing_fields'] or 'none'}; RL arms {budget['rl_arms']} rollouts/GRPO steps "
             f"per seed: {budget['per_seed']}; {budget['note']}).", "",
             "Wall seconds per arm count the arm's own rounds and end-of-run evaluation; the shared bootstrap "
-            "(bank + SFT, once per seed) is listed below.", "",
-            "Shared bootstrap per seed (one bank + SFT checkpoint reused by every trained arm):", ""]
+            "(bank + SFT) is listed below.", "",
+            ("Shared bootstrap per seed (one bank + SFT checkpoint reused by every trained arm):"
+             if results.get("bootstrap_seed") is None else
+             f"One shared bootstrap (bank + SFT checkpoint built with run seed {results['bootstrap_seed']}) serves every "
+             "seed, so the seed spread covers RL sampling, routing and evaluation sampling, not bank/SFT variation:"), ""]
     for seed, rec in results["shared"].items():
         out.append(f"* seed {seed}: SFT digest `{rec['sft_digest'][:16]}`, bootstrap wall {rec['wall_s']:.0f} s")
     out += ["", "## Every run", "", "| arm | seed | status | Overall | final round | rollouts | wall s | error |",

@@ -108,3 +108,18 @@ def test_report_split_test_needs_the_test_split(tmp_path: Path) -> None:
         load_experiment(path)
     path = _write(tmp_path, "report_split: test\noverrides: [evaluate.test_split=true]\narms: [{name: a}]\n")
     assert load_experiment(path).report_split == "test"
+
+
+def test_bootstrap_seed_shares_one_bootstrap_across_seeds(tmp_path: Path) -> None:
+    from bat.experiment.share import arm_dir, shared_dir
+
+    path = tmp_path / "exp.yaml"
+    path.write_text(f"name: t\nbase_config: {SMOKE}\nseeds: [1, 2]\nbootstrap_seed: 9\nstate_dir: {tmp_path}\n"
+                    "arms: [{name: a, overrides: [curriculum.arm=grpo]}]\n")
+    spec = load_experiment(path)
+    assert shared_dir(spec, 1) == shared_dir(spec, 2) == tmp_path / "t" / "seed_9" / "_shared"
+    assert shared_config(spec, 1).run.seed == shared_config(spec, 2).run.seed == 9
+    assert [arm_config(spec, "a", s).run.seed for s in (1, 2)] == [1, 2]
+    assert arm_dir(spec, 1, "a") != arm_dir(spec, 2, "a")
+    per_seed = load_experiment(_write(tmp_path, "arms: [{name: a, overrides: [curriculum.arm=grpo]}]\n"))
+    assert shared_config(per_seed, 1).run.seed == 1
