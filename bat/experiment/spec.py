@@ -185,7 +185,9 @@ def shared_config(spec: ExperimentSpec, seed: int) -> "BatConfig":
     from bat.config.load import load_config
 
     boot = bootstrap_seed_of(spec, seed)
-    return load_config(spec.base_config, [*_common(spec, boot, f"{spec.name}-shared-s{boot}"), "run.rounds=0"])
+    # round 0 only, and no end-of-run final/test evaluation of the bootstrap: the arms evaluate their own retained best
+    return load_config(spec.base_config, [*_common(spec, boot, f"{spec.name}-shared-s{boot}"), "run.rounds=0",
+                                          "evaluate.test_split=false"])
 
 
 BUDGET_FIELDS = (

@@ -123,3 +123,19 @@ def test_bootstrap_seed_shares_one_bootstrap_across_seeds(tmp_path: Path) -> Non
     assert arm_dir(spec, 1, "a") != arm_dir(spec, 2, "a")
     per_seed = load_experiment(_write(tmp_path, "arms: [{name: a, overrides: [curriculum.arm=grpo]}]\n"))
     assert shared_config(per_seed, 1).run.seed == 1
+
+
+def test_arm_state_is_seeded_under_a_relative_state_dir(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from bat.experiment.share import SEED_MARKER, SharedInfo, seed_arm_state
+    from bat.state.layout import RunLayout
+
+    shared = RunLayout(tmp_path / "shared")
+    (shared.models_dir / "tiny").mkdir(parents=True)
+    (shared.models_dir / "tiny" / "config.json").write_text("{}")
+    (shared.bank_root / "v0001").mkdir(parents=True)
+    info = SharedInfo(seed=1, layout=shared, sft_checkpoint="", sft_digest="d", wall_s=0.0, compute_s=0.0)
+    monkeypatch.chdir(tmp_path)
+    layout = seed_arm_state(info, Path("state/seed_1/arm"))
+    assert (tmp_path / "state/seed_1/arm" / SEED_MARKER).is_file()
+    assert (layout.models_dir / "tiny" / "config.json").read_text() == "{}"
+    assert (layout.bank_root / "v0001").is_dir()
