@@ -55,8 +55,24 @@ def _counts(layout: RunLayout) -> dict[str, Any]:
             ids = [row["state_id"] for batch in read_json(layout.plan(r))["batches"] for row in batch]
             plan_rows, plan_unique = plan_rows + len(ids), plan_unique + len(set(ids))
     return {"rollouts": rollouts, "grpo_steps": steps, "generated_tokens": tokens, "compute_s": round(compute, 3),
+            "signal": _signal(layout),
             "rl_rounds": sum(1 for r in layout.rounds() if read_done(layout.phase_dir(r, "grpo")) is not None),
             "plan_rows": plan_rows, "plan_unique_rows": plan_unique}
+
+
+def _signal(layout: RunLayout) -> list[dict[str, Any]]:
+    """Per RL round: mean training reward (verify), GRPO groups and how many had identical rewards (zero advantage)."""
+    out = []
+    for r in layout.rounds():
+        verify, grpo = read_done(layout.phase_dir(r, "verify")), read_done(layout.phase_dir(r, "grpo"))
+        if r == 0 or verify is None:
+            continue
+        row: dict[str, Any] = {"round": r, "reward_mean": verify.counts.get("reward_mean"),
+                               "rewards": verify.counts.get("rewards")}
+        if grpo is not None:
+            row.update(groups=grpo.counts.get("groups"), groups_identical=grpo.counts.get("groups_identical_rewards"))
+        out.append(row)
+    return out
 
 
 def _curve(layout: RunLayout) -> dict[str, list]:

@@ -113,14 +113,21 @@ def render_readme(results: dict[str, Any]) -> str:
              "seed, so the seed spread covers RL sampling, routing and evaluation sampling, not bank/SFT variation:"), ""]
     for seed, rec in results["shared"].items():
         out.append(f"* seed {seed}: SFT digest `{rec['sft_digest'][:16]}`, bootstrap wall {rec['wall_s']:.0f} s")
-    out += ["", "## Every run", "", "| arm | seed | status | Overall | final round | rollouts | wall s | error |",
-            "|---|---|---|---|---|---|---|---|"]
+    out += ["", "## Every run", "",
+            "Training signal per RL round: mean reward of the round's rollouts, and GRPO groups whose K rewards were "
+            "all equal (zero advantage, no gradient) out of all groups.", "",
+            "| arm | seed | status | Overall | final round | rollouts | train reward by round | identical groups | wall s | error |",
+            "|---|---|---|---|---|---|---|---|---|---|"]
     for name, arm in results["arms"].items():
         for x in arm["seeds"]:
             agg = x.get("aggregate") or {}
             err = (x.get("error") or "").replace("|", "/")[:120]
+            signal = x.get("signal") or []
+            rewards = " / ".join("-" if s.get("reward_mean") is None else f"{s['reward_mean']:.3f}" for s in signal)
+            same = " / ".join(f"{s.get('groups_identical', '-')}/{s.get('groups', '-')}" for s in signal)
             out.append(f"| {name} | {x['seed']} | {x.get('status')} | {pct(agg.get('overall'))} | "
-                       f"{x.get('final_round', '-')} | {x.get('rollouts', '-')} | {x.get('wall_s', '-')} | {err} |")
+                       f"{x.get('final_round', '-')} | {x.get('rollouts', '-')} | {rewards or '-'} | {same or '-'} | "
+                       f"{x.get('wall_s', '-')} | {err} |")
     out += ["", "## Curves", "", "![curves](curves.png)", "",
             "Controller split (the routing evaluation): raw Overall per round, and the retained best's score.", "",
             "## Closing note", "", _ordering(results), ""]

@@ -40,6 +40,10 @@ def test_two_arm_experiment_matched_budget_shared_sft(tmp_path: Path) -> None:
     assert runs["grpo"]["rollouts"] == runs["bicurl"]["rollouts"] > 0
     assert runs["grpo"]["grpo_steps"] == runs["bicurl"]["grpo_steps"] > 0
     assert runs["grpo"]["plan_rows"] == runs["grpo"]["plan_unique_rows"]
+    for run in runs.values():  # the training signal of round 1 is recorded (reward mean, zero-advantage groups)
+        assert [s["round"] for s in run["signal"]] == [1] and 0.0 <= run["signal"][0]["reward_mean"] <= 1.0
+        assert 0 <= run["signal"][0]["groups_identical"] <= run["signal"][0]["groups"]
+    assert "train reward by round" in readme
 
     # one shared SFT checkpoint: evaluated in round 0 and used as round-1 start by both arms
     shared = tmp_path / "state" / "t2" / "seed_3" / "_shared"
