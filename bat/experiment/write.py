@@ -44,6 +44,11 @@ def _spread(summary: dict[str, Any]) -> str:
     return (f"{100.0 * sd:.1f}" if sd is not None else "-") + f" [{pct(lo)}, {pct(hi)}]"
 
 
+def _count(value: Any) -> str:
+    """A count read back from DONE.json (ints may come back as floats); '-' when absent."""
+    return "-" if value is None else str(int(value))
+
+
 def _total_wall(results: dict[str, Any]) -> float:
     arms = sum(s.get("wall_s") or 0.0 for a in results["arms"].values() for s in a["seeds"])
     distinct = {r.get("sft_digest"): float(r.get("wall_s", 0.0)) for r in results["shared"].values()}
@@ -124,7 +129,7 @@ def render_readme(results: dict[str, Any]) -> str:
             err = (x.get("error") or "").replace("|", "/")[:120]
             signal = x.get("signal") or []
             rewards = " / ".join("-" if s.get("reward_mean") is None else f"{s['reward_mean']:.3f}" for s in signal)
-            same = " / ".join(f"{s.get('groups_identical', '-')}/{s.get('groups', '-')}" for s in signal)
+            same = " / ".join(f"{_count(s.get('groups_identical'))}/{_count(s.get('groups'))}" for s in signal)
             out.append(f"| {name} | {x['seed']} | {x.get('status')} | {pct(agg.get('overall'))} | "
                        f"{x.get('final_round', '-')} | {x.get('rollouts', '-')} | {rewards or '-'} | {same or '-'} | "
                        f"{x.get('wall_s', '-')} | {err} |")
