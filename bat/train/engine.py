@@ -87,7 +87,10 @@ def init_distributed(cfg: DeepSpeedConfig) -> DistEnv:
     lone = "MASTER_PORT" not in os.environ and os.environ.get("WORLD_SIZE", "1") == "1"
     env = dist_env(cfg.master_port)
     if not dist.is_initialized():
-        deepspeed.init_distributed(dist_backend=resolve_backend(cfg), verbose=False)
+        from bat.train.extension_locks import reap_stale_locks
+
+        with reap_stale_locks():  # DeepSpeed JIT-loads its CPU comm op here; a killed job's lock would hang us
+            deepspeed.init_distributed(dist_backend=resolve_backend(cfg), verbose=False)
     if lone:  # the port is bound by this process now; children must not inherit it
         os.environ.pop("MASTER_PORT", None)
     return env
