@@ -36,8 +36,9 @@ def _metric(agg_or_track: Any, metric: str) -> float | None:
 
 def _counts(layout: RunLayout) -> dict[str, Any]:
     """Rollouts, GRPO steps and compute seconds of the arm's own phases (copied round-0 phases excluded)."""
-    rollouts = steps = tokens = 0
+    rollouts = steps = tokens = rl_rounds = 0
     compute = 0.0
+    signal: dict[int, dict[str, Any]] = {}
     for r in layout.rounds():
         for phase_dir in sorted(p for p in layout.round_dir(r).iterdir() if p.is_dir()):
             done = read_done(phase_dir)
@@ -47,32 +48,23 @@ def _counts(layout: RunLayout) -> dict[str, Any]:
             if phase_dir.name == "rollout":
                 rollouts += int(done.counts.get("rollouts", 0))
                 tokens += int(done.counts.get("generated_tokens", 0))
+            if phase_dir.name == "verify" and r > 0:
+                signal.setdefault(r, {}).update(reward_mean=done.counts.get("reward_mean"),
+                                                rewards=done.counts.get("rewards"))
             if phase_dir.name == "grpo":
                 steps += int(done.counts.get("step", 0))
+                rl_rounds += 1
+                signal.setdefault(r, {}).update(groups=done.counts.get("groups"),
+                                                groups_identical=done.counts.get("groups_identical_rewards"))
     plan_rows = plan_unique = 0
     for r in layout.rounds():
         if r >= 1 and layout.plan(r).exists():
             ids = [row["state_id"] for batch in read_json(layout.plan(r))["batches"] for row in batch]
             plan_rows, plan_unique = plan_rows + len(ids), plan_unique + len(set(ids))
+    # signal, per RL round: mean training reward, GRPO groups and how many had identical rewards (zero advantage)
     return {"rollouts": rollouts, "grpo_steps": steps, "generated_tokens": tokens, "compute_s": round(compute, 3),
-            "signal": _signal(layout),
-            "rl_rounds": sum(1 for r in layout.rounds() if read_done(layout.phase_dir(r, "grpo")) is not None),
-            "plan_rows": plan_rows, "plan_unique_rows": plan_unique}
-
-
-def _signal(layout: RunLayout) -> list[dict[str, Any]]:
-    """Per RL round: mean training reward (verify), GRPO groups and how many had identical rewards (zero advantage)."""
-    out = []
-    for r in layout.rounds():
-        verify, grpo = read_done(layout.phase_dir(r, "verify")), read_done(layout.phase_dir(r, "grpo"))
-        if r == 0 or verify is None:
-            continue
-        row: dict[str, Any] = {"round": r, "reward_mean": verify.counts.get("reward_mean"),
-                               "rewards": verify.counts.get("rewards")}
-        if grpo is not None:
-            row.update(groups=grpo.counts.get("groups"), groups_identical=grpo.counts.get("groups_identical_rewards"))
-        out.append(row)
-    return out
+            "signal": [{"round": r, **signal[r]} for r in sorted(signal) if "reward_mean" in signal[r]],
+            "rl_rounds": rl_rounds, "plan_rows": plan_rows, "plan_unique_rows": plan_unique}
 
 
 def _curve(layout: RunLayout) -> dict[str, list]:
@@ -204,6 +196,7 @@ def collect(spec: ExperimentSpec) -> dict[str, Any]:
         if rec.exists():
             shared[str(seed)] = read_json(rec)
     return {"schema_version": 1, "experiment": spec.name, "base_config": str(spec.base_config),
-            "overrides": list(spec.overrides), "seeds": list(spec.seeds), "bootstrap_seed": spec.bootstrap_seed, "report_split": spec.report_split,
+            "overrides": list(spec.overrides), "seeds": list(spec.seeds), "bootstrap_seed": spec.bootstrap_seed,
+            "report_split": spec.report_split,
             "stage_keys": stage_keys, "confidence": confidence, "reference_arm": ref, "arms": arms,
             "comparisons": comparisons, "budget": _budget(spec, arms), "shared": shared}

@@ -127,7 +127,7 @@ def seed_arm_state(shared: SharedInfo, root: Path, *, models_only: bool = False)
 
     `models_only` (base arm): only the base model directory, so its evaluation shares no held-out files.
     """
-    root = Path(root).absolute()  # RunLayout resolves its root; keep both sides absolute for relative_to
+    root = Path(root)
     if (root / SEED_MARKER).exists():
         return RunLayout(root)
     with atomic_dir(root) as tmp:
@@ -138,5 +138,5 @@ def seed_arm_state(shared: SharedInfo, root: Path, *, models_only: bool = False)
             _link_tree(src, dst)
         atomic_write_json(tmp / SEED_MARKER, {"shared": str(shared.layout.root), "seed": shared.seed,
                                               "sft_digest": shared.sft_digest, "models_only": models_only,
-                                              "copied": [str(d.relative_to(target.root)) for _, d in pairs]})
+                                              "copied": [str(d.relative_to(target.root)) for _, d in pairs]})  # both resolved
     return RunLayout(root)

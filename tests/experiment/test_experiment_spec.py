@@ -48,21 +48,14 @@ def test_unknown_key_lists_valid_keys(tmp_path: Path) -> None:
     assert "arms.0.overides: unknown key" in str(info.value) and "overrides" in str(info.value)
 
 
-def test_arm_override_outside_curriculum_is_refused(tmp_path: Path) -> None:
-    path = _write(tmp_path, "arms: [{name: a, overrides: [grpo.lr=1.0]}]\n")
-    with pytest.raises(ExperimentError, match=r"KEY under \['curriculum.'\]"):
-        load_experiment(path)
-
-
-def test_per_arm_budget_key_is_refused(tmp_path: Path) -> None:
-    path = _write(tmp_path, "arms: [{name: a, overrides: [curriculum.batch_size=2]}]\n")
-    with pytest.raises(ExperimentError, match="sets the training budget"):
-        load_experiment(path)
-
-
-def test_bad_arm_value_names_arm_and_field(tmp_path: Path) -> None:
-    path = _write(tmp_path, "arms: [{name: a, overrides: [curriculum.arm=ppo]}]\n")
-    with pytest.raises(ExperimentError, match=r"(?s)arm .a. \(seed 1\).*curriculum.arm"):
+@pytest.mark.parametrize(("arms", "match"), [
+    ("[{name: a, overrides: [grpo.lr=1.0]}]", r"KEY under \['curriculum.'\]"),  # arm override outside curriculum
+    ("[{name: a, overrides: [curriculum.batch_size=2]}]", "sets the training budget"),  # per-arm budget key
+    ("[{name: a, overrides: [curriculum.arm=ppo]}]", r"(?s)arm .a. \(seed 1\).*curriculum.arm"),  # bad value
+], ids=["outside-curriculum", "budget-key", "bad-value"])
+def test_bad_arm_override_is_refused_with_its_reason(tmp_path: Path, arms: str, match: str) -> None:
+    path = _write(tmp_path, f"arms: {arms}\n")
+    with pytest.raises(ExperimentError, match=match):
         load_experiment(path)
 
 
