@@ -29,6 +29,10 @@ class SftConfig(Section):
     pack_prefixes: bool = True
     """Merge rows whose tokens are an exact prefix of a longer row of the same trajectory into that row's
     sequence (one forward pass, several target spans; per-token losses and the token-mean loss unchanged)."""
+    rename_identifiers: bool = True
+    """Give every visit of a sequence fresh random practice identifiers (model, package, case and instance names,
+    data-file prefix), so the policy learns to copy names from its context instead of memorising the practice
+    vocabulary (held-out names come from a disjoint one). Validation is scored on renamed sequences too."""
     render_tools: bool = True
     """Render the benchmark's tool list (`bat.benchmark.TOOL_SPECS`) into each row's system turn, as rollouts do."""
     val_every: int = Field(50, ge=1)

@@ -18,8 +18,8 @@ SPECIAL_TOKENS = (ENDOFTEXT, IM_START, IM_END)
 """Control tokens (skipped by `decode(skip_special_tokens=True)`)."""
 ADDED_TOKENS = (TOOL_CALL_OPEN, TOOL_CALL_CLOSE)
 """Single-token markers of the tool-call format that stay visible when decoding."""
-BUILDER_VERSION = 2
-"""2: the default corpus adds practice-episode text (`bat.policy.practice_text`)."""
+BUILDER_VERSION = 3
+"""2: the default corpus adds practice-episode text (`bat.policy.practice_text`); 3: optional copy pretraining."""
 
 
 def train_tokenizer(corpus: list[str], vocab_size: int) -> Any:
@@ -78,7 +78,8 @@ def count_parameters(model: Any) -> int:
 
 
 def build_tiny_model(out_dir: str | Path, cfg: TinyModelConfig, seed: int, *, corpus: list[str] | None = None) -> Path:
-    """Write an HF model directory at `out_dir` (atomically): tokenizer, chat template, random Qwen3 weights."""
+    """Write an HF model directory at `out_dir` (atomically): tokenizer, chat template, random Qwen3 weights,
+    copy-pretrained when `cfg.copy_pretrain.steps` > 0 (`bat.policy.copy_pretrain`)."""
     import torch
     from transformers import AutoModelForCausalLM, GenerationConfig
 
@@ -89,6 +90,11 @@ def build_tiny_model(out_dir: str | Path, cfg: TinyModelConfig, seed: int, *, co
     config = qwen3_config(cfg, tokenizer)
     torch.manual_seed(seed)
     model = AutoModelForCausalLM.from_config(config, dtype=torch.float32)
+    pretrain: dict[str, float] = {}
+    if cfg.copy_pretrain.steps:
+        from bat.policy.copy_pretrain import copy_pretrain, ordinary_tokens
+
+        pretrain = copy_pretrain(model, ordinary_tokens(tokenizer), cfg.copy_pretrain, seed, progress=_print_progress)
     model.generation_config = GenerationConfig(
         eos_token_id=config.eos_token_id, pad_token_id=config.pad_token_id, do_sample=False
     )
@@ -105,9 +111,15 @@ def build_tiny_model(out_dir: str | Path, cfg: TinyModelConfig, seed: int, *, co
                 "tiny": cfg.model_dump(mode="json"),
                 "parameters": count_parameters(model),
                 "corpus_texts": len(texts),
+                "copy_pretrain": pretrain,
             },
         )
     return out
+
+
+def _print_progress(summary: dict[str, float]) -> None:
+    print(f"copy pretraining: step {summary['steps']} (vocab {summary['vocab']}, length {summary['seq_len']}): "
+          f"copy loss {summary['loss']:.3f} nats, {summary['seconds']:.0f} s", flush=True)
 
 
 def read_build_info(path: str | Path) -> dict[str, Any]:

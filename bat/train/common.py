@@ -76,15 +76,20 @@ def plan_accumulation(global_batch: int, micro: int, world: int, what: str) -> i
     return global_batch // (micro * world)
 
 
-def batch_indices(n: int, cursor: int, size: int, seed: int) -> list[int]:
-    """Indices of the `size` examples starting at global position `cursor` of a per-epoch seeded shuffle."""
-    out: list[int] = []
+def batch_positions(n: int, cursor: int, size: int, seed: int) -> list[tuple[int, int]]:
+    """(epoch, index) of the `size` examples starting at global position `cursor` of a per-epoch seeded shuffle."""
+    out: list[tuple[int, int]] = []
     position = cursor
     while len(out) < size:
         epoch, offset = divmod(position, n)
         order = list(range(n))
         random.Random(derive_seed(seed, "epoch", epoch)).shuffle(order)
         take = min(size - len(out), n - offset)
-        out.extend(order[offset : offset + take])
+        out.extend((epoch, index) for index in order[offset : offset + take])
         position += take
     return out
+
+
+def batch_indices(n: int, cursor: int, size: int, seed: int) -> list[int]:
+    """Indices of the `size` examples starting at global position `cursor` of a per-epoch seeded shuffle."""
+    return [index for _, index in batch_positions(n, cursor, size, seed)]

@@ -48,7 +48,8 @@ def run_sft(ctx: PhaseContext) -> PhaseResult:
     base = base_model_path(ctx)
     bank = open_bank(layout)
     data = prepare_sft(bank.sft_rows("train"), bank.sft_rows("validation"), load_tokenizer(base),
-                       cfg.sft.max_seq_len, tools=None if cfg.sft.render_tools else [], pack=cfg.sft.pack_prefixes)
+                       cfg.sft.max_seq_len, tools=None if cfg.sft.render_tools else [], pack=cfg.sft.pack_prefixes,
+                       rename=cfg.sft.rename_identifiers)
     export = layout.candidate_model(0)
     metrics = ctx.phase_dir / "metrics.jsonl"
     summary = train_sft(base, data, cfg.sft, seed=ctx.seed("data"), ckpt_root=layout.sft_checkpoints,

@@ -15,10 +15,11 @@ from typing import Any, Sequence
 from bat.config.sft import SftConfig
 from bat.state.checkpoints import CheckpointStore
 from bat.train.checkpoint import export_hf, load_latest, save_step
-from bat.train.common import MetricsLog, all_sum, chunks, peak_memory_mb, plan_accumulation, rank_slice
+from bat.train.common import MetricsLog, all_sum, batch_positions, chunks, peak_memory_mb, plan_accumulation, rank_slice
 from bat.train.engine import build_engine, grad_norm, init_distributed, record_grad_norm
 from bat.train.losses import token_logprobs
-from bat.train.sft_data import Example, SftData, batch_indices, collate
+from bat.seeds import derive_seed
+from bat.train.sft_data import Example, SftData, collate
 
 
 def _nll_sum(engine: Any, batch: dict[str, Any]) -> tuple[Any, int]:
@@ -86,12 +87,14 @@ def train_sft(
     else:
         log.reset()
     pad_id = tokenizer.pad_token_id
-    first_val = validation_loss(engine, data.val, pad_id, micro, env.rank, env.world) if step == 0 else None
+    val = data.validation(seed)
+    first_val = validation_loss(engine, val, pad_id, micro, env.rank, env.world) if step == 0 else None
     if step == 0 and first_val is not None:
         log.write({"step": 0, "val_loss": first_val})
     last_val, started, ran = first_val, time.perf_counter(), 0
     while step < cfg.steps and (stop_after is None or ran < stop_after):
-        picked = [data.train[i] for i in batch_indices(len(data.train), cursor, cfg.global_batch, seed)]
+        picked = [data.visit(data.train[i], derive_seed(seed, "rename", epoch, i))
+                  for epoch, i in batch_positions(len(data.train), cursor, cfg.global_batch, seed)]
         global_tokens = sum(sum(e.mask[1:]) for e in picked)
         mine = rank_slice(picked, env.rank, env.world)
         t0, loss_sum, tokens = time.perf_counter(), 0.0, 0
@@ -108,7 +111,7 @@ def train_sft(
                   "grad_norm": grad_norm(engine), "target_tokens": global_tokens, "tokens": int(all_tokens),
                   "tokens_per_s": all_tokens / max(time.perf_counter() - t0, 1e-9)}
         if (step % cfg.val_every == 0 or step == cfg.steps) and data.val:
-            last_val = record["val_loss"] = validation_loss(engine, data.val, pad_id, micro, env.rank, env.world)
+            last_val = record["val_loss"] = validation_loss(engine, val, pad_id, micro, env.rank, env.world)
         if step % cfg.log_every == 0 or step == cfg.steps:
             log.write(record)
         if step % cfg.checkpoint_every == 0 or step == cfg.steps or (stop_after is not None and ran == stop_after):

@@ -24,15 +24,52 @@ class Example:
     mask: list[int]
     group: str
     rows: int = 1
+    sources: tuple[SftRow, ...] = field(default=(), compare=False, repr=False)
+    """The SftRows this sequence carries (what `renamed_example` re-encodes)."""
 
 
 @dataclass
 class SftData:
-    """Tokenized train/validation examples plus counts of what was kept and rejected."""
+    """Tokenized train/validation examples plus counts of what was kept and rejected.
+
+    With `rename` set, `visit` re-encodes a sequence with fresh random practice identifiers
+    (`bat.train.sft_rename`) using `tokenizer` and `tools`, the same ones the examples were encoded with."""
 
     train: list[Example]
     val: list[Example]
     counts: dict[str, int] = field(default_factory=dict)
+    rename: bool = False
+    tokenizer: Any = field(default=None, repr=False)
+    tools: Sequence[dict[str, Any]] | None = None
+
+    def visit(self, example: Example, seed: int) -> Example:
+        """`example` as one visit sees it: renamed with `seed` when `rename` is set, else unchanged."""
+        return renamed_example(example, seed, self.tokenizer, self.tools) if self.rename else example
+
+    def validation(self, seed: int) -> list[Example]:
+        """The validation sequences, each renamed with a fixed per-sequence seed when `rename` is set (so every
+        validation pass scores the same names, none of them seen in training)."""
+        from bat.seeds import derive_seed
+
+        return [self.visit(e, derive_seed(seed, "rename-validation", i)) for i, e in enumerate(self.val)]
+
+
+def renamed_example(example: Example, seed: int, tokenizer: Any, tools: Sequence[dict[str, Any]] | None) -> Example:
+    """`example`'s rows with every practice identifier renamed (one mapping for the whole sequence, seeded by
+    `seed`), tokenized and prefix-packed again. Returns `example` itself when the renamed rows no longer pack
+    into exactly one sequence or it carries no source rows."""
+    from bat.train.sft_pack import pack_prefixes
+    from bat.train.sft_rename import Renamer, renamed_row
+
+    if not example.sources:
+        return example
+    renamer = Renamer(seed)
+    rows = [renamed_row(row, renamer) for row in example.sources]
+    encoded, counts = encode_rows(rows, tokenizer, max_seq_len=10**9, tools=tools)
+    if counts["kept"] != len(rows):
+        return example
+    packed = pack_prefixes(encoded)[0] if len(encoded) > 1 else encoded
+    return packed[0] if len(packed) == 1 else example
 
 
 def read_sft_rows(paths: Iterable[str | Path]) -> list[SftRow]:
@@ -60,7 +97,7 @@ def encode_rows(
         if sum(mask[1:]) == 0:  # the first position is never predicted
             counts["rejected_no_target"] += 1
             continue
-        kept.append(Example(ids=ids, mask=mask, group=row.trajectory_id))
+        kept.append(Example(ids=ids, mask=mask, group=row.trajectory_id, sources=(row,)))
     counts["kept"] = len(kept)
     return kept, counts
 
@@ -83,19 +120,21 @@ def prepare_sft(
     tools: Sequence[dict[str, Any]] | None = None,
     *,
     pack: bool = False,
+    rename: bool = False,
 ) -> SftData:
     """Tokenize both splits (see `encode_rows` for `tools`) and merge their counts (`train_*`, `val_*`).
 
     Overlong rows are rejected row by row first; with `pack` each split is then prefix-packed on its own
     (`bat.train.sft_pack.pack_prefixes`; the split is by trajectory, packing never crosses one). Counts add
-    `sequences`, `target_tokens` and `tokens` (ids fed per epoch) for each split."""
+    `sequences`, `target_tokens` and `tokens` (ids fed per epoch) for each split. With `rename` every visit of a
+    sequence sees fresh random practice identifiers (`SftData.visit`); overlong rejection uses the original rows."""
     train, train_counts = encode_rows(train_rows, tokenizer, max_seq_len, tools)
     val, val_counts = encode_rows(val_rows, tokenizer, max_seq_len, tools)
     if not train:
         raise ValueError(f"no SFT training rows left after rejection: {train_counts} (max_seq_len={max_seq_len})")
     train, val = _sequences(train, train_counts, pack), _sequences(val, val_counts, pack)
     counts = {f"train_{k}": v for k, v in train_counts.items()} | {f"val_{k}": v for k, v in val_counts.items()}
-    return SftData(train=train, val=val, counts=counts)
+    return SftData(train=train, val=val, counts=counts, rename=rename, tokenizer=tokenizer, tools=tools)
 
 
 def collate(examples: Sequence[Example], pad_id: int) -> dict[str, Any]:

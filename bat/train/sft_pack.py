@@ -25,6 +25,7 @@ class _Open:
     group: str
     rows: int = 1
     targets: set[int] = field(default_factory=set)
+    sources: list = field(default_factory=list)
 
     def accepts(self, example: Example) -> bool:
         """True when `example`'s ids are a token prefix of this sequence and its targets land on context tokens."""
@@ -39,6 +40,7 @@ class _Open:
                 self.mask[i] = 1
                 self.targets.add(i)
         self.rows += example.rows
+        self.sources.extend(example.sources)
 
 
 def pack_prefixes(examples: Sequence[Example]) -> tuple[list[Example], dict[str, int]]:
@@ -59,13 +61,13 @@ def pack_prefixes(examples: Sequence[Example]) -> tuple[list[Example], dict[str,
             host = next((seq for _, seq in mine if seq.accepts(example)), None)
             if host is None:
                 seq = _Open(ids=list(example.ids), mask=list(example.mask), group=example.group, rows=example.rows,
-                            targets={i for i, m in enumerate(example.mask) if m})
+                            targets={i for i, m in enumerate(example.mask) if m}, sources=list(example.sources))
                 mine.append((index, seq))
             else:
                 host.add(example)
         opened.extend(mine)
     opened.sort(key=lambda item: item[0])
-    packed = [Example(ids=seq.ids, mask=seq.mask, group=seq.group, rows=seq.rows) for _, seq in opened]
+    packed = [Example(ids=seq.ids, mask=seq.mask, group=seq.group, rows=seq.rows, sources=tuple(seq.sources)) for _, seq in opened]
     counts = {
         "rows": sum(e.rows for e in examples),
         "sequences": len(packed),

@@ -1,0 +1,43 @@
+"""Copy pretraining of the tiny model: sequence construction, config validation, a real (short) run."""
+
+from __future__ import annotations
+
+import random
+
+import pytest
+from pydantic import ValidationError
+
+from bat.config.model import CopyPretrainConfig, TinyModelConfig
+from bat.policy.copy_pretrain import copy_pretrain, copy_sequence, ordinary_tokens
+
+
+def test_masked_ids_repeat_an_earlier_span():
+    rng = random.Random(3)
+    for length in (16, 64, 257):
+        ids, mask = copy_sequence(rng, list(range(10, 60)), length)
+        assert len(ids) == len(mask) == length and sum(mask) >= 3
+        start = mask.index(1) - 1                       # first id of the repeat (unmasked)
+        span = mask.count(1) + 1
+        assert ids[start:start + span] in [ids[i:i + span] for i in range(start)], "the masked ids copy an earlier span"
+
+
+def test_config_rejects_stages_longer_than_the_model():
+    with pytest.raises(ValidationError, match="exceeds max_positions"):
+        TinyModelConfig(max_positions=128, copy_pretrain={"stages": [{"steps": 1, "seq_len": 256}]})
+    with pytest.raises(ValidationError, match="steps"):
+        CopyPretrainConfig(stages=[{"vocab": 10}])
+    assert CopyPretrainConfig(stages=[{"steps": 2}, {"steps": 3, "vocab": 64}]).steps == 5
+
+
+def test_short_run_lowers_the_copy_loss_and_reports(tiny_dir):
+    from bat.policy.loader import load_policy
+
+    policy = load_policy(tiny_dir)
+    tokens = ordinary_tokens(policy.tokenizer)
+    special = set(policy.tokenizer.all_special_ids) | set(policy.tokenizer.get_added_vocab().values())
+    assert tokens[:256] == sorted(tokens)[:256] and not special & set(tokens)
+    seen: list[dict] = []
+    cfg = CopyPretrainConfig(stages=[{"steps": 60, "vocab": 40, "seq_len": 32}], batch=16, lr=3e-3, log_every=20)
+    summary = copy_pretrain(policy.model, tokens, cfg, seed=1, progress=seen.append)
+    assert [s["steps"] for s in seen] == [20, 40, 60] and seen[0]["vocab"] == 40
+    assert summary["steps"] == 60 and summary["loss"] < summary["first_loss"]
