@@ -12,12 +12,18 @@ from bat.config.base import Section
 class CopyStage(Section):
     """One stage of copy pretraining."""
 
+    kind: Literal["random", "text", "identifier"] = "random"
+    """`random`: a span of random ids recurs among random ids; `text`: a span of random ids recurs 2-4 times
+    inside a window of the tokenizer's practice corpus; `identifier`: the same with a tokenized random
+    identifier (letters and digits, as renamed SFT rows and held-out names are spelled) as the span."""
     steps: int = Field(ge=1, le=1_000_000)
     """AdamW steps of this stage."""
     vocab: int = Field(0, ge=0)
     """Draw ids from the first `vocab` ordinary token ids (bytes first, then BPE merges by frequency); 0 = all."""
     seq_len: int = Field(64, ge=16, le=131072)
     """Ids per sequence."""
+    batch: int | None = Field(None, ge=1, le=4096)
+    """Sequences per step in this stage; None = `copy_pretrain.batch`."""
 
 
 class CopyPretrainConfig(Section):
@@ -65,7 +71,7 @@ class TinyModelConfig(Section):
     tie_embeddings: bool = True
     """Share input embedding and LM head weights."""
     copy_pretrain: CopyPretrainConfig = CopyPretrainConfig()
-    """Copy pretraining after random init (off by default; `configs/local.yaml` and `small.yaml` turn it on)."""
+    """Copy pretraining after random init (off by default; `configs/small.yaml` turns it on)."""
 
     @model_validator(mode="after")
     def _heads_divide(self) -> "TinyModelConfig":

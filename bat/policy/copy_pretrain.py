@@ -30,16 +30,47 @@ def copy_sequence(rng: random.Random, tokens: Sequence[int], length: int) -> tup
     return ids + [rng.choice(tokens) for _ in range(fill)], mask + [0] * fill
 
 
+def text_copy_sequence(rng: random.Random, stream: Sequence[int], tokens: Sequence[int], length: int,
+                       name_ids: Callable[[random.Random], list[int]] | None = None) -> tuple[list[int], list[int]]:
+    """A window of `stream` (tokenized corpus) with one random name inserted at 2..4 places, cut to `length`.
+    The name is `name_ids(rng)` (e.g. a tokenized random identifier), else 3..8 random ids from `tokens`.
+    Returns (ids, mask) with mask 1 on each later occurrence after its first id."""
+    name = name_ids(rng) if name_ids is not None else [rng.choice(tokens) for _ in range(rng.randint(3, 8))]
+    copies = rng.randint(2, 4)
+    body = length - copies * len(name)
+    start = rng.randrange(max(1, len(stream) - body))
+    window = list(stream[start:start + body])
+    cuts = sorted(rng.randrange(len(window) + 1) for _ in range(copies))
+    ids: list[int] = []
+    mask: list[int] = []
+    previous = 0
+    for index, cut in enumerate(cuts):
+        ids += window[previous:cut] + name
+        mask += [0] * (cut - previous) + ([0] * len(name) if index == 0 else [0] + [1] * (len(name) - 1))
+        previous = cut
+    ids += window[previous:]
+    mask += [0] * (len(window) - previous)
+    return ids[:length], mask[:length]
+
+
 def copy_pretrain(model: Any, tokens: Sequence[int], cfg: CopyPretrainConfig, seed: int,
-                  progress: Callable[[dict[str, float]], None] | None = None) -> dict[str, float]:
+                  progress: Callable[[dict[str, float]], None] | None = None,
+                  stream: Sequence[int] | None = None,
+                  name_ids: Callable[[random.Random], list[int]] | None = None) -> dict[str, float]:
     """Train `model` in place through `cfg.stages` (AdamW) on `copy_sequence` batches; stage i draws ids from
     `tokens[:stage.vocab]` (all of `tokens` for 0), so list the ids in the order the vocabulary should grow.
+    `text` stages need `stream`, the tokenized practice corpus their windows come from; `identifier` stages
+    also need `name_ids`, which draws one tokenized random identifier.
 
     Returns {steps, first_loss, loss, seconds}: the masked mean NLL on repeated ids over the first and the last
     `cfg.log_every` steps. `progress` is called with the same keys (plus `vocab`, `seq_len`) every
     `cfg.log_every` steps and at the end."""
     import torch
 
+    if any(stage.kind in ("text", "identifier") for stage in cfg.stages) and not stream:
+        raise ValueError("a text or identifier copy stage needs the tokenized corpus (`stream`)")
+    if any(stage.kind == "identifier" for stage in cfg.stages) and name_ids is None:
+        raise ValueError("an identifier copy stage needs `name_ids`")
     rng = random.Random(seed)
     torch.manual_seed(seed)
     optimizer = torch.optim.AdamW(model.parameters(), lr=cfg.lr, weight_decay=0.0)
@@ -49,9 +80,14 @@ def copy_pretrain(model: Any, tokens: Sequence[int], cfg: CopyPretrainConfig, se
     summary: dict[str, float] = {"steps": 0, "first_loss": float("nan"), "loss": float("nan"), "seconds": 0.0}
     for stage in cfg.stages:
         pool = list(tokens[: stage.vocab] if stage.vocab else tokens)
+        size = stage.batch or cfg.batch
         for _ in range(stage.steps):
             step += 1
-            batch = [copy_sequence(rng, pool, stage.seq_len) for _ in range(cfg.batch)]
+            if stage.kind in ("text", "identifier"):
+                names = name_ids if stage.kind == "identifier" else None
+                batch = [text_copy_sequence(rng, stream, pool, stage.seq_len, names) for _ in range(size)]
+            else:
+                batch = [copy_sequence(rng, pool, stage.seq_len) for _ in range(size)]
             ids = torch.tensor([b[0] for b in batch])
             mask = torch.tensor([b[1] for b in batch])[:, 1:].bool()
             logits = model(input_ids=ids).logits[:, :-1].float()
@@ -71,6 +107,21 @@ def copy_pretrain(model: Any, tokens: Sequence[int], cfg: CopyPretrainConfig, se
                 window = []
     model.eval()
     return summary
+
+
+def identifier_ids(tokenizer: Any) -> Callable[[random.Random], list[int]]:
+    """A `name_ids` drawing a random model, package or case identifier (`bat.train.sft_rename`, no seed space's
+    words) and tokenizing it, preceded by a space half of the time."""
+    from bat.train.sft_rename import fresh_identifier
+
+    def draw(rng: random.Random) -> list[int]:
+        kind = rng.choice(("model", "model", "package", "case"))
+        text = fresh_identifier(kind, "", rng)
+        if kind == "case":
+            text = fresh_identifier("case_prefix", "", rng) + text
+        return tokenizer((" " if rng.random() < 0.5 else "") + text, add_special_tokens=False)["input_ids"]
+
+    return draw
 
 
 def ordinary_tokens(tokenizer: Any) -> list[int]:

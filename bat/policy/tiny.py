@@ -92,9 +92,11 @@ def build_tiny_model(out_dir: str | Path, cfg: TinyModelConfig, seed: int, *, co
     model = AutoModelForCausalLM.from_config(config, dtype=torch.float32)
     pretrain: dict[str, float] = {}
     if cfg.copy_pretrain.steps:
-        from bat.policy.copy_pretrain import copy_pretrain, ordinary_tokens
+        from bat.policy.copy_pretrain import copy_pretrain, identifier_ids, ordinary_tokens
 
-        pretrain = copy_pretrain(model, ordinary_tokens(tokenizer), cfg.copy_pretrain, seed, progress=_print_progress)
+        stream = [i for text in texts for i in tokenizer(text, add_special_tokens=False)["input_ids"]]
+        pretrain = copy_pretrain(model, ordinary_tokens(tokenizer), cfg.copy_pretrain, seed, progress=_print_progress,
+                                 stream=stream, name_ids=identifier_ids(tokenizer))
     model.generation_config = GenerationConfig(
         eos_token_id=config.eos_token_id, pad_token_id=config.pad_token_id, do_sample=False
     )

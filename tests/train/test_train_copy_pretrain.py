@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import random
+import re
 
 import pytest
 from pydantic import ValidationError
@@ -41,3 +42,36 @@ def test_short_run_lowers_the_copy_loss_and_reports(tiny_dir):
     summary = copy_pretrain(policy.model, tokens, cfg, seed=1, progress=seen.append)
     assert [s["steps"] for s in seen] == [20, 40, 60] and seen[0]["vocab"] == 40
     assert summary["steps"] == 60 and summary["loss"] < summary["first_loss"]
+
+
+def test_text_sequences_insert_one_name_and_mask_its_repeats():
+    from bat.policy.copy_pretrain import text_copy_sequence
+
+    rng = random.Random(5)
+    stream = list(range(1000, 1400))
+    for _ in range(20):
+        ids, mask = text_copy_sequence(rng, stream, list(range(10, 40)), 64)
+        assert len(ids) == len(mask) == 64
+        inserted = [i for i in ids if i < 1000]
+        assert inserted, "the name is in the window"
+        masked = [ids[k] for k, m in enumerate(mask) if m]
+        assert all(i < 1000 for i in masked), "only name ids are scored"
+    with pytest.raises(ValueError, match="needs the tokenized corpus"):
+        copy_pretrain(None, [1, 2], CopyPretrainConfig(stages=[{"kind": "text", "steps": 1}]), seed=1)
+
+
+def test_identifier_names_are_tokenized_random_identifiers(tiny_dir):
+    from bat.benchmark.vocab import HELDOUT
+    from bat.policy.copy_pretrain import identifier_ids, text_copy_sequence
+    from bat.policy.loader import load_tokenizer
+
+    tok = load_tokenizer(tiny_dir)
+    draw = identifier_ids(tok)
+    rng = random.Random(2)
+    names = [tok.decode(draw(rng)).strip() for _ in range(40)]
+    assert all(re.fullmatch(r"[a-z]{3,7}-[a-z]{3,7}-[2-9]|[a-z]{5,11}[1-9]|[a-z]{2}[0-9a-f]{6}", n) for n in names), names
+    assert not {w for n in names for w in re.split(r"[-0-9]+", n)} & {*HELDOUT.adjectives, *HELDOUT.nouns}
+    ids, mask = text_copy_sequence(rng, list(range(300, 700)), [], 128, draw)
+    assert len(ids) == 128 and sum(mask) > 0
+    with pytest.raises(ValueError, match="needs `name_ids`"):
+        copy_pretrain(None, [1, 2], CopyPretrainConfig(stages=[{"kind": "identifier", "steps": 1}]), seed=1, stream=[1, 2, 3])
