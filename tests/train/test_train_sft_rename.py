@@ -81,15 +81,10 @@ def test_generated_names_never_use_a_seed_space_word():
         fresh_identifier("colour", "x", rng)
 
 
-def test_renamed_bank_rows_still_pack_and_keep_their_targets(bank_rows):
+def test_renamed_bank_rows_still_pack_and_keep_their_targets(bank_rows, tiny_dir):
     from bat.policy.loader import load_tokenizer
-    from bat.policy.tiny import build_tiny_model
-    from tests.train.conftest import SMALL
 
-    import tempfile
-
-    with tempfile.TemporaryDirectory() as tmp:
-        tok = load_tokenizer(build_tiny_model(f"{tmp}/m", SMALL, seed=3))
+    tok = load_tokenizer(tiny_dir)
     data = prepare_sft(bank_rows, [], tok, 100_000, tools=[], pack=True, rename=True)
     plain = prepare_sft(bank_rows, [], tok, 100_000, tools=[], pack=True)
     assert [e.ids for e in data.train] == [e.ids for e in plain.train], "the stored examples are the originals"
