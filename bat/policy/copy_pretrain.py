@@ -116,9 +116,9 @@ def identifier_ids(tokenizer: Any) -> Callable[[random.Random], list[int]]:
 
     def draw(rng: random.Random) -> list[int]:
         kind = rng.choice(("model", "model", "package", "case"))
-        text = fresh_identifier(kind, "", rng)
+        text = fresh_identifier(kind, rng)
         if kind == "case":
-            text = fresh_identifier("case_prefix", "", rng) + text
+            text = fresh_identifier("case_prefix", rng) + text
         return tokenizer((" " if rng.random() < 0.5 else "") + text, add_special_tokens=False)["input_ids"]
 
     return draw

@@ -94,7 +94,8 @@ def build_tiny_model(out_dir: str | Path, cfg: TinyModelConfig, seed: int, *, co
     if cfg.copy_pretrain.steps:
         from bat.policy.copy_pretrain import copy_pretrain, identifier_ids, ordinary_tokens
 
-        stream = [i for text in texts for i in tokenizer(text, add_special_tokens=False)["input_ids"]]
+        in_text = any(stage.kind != "random" for stage in cfg.copy_pretrain.stages)
+        stream = [i for text in texts for i in tokenizer(text, add_special_tokens=False)["input_ids"]] if in_text else None
         pretrain = copy_pretrain(model, ordinary_tokens(tokenizer), cfg.copy_pretrain, seed, progress=_print_progress,
                                  stream=stream, name_ids=identifier_ids(tokenizer))
     model.generation_config = GenerationConfig(

@@ -13,12 +13,12 @@ from pathlib import Path
 from typing import Any, Sequence
 
 from bat.config.sft import SftConfig
+from bat.seeds import derive_seed
 from bat.state.checkpoints import CheckpointStore
 from bat.train.checkpoint import export_hf, load_latest, save_step
 from bat.train.common import MetricsLog, all_sum, batch_positions, chunks, peak_memory_mb, plan_accumulation, rank_slice
 from bat.train.engine import build_engine, grad_norm, init_distributed, record_grad_norm
 from bat.train.losses import token_logprobs
-from bat.seeds import derive_seed
 from bat.train.sft_data import Example, SftData, collate
 
 

@@ -11,6 +11,7 @@ from pathlib import Path
 from typing import Any, Iterable, Sequence
 
 from bat.schemas.bank import SftRow
+from bat.seeds import derive_seed
 from bat.state.jsonl import read_jsonl
 from bat.train.common import batch_indices  # noqa: F401  (re-exported)
 
@@ -49,8 +50,6 @@ class SftData:
     def validation(self, seed: int) -> list[Example]:
         """The validation sequences, each renamed with a fixed per-sequence seed when `rename` is set (so every
         validation pass scores the same names, none of them seen in training)."""
-        from bat.seeds import derive_seed
-
         return [self.visit(e, derive_seed(seed, "rename-validation", i)) for i, e in enumerate(self.val)]
 
 
@@ -68,7 +67,7 @@ def renamed_example(example: Example, seed: int, tokenizer: Any, tools: Sequence
     encoded, counts = encode_rows(rows, tokenizer, max_seq_len=10**9, tools=tools)
     if counts["kept"] != len(rows):
         return example
-    packed = pack_prefixes(encoded)[0] if len(encoded) > 1 else encoded
+    packed = pack_prefixes(encoded)[0]
     return packed[0] if len(packed) == 1 else example
 
 

@@ -18,15 +18,24 @@ import string
 from typing import Callable
 
 from bat.benchmark.vocab import PRACTICE, SPACES, Vocab
+from bat.schemas.bank import SftRow
 from bat.seeds import derive_seed
 
 LETTERS = string.ascii_lowercase
 HEX = "0123456789abcdef"
 _RESERVED = frozenset(w for v in SPACES.values() for w in (*v.adjectives, *v.nouns))
+_PATTERNS: dict[str, re.Pattern[str]] = {}
 
 
 def identifier_pattern(v: Vocab = PRACTICE) -> re.Pattern[str]:
-    """One regex with a named group per identifier kind of space `v`: model, package, case, instance, prefix."""
+    """One regex with a named group per identifier kind of space `v`: model, package, case, instance, prefix
+    (compiled once per space)."""
+    if v.space not in _PATTERNS:
+        _PATTERNS[v.space] = _compile_pattern(v)
+    return _PATTERNS[v.space]
+
+
+def _compile_pattern(v: Vocab) -> re.Pattern[str]:
     adjectives, nouns = "|".join(v.adjectives), "|".join(v.nouns)
     edge = r"(?<![A-Za-z0-9])"
     return re.compile(
@@ -46,9 +55,9 @@ def _word(rng: random.Random, low: int, high: int) -> str:
             return word
 
 
-def fresh_identifier(kind: str, original: str, rng: random.Random) -> str:
-    """A random identifier of `kind` shaped like `original`'s kind (model `w-w-d`, package `wwd`, case 6 hex,
-    case and instance prefixes `ll`, file prefix `w`)."""
+def fresh_identifier(kind: str, rng: random.Random) -> str:
+    """A random identifier of `kind`: model `w-w-d`, package `wwd`, case 6 hex, case and instance prefixes `ll`,
+    file prefix `w`."""
     if kind == "model":
         return f"{_word(rng, 3, 7)}-{_word(rng, 3, 7)}-{rng.randint(2, 9)}"
     if kind == "package":
@@ -76,7 +85,7 @@ class Renamer:
     def _map(self, kind: str, original: str) -> str:
         key = (kind, original)
         if key not in self.mapping:
-            self.mapping[key] = fresh_identifier(kind, original, random.Random(derive_seed(self.seed, "rename", *key)))
+            self.mapping[key] = fresh_identifier(kind, random.Random(derive_seed(self.seed, "rename", *key)))
         return self.mapping[key]
 
     def _replace(self, match: re.Match[str]) -> str:
@@ -90,7 +99,7 @@ class Renamer:
         return self.pattern.sub(self._replace, text)
 
 
-def renamed_row(row: "SftRow", renamer: Callable[[str], str]) -> "SftRow":  # noqa: F821
+def renamed_row(row: SftRow, renamer: Callable[[str], str]) -> SftRow:
     """A copy of SftRow `row` with `renamer` applied to every message and the target."""
     messages = [m.model_copy(update={"content": renamer(m.content)}) for m in row.messages]
     return row.model_copy(update={"messages": messages, "target": renamer(row.target)})

@@ -36,6 +36,26 @@ def make_rows(count: int, seed: int, split: str = "train") -> list[SftRow]:
     return rows
 
 
+def practice_bank_rows(run_dir, track: str) -> list[SftRow]:
+    """Train SFT rows of a real practice bank synthesized under `run_dir`: one expert trajectory of `track`,
+    in-process runtime, no validation split, no held-out material."""
+    from bat.bank.synthesize import synthesize
+    from bat.config import load_config
+    from bat.state.layout import RunLayout
+
+    cfg = load_config(None, [f"bank.tracks=[{track}]", "bank.tasks_per_track=1", "bank.e2e_per_track=0",
+                             "bank.outcomes=[success]", "benchmark.runtime=inprocess", "leakage.enabled=false",
+                             "bank.sft_max_length=100000", "bank.validation_fraction=0"])
+    bank, _ = synthesize(cfg, RunLayout(run_dir))
+    return bank.sft_rows("train")
+
+
+@pytest.fixture(scope="session")
+def bank_rows_of():
+    """The factory `practice_bank_rows(run_dir, track)`."""
+    return practice_bank_rows
+
+
 @pytest.fixture(scope="session")
 def tiny_dir(tmp_path_factory):
     from bat.policy.tiny import build_tiny_model

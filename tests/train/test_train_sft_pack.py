@@ -10,17 +10,9 @@ from bat.train.sft_pack import pack_prefixes
 
 
 @pytest.fixture(scope="module")
-def bank_rows(tmp_path_factory):
+def bank_rows(tmp_path_factory, bank_rows_of):
     """SFT rows of a real practice bank (one vqa expert trajectory, in-process runtime, no held-out material)."""
-    from bat.bank.synthesize import synthesize
-    from bat.config import load_config
-    from bat.state.layout import RunLayout
-
-    cfg = load_config(None, ["bank.tracks=[vqa]", "bank.tasks_per_track=1", "bank.e2e_per_track=0",
-                             "bank.outcomes=[success]", "benchmark.runtime=inprocess", "leakage.enabled=false",
-                             "bank.sft_max_length=100000", "bank.validation_fraction=0"])
-    bank, _ = synthesize(cfg, RunLayout(tmp_path_factory.mktemp("bank") / "run"))
-    return bank.sft_rows("train")
+    return bank_rows_of(tmp_path_factory.mktemp("bank") / "run", "vqa")
 
 
 def test_only_exact_prefixes_of_one_group_merge():

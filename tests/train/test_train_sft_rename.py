@@ -20,17 +20,9 @@ def instance_text():
 
 
 @pytest.fixture(scope="module")
-def bank_rows(tmp_path_factory):
+def bank_rows(tmp_path_factory, bank_rows_of):
     """SFT rows of a real practice bank (one classification expert trajectory, in-process runtime)."""
-    from bat.bank.synthesize import synthesize
-    from bat.config import load_config
-    from bat.state.layout import RunLayout
-
-    cfg = load_config(None, ["bank.tracks=[classification]", "bank.tasks_per_track=1", "bank.e2e_per_track=0",
-                             "bank.outcomes=[success]", "benchmark.runtime=inprocess", "leakage.enabled=false",
-                             "bank.sft_max_length=100000", "bank.validation_fraction=0"])
-    bank, _ = synthesize(cfg, RunLayout(tmp_path_factory.mktemp("bank") / "run"))
-    return bank.sft_rows("train")
+    return bank_rows_of(tmp_path_factory.mktemp("bank") / "run", "classification")
 
 
 def _identifiers(inst) -> set[str]:
@@ -74,11 +66,11 @@ def test_generated_names_never_use_a_seed_space_word():
     rng = random.Random(0)
     for kind in ("model", "package", "case", "case_prefix", "instance", "prefix"):
         for _ in range(300):
-            name = fresh_identifier(kind, "x", rng)
+            name = fresh_identifier(kind, rng)
             assert not set(re.split(r"[-0-9]+", name)) & words
-    assert re.fullmatch(r"[a-z]{3,7}-[a-z]{3,7}-[2-9]", fresh_identifier("model", "zinc-newt-5", rng))
+    assert re.fullmatch(r"[a-z]{3,7}-[a-z]{3,7}-[2-9]", fresh_identifier("model", rng))
     with pytest.raises(ValueError, match="valid: model, package"):
-        fresh_identifier("colour", "x", rng)
+        fresh_identifier("colour", rng)
 
 
 def test_renamed_bank_rows_still_pack_and_keep_their_targets(bank_rows, tiny_dir):
