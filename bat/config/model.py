@@ -17,13 +17,35 @@ class CopyStage(Section):
     inside a window of the tokenizer's practice corpus; `identifier`: the same with a tokenized random
     identifier (letters and digits, as renamed SFT rows and held-out names are spelled) as the span."""
     steps: int = Field(ge=1, le=1_000_000)
-    """AdamW steps of this stage."""
+    """AdamW steps of this stage (its minimum when `until_loss` is set)."""
+    until_loss: float | None = Field(None, gt=0.0)
+    """If set, the stage goes on past `steps` until the mean copy loss over the last `log_every` steps is at
+    most this (nats), up to `max_steps`. For a stage whose copy circuit forms at a step that varies with the
+    seed (a phase change): the next stage only builds on a circuit that has formed. None = exactly `steps`."""
+    max_steps: int | None = Field(None, ge=1, le=1_000_000)
+    """Upper bound with `until_loss` (default 3 x `steps`); a stage that reaches it without the target prints a
+    warning and the build goes on."""
     vocab: int = Field(0, ge=0)
     """Draw ids from the first `vocab` ordinary token ids (bytes first, then BPE merges by frequency); 0 = all."""
     seq_len: int = Field(64, ge=16, le=131072)
     """Ids per sequence."""
     batch: int | None = Field(None, ge=1, le=4096)
     """Sequences per step in this stage; None = `copy_pretrain.batch`."""
+
+    @model_validator(mode="after")
+    def _bounds(self) -> "CopyStage":
+        if self.max_steps is not None and self.until_loss is None:
+            raise ValueError("max_steps is the bound of an until_loss stage; set until_loss or drop max_steps")
+        if self.max_steps is not None and self.max_steps < self.steps:
+            raise ValueError(f"max_steps ({self.max_steps}) must be at least steps ({self.steps})")
+        return self
+
+    @property
+    def step_bound(self) -> int:
+        """Most steps this stage can take."""
+        if self.until_loss is None:
+            return self.steps
+        return self.max_steps if self.max_steps is not None else 3 * self.steps
 
 
 class CopyPretrainConfig(Section):
@@ -47,7 +69,7 @@ class CopyPretrainConfig(Section):
 
     @property
     def steps(self) -> int:
-        """Total steps over all stages."""
+        """Planned (minimum) steps over all stages."""
         return sum(stage.steps for stage in self.stages)
 
 

@@ -11,11 +11,12 @@ Reads and writes only the in-memory model; deterministic for one seed on one mac
 
 from __future__ import annotations
 
+import collections
 import random
 import time
 from typing import Any, Callable, Sequence
 
-from bat.config.model import CopyPretrainConfig
+from bat.config.model import CopyPretrainConfig, CopyStage
 
 
 def copy_sequence(rng: random.Random, tokens: Sequence[int], length: int) -> tuple[list[int], list[int]]:
@@ -62,8 +63,11 @@ def copy_pretrain(model: Any, tokens: Sequence[int], cfg: CopyPretrainConfig, se
     `text` stages need `stream`, the tokenized practice corpus their windows come from; `identifier` stages
     also need `name_ids`, which draws one tokenized random identifier.
 
-    Returns {steps, first_loss, loss, seconds}: the masked mean NLL on repeated ids over the first and the last
-    `cfg.log_every` steps. `progress` is called with the same keys (plus `vocab`, `seq_len`) every
+    A stage with `until_loss` runs past its `steps` until the mean copy loss of its last `cfg.log_every` steps
+    reaches the target (at most `stage.step_bound` steps).
+
+    Returns {steps, first_loss, loss, seconds, stages_short}: the masked mean NLL on repeated ids over the first
+    and the last logged window, and how many `until_loss` stages ended at their bound without the target. `progress` is called with the same keys (plus `vocab`, `seq_len`) every
     `cfg.log_every` steps and at the end."""
     import torch
 
@@ -77,11 +81,26 @@ def copy_pretrain(model: Any, tokens: Sequence[int], cfg: CopyPretrainConfig, se
     schedule = torch.optim.lr_scheduler.LambdaLR(optimizer, lambda s: min(1.0, (s + 1) / max(1, cfg.warmup_steps)))
     model.train()
     started, window, first, step = time.perf_counter(), [], None, 0
-    summary: dict[str, float] = {"steps": 0, "first_loss": float("nan"), "loss": float("nan"), "seconds": 0.0}
-    for stage in cfg.stages:
+    summary: dict[str, float] = {"steps": 0, "first_loss": float("nan"), "loss": float("nan"), "seconds": 0.0,
+                                 "stages_short": 0}
+
+    def report(stage: CopyStage, pool: list[int]) -> None:
+        nonlocal window, first, summary
+        if not window:
+            return
+        mean = sum(window) / len(window)
+        first = mean if first is None else first
+        summary = {**summary, "steps": step, "first_loss": first, "loss": mean,
+                   "seconds": time.perf_counter() - started}
+        if progress is not None:
+            progress({**summary, "vocab": len(pool), "seq_len": stage.seq_len})
+        window = []
+
+    for number, stage in enumerate(cfg.stages, start=1):
         pool = list(tokens[: stage.vocab] if stage.vocab else tokens)
         size = stage.batch or cfg.batch
-        for _ in range(stage.steps):
+        recent: collections.deque[float] = collections.deque(maxlen=cfg.log_every)
+        for taken in range(1, stage.step_bound + 1):
             step += 1
             if stage.kind in ("text", "identifier"):
                 names = name_ids if stage.kind == "identifier" else None
@@ -98,13 +117,19 @@ def copy_pretrain(model: Any, tokens: Sequence[int], cfg: CopyPretrainConfig, se
             optimizer.step()
             schedule.step()
             window.append(float(loss.detach()))
-            if step % cfg.log_every == 0 or step == cfg.steps:
-                mean = sum(window) / len(window)
-                first = mean if first is None else first
-                summary = {"steps": step, "first_loss": first, "loss": mean, "seconds": time.perf_counter() - started}
-                if progress is not None:
-                    progress({**summary, "vocab": len(pool), "seq_len": stage.seq_len})
-                window = []
+            recent.append(window[-1])
+            if step % cfg.log_every == 0:
+                report(stage, pool)
+            if taken >= stage.steps and (stage.until_loss is None or (
+                    len(recent) == recent.maxlen and sum(recent) / len(recent) <= stage.until_loss)):
+                break
+        else:
+            if stage.until_loss is not None:
+                summary["stages_short"] += 1
+                print(f"copy pretraining: warning: stage {number} reached max_steps {stage.step_bound} with mean "
+                      f"copy loss {sum(recent) / len(recent):.3f} > until_loss {stage.until_loss}", flush=True)
+    if cfg.stages:
+        report(cfg.stages[-1], pool)
     model.eval()
     return summary
 

@@ -28,12 +28,43 @@ def _fsync_dir(directory: Path) -> None:
         os.close(fd)
 
 
+def current_umask() -> int:
+    """The process umask, read without changing it (Linux `/proc/self/status`; else set-and-restore)."""
+    try:
+        with open("/proc/self/status", encoding="ascii") as status:
+            for line in status:
+                if line.startswith("Umask:"):
+                    return int(line.split()[1], 8)
+    except (OSError, ValueError):
+        pass
+    mask = os.umask(0o022)
+    os.umask(mask)
+    return mask
+
+
+def plain_file_mode(final: Path) -> int:
+    """The mode `open(final, "w")` would leave: the existing file's mode, else 0666 minus the umask.
+
+    `tempfile.mkstemp` creates 0600 files; without this, every state file and report would be unreadable
+    to the rest of a cluster group that shares a run directory.
+    """
+    try:
+        return final.stat().st_mode & 0o7777
+    except FileNotFoundError:
+        return 0o666 & ~current_umask()
+
+
 def atomic_write_bytes(path: str | os.PathLike[str], data: bytes) -> Path:
-    """Write `data` to `path` atomically; creates parent dirs; returns the final path."""
+    """Write `data` to `path` atomically; creates parent dirs; returns the final path.
+
+    The file gets the mode a plain write would give it (`plain_file_mode`), not mkstemp's 0600.
+    """
     final = Path(path)
     final.parent.mkdir(parents=True, exist_ok=True)
+    mode = plain_file_mode(final)
     fd, tmp_name = tempfile.mkstemp(prefix=f".{final.name}.", suffix=".tmp", dir=final.parent)
     try:
+        os.fchmod(fd, mode)
         with os.fdopen(fd, "wb") as handle:
             handle.write(data)
             handle.flush()
@@ -87,11 +118,13 @@ def atomic_dir(path: str | os.PathLike[str]) -> Iterator[Path]:
 
     Yields the temp directory to fill. If `path` already exists it is replaced only after the
     new one is complete (old moved aside, new renamed in, old removed). On error the temp is removed.
+    The directory gets the mode `mkdir` would give it (0777 minus the umask), not mkdtemp's 0700.
     """
     final = Path(path)
     final.parent.mkdir(parents=True, exist_ok=True)
     tmp = Path(tempfile.mkdtemp(prefix=f".{final.name}.", suffix=".tmp", dir=final.parent))
     try:
+        os.chmod(tmp, 0o777 & ~current_umask())
         yield tmp
         if final.exists():
             old = Path(tempfile.mkdtemp(prefix=f".{final.name}.", suffix=".old", dir=final.parent))

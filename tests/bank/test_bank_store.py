@@ -6,7 +6,7 @@ import pytest
 
 from bat.bank import store
 from bat.bank.pools import build_index
-from bat.state.atomic import atomic_write_json
+from bat.state.atomic import atomic_write_json, current_umask
 from bat.state.jsonl import write_jsonl
 from bat.state.layout import RunLayout
 
@@ -39,6 +39,7 @@ def test_versions_are_numbered_and_immutable(tmp_path, row_factory):
     assert set(v1.manifest().digests) == {store.RL_ROWS, store.RL_INDEX}
     assert not os.access(v1.path / store.RL_ROWS, os.W_OK) or os.geteuid() == 0
     assert (os.stat(v1.path / store.RL_ROWS).st_mode & 0o222) == 0
+    assert os.stat(v1.path).st_mode & 0o777 == 0o777 & ~current_umask(), "a version dir is not mkdtemp-private"
     v1.verify()
     assert v1.state_dir("a1").is_dir()
     assert not list(layout.bank_root.glob(".build-*"))

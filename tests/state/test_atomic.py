@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from bat.state.atomic import atomic_dir, atomic_write_json, atomic_write_text, read_json
+from bat.state.atomic import atomic_dir, atomic_write_json, atomic_write_text, current_umask, read_json
 
 
 def test_atomic_write_replaces_content(tmp_path: Path) -> None:
@@ -77,3 +77,25 @@ def test_read_json_names_file_and_line(tmp_path: Path) -> None:
     with pytest.raises(ValueError, match=r"bad\.json:3"):
         read_json(bad)
     assert json.loads('{"ok": true}')["ok"] is True
+
+
+def test_atomic_files_and_dirs_get_plain_modes_not_private_temp_modes(tmp_path: Path) -> None:
+    """A run directory shared by a cluster group must stay readable: no mkstemp 0600 / mkdtemp 0700 leaks."""
+    old_mask = os.umask(0o022)
+    try:
+        fresh = atomic_write_text(tmp_path / "report.md", "x")
+        assert fresh.stat().st_mode & 0o777 == 0o644
+        with atomic_dir(tmp_path / "ckpt") as build:
+            (build / "f").write_text("y")
+        assert (tmp_path / "ckpt").stat().st_mode & 0o777 == 0o755
+        os.umask(0o007)
+        assert current_umask() == 0o007
+        group = atomic_write_text(tmp_path / "group.md", "x")
+        assert group.stat().st_mode & 0o777 == 0o660
+        kept = tmp_path / "kept.json"
+        kept.write_text("{}")
+        kept.chmod(0o640)
+        atomic_write_json(kept, {"a": 1})
+        assert kept.stat().st_mode & 0o777 == 0o640, "rewriting a file keeps its mode, as open('w') would"
+    finally:
+        os.umask(old_mask)

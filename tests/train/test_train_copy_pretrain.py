@@ -28,6 +28,11 @@ def test_config_rejects_stages_longer_than_the_model():
     with pytest.raises(ValidationError, match="steps"):
         CopyPretrainConfig(stages=[{"vocab": 10}])
     assert CopyPretrainConfig(stages=[{"steps": 2}, {"steps": 3, "vocab": 64}]).steps == 5
+    with pytest.raises(ValidationError, match="at least steps"):
+        CopyPretrainConfig(stages=[{"steps": 10, "until_loss": 1.0, "max_steps": 5}])
+    with pytest.raises(ValidationError, match="set until_loss"):
+        CopyPretrainConfig(stages=[{"steps": 10, "max_steps": 50}])
+    assert CopyPretrainConfig(stages=[{"steps": 10, "until_loss": 1.0}]).stages[0].step_bound == 30
 
 
 def test_short_run_lowers_the_copy_loss_and_reports(tiny_dir):
@@ -75,3 +80,22 @@ def test_identifier_names_are_tokenized_random_identifiers(tiny_dir):
     assert len(ids) == 128 and sum(mask) > 0
     with pytest.raises(ValueError, match="needs `name_ids`"):
         copy_pretrain(None, [1, 2], CopyPretrainConfig(stages=[{"kind": "identifier", "steps": 1}]), seed=1, stream=[1, 2, 3])
+
+
+def test_until_loss_stage_runs_past_steps_to_its_target_or_its_bound(tiny_dir, capsys):
+    """A phase-change stage: at least `steps`, then on until the recent copy loss reaches the target."""
+    from bat.policy.loader import load_policy
+
+    policy = load_policy(tiny_dir)
+    tokens = ordinary_tokens(policy.tokenizer)
+    easy = {"steps": 10, "vocab": 8, "seq_len": 32, "until_loss": 50.0, "max_steps": 40}
+    cfg = CopyPretrainConfig(stages=[easy], batch=8, lr=3e-3, log_every=5)
+    summary = copy_pretrain(policy.model, tokens, cfg, seed=1)
+    assert summary["steps"] == 10 and summary["stages_short"] == 0, "a met target ends the stage at its steps"
+    unreachable = {**easy, "until_loss": 1e-6, "max_steps": 25}
+    cfg = CopyPretrainConfig(stages=[unreachable, {"steps": 5, "vocab": 8, "seq_len": 32}], batch=8, log_every=5)
+    seen: list[dict] = []
+    summary = copy_pretrain(policy.model, tokens, cfg, seed=1, progress=seen.append)
+    assert summary["steps"] == 30 and summary["stages_short"] == 1
+    assert [s["steps"] for s in seen] == [5, 10, 15, 20, 25, 30]
+    assert "stage 1 reached max_steps 25" in capsys.readouterr().out

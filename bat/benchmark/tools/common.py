@@ -12,6 +12,8 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
+from bat.state.atomic import plain_file_mode
+
 STATE_FILE = ".tool_state/state.json"
 
 
@@ -19,8 +21,10 @@ def scratch_write(path: Path, data: bytes | str) -> None:
     """Atomic (temp + rename) write of a workspace file; not fsynced: workspaces are scratch, not state."""
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
+    mode = plain_file_mode(path)
     fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
     try:
+        os.fchmod(fd, mode)
         with os.fdopen(fd, "wb") as handle:
             handle.write(data.encode("utf-8") if isinstance(data, str) else data)
         os.replace(tmp, path)
