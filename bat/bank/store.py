@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import os
 import shutil
-import tempfile
 from dataclasses import dataclass
 from functools import cached_property
 from pathlib import Path
@@ -16,7 +15,7 @@ from typing import Any, Callable
 
 from bat.state.digest import sha256_file
 from bat.schemas.bank import BankIndex, BankManifest, BankRow, PracticeTask, SftRow, Trajectory
-from bat.state.atomic import atomic_write_json, current_umask, read_json
+from bat.state.atomic import atomic_write_json, plain_temp_dir, read_json
 from bat.state.jsonl import read_jsonl
 from bat.state.layout import RunLayout
 
@@ -162,8 +161,7 @@ def write_version(
     same synthesis resumes from what `fill` finished there."""
     layout.bank_root.mkdir(parents=True, exist_ok=True)
     if resume_key is None:
-        build = Path(tempfile.mkdtemp(prefix=".build-", suffix=".tmp", dir=layout.bank_root))
-        build.chmod(0o777 & ~current_umask())  # a version directory readable like any mkdir'd one
+        build = plain_temp_dir(layout.bank_root, prefix=".build-")
     else:
         build = layout.bank_root / f".build-{resume_key}"
         build.mkdir(exist_ok=True)

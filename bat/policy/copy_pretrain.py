@@ -67,8 +67,8 @@ def copy_pretrain(model: Any, tokens: Sequence[int], cfg: CopyPretrainConfig, se
     reaches the target (at most `stage.step_bound` steps).
 
     Returns {steps, first_loss, loss, seconds, stages_short}: the masked mean NLL on repeated ids over the first
-    and the last logged window, and how many `until_loss` stages ended at their bound without the target. `progress` is called with the same keys (plus `vocab`, `seq_len`) every
-    `cfg.log_every` steps and at the end."""
+    and the last logged window, and how many `until_loss` stages ended at their bound without the target.
+    `progress` is called with the same keys (plus `vocab`, `seq_len`) every `cfg.log_every` steps and at the end."""
     import torch
 
     if any(stage.kind in ("text", "identifier") for stage in cfg.stages) and not stream:

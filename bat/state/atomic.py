@@ -54,6 +54,26 @@ def plain_file_mode(final: Path) -> int:
         return 0o666 & ~current_umask()
 
 
+def plain_temp_file(final: Path) -> tuple[int, str]:
+    """Open a temp file beside `final` (for a later `os.replace`) with `plain_file_mode(final)`; returns (fd, name)."""
+    mode = plain_file_mode(final)
+    fd, name = tempfile.mkstemp(prefix=f".{final.name}.", suffix=".tmp", dir=final.parent)
+    try:
+        os.fchmod(fd, mode)
+    except BaseException:
+        os.close(fd)
+        os.unlink(name)
+        raise
+    return fd, name
+
+
+def plain_temp_dir(parent: Path, prefix: str, suffix: str = ".tmp") -> Path:
+    """Make a temp directory in `parent` with the mode `mkdir` would give it (0777 minus the umask)."""
+    tmp = Path(tempfile.mkdtemp(prefix=prefix, suffix=suffix, dir=parent))
+    tmp.chmod(0o777 & ~current_umask())
+    return tmp
+
+
 def atomic_write_bytes(path: str | os.PathLike[str], data: bytes) -> Path:
     """Write `data` to `path` atomically; creates parent dirs; returns the final path.
 
@@ -61,10 +81,8 @@ def atomic_write_bytes(path: str | os.PathLike[str], data: bytes) -> Path:
     """
     final = Path(path)
     final.parent.mkdir(parents=True, exist_ok=True)
-    mode = plain_file_mode(final)
-    fd, tmp_name = tempfile.mkstemp(prefix=f".{final.name}.", suffix=".tmp", dir=final.parent)
+    fd, tmp_name = plain_temp_file(final)
     try:
-        os.fchmod(fd, mode)
         with os.fdopen(fd, "wb") as handle:
             handle.write(data)
             handle.flush()
@@ -122,9 +140,8 @@ def atomic_dir(path: str | os.PathLike[str]) -> Iterator[Path]:
     """
     final = Path(path)
     final.parent.mkdir(parents=True, exist_ok=True)
-    tmp = Path(tempfile.mkdtemp(prefix=f".{final.name}.", suffix=".tmp", dir=final.parent))
+    tmp = plain_temp_dir(final.parent, prefix=f".{final.name}.")
     try:
-        os.chmod(tmp, 0o777 & ~current_umask())
         yield tmp
         if final.exists():
             old = Path(tempfile.mkdtemp(prefix=f".{final.name}.", suffix=".old", dir=final.parent))

@@ -8,11 +8,10 @@ from __future__ import annotations
 
 import json
 import os
-import tempfile
 from pathlib import Path
 from typing import Any
 
-from bat.state.atomic import plain_file_mode
+from bat.state.atomic import plain_temp_file
 
 STATE_FILE = ".tool_state/state.json"
 
@@ -21,10 +20,8 @@ def scratch_write(path: Path, data: bytes | str) -> None:
     """Atomic (temp + rename) write of a workspace file; not fsynced: workspaces are scratch, not state."""
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
-    mode = plain_file_mode(path)
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    fd, tmp = plain_temp_file(path)
     try:
-        os.fchmod(fd, mode)
         with os.fdopen(fd, "wb") as handle:
             handle.write(data.encode("utf-8") if isinstance(data, str) else data)
         os.replace(tmp, path)
