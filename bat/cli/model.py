@@ -1,4 +1,5 @@
-"""`bat model build-tiny`: write the deterministic offline tiny policy (tokenizer + random Qwen3) to a directory."""
+"""`bat model import|build-tiny|install-template`: named pretrained policies converted from installed packages,
+the deterministic offline tiny policy, and bat's chat template for a foreign model folder."""
 
 from __future__ import annotations
 
@@ -8,8 +9,19 @@ import argparse
 def register(subparsers: argparse._SubParsersAction) -> None:
     from bat.cli.config import add_config_arguments
 
-    parser = subparsers.add_parser("model", help="policy models: build the offline tiny model")
+    from bat.policy.pretrained import REGISTRY
+
+    parser = subparsers.add_parser("model", help="policy models: import a pretrained one, build the tiny one")
     sub = parser.add_subparsers(dest="model_command", metavar="ACTION", required=True)
+    imp = sub.add_parser("import", help="convert a named pretrained model from its installed package to an HF folder")
+    imp.add_argument("name", choices=sorted(REGISTRY), help="registered pretrained model")
+    imp.add_argument("--out", default=None,
+                     help="output folder (default: the model cache, $BAT_MODEL_CACHE or ~/.cache/bat/models/NAME); "
+                          "a folder already holding this conversion is reused")
+    imp.set_defaults(handler=_import)
+    template = sub.add_parser("install-template", help="install bat's tool-rendering chat template into a model folder")
+    template.add_argument("folder", help="local HF model folder")
+    template.set_defaults(handler=_install_template)
     build = sub.add_parser("build-tiny", help="train the byte-level BPE and write a random-init Qwen3 HF directory")
     build.add_argument("--out", required=True, help="output directory (replaced atomically)")
     build.add_argument("--preset", choices=["config", "tiny", "10m"], default="config",
@@ -30,4 +42,37 @@ def _build_tiny(args: argparse.Namespace) -> int:
     out = build_tiny_model(args.out, shape, seed)
     info = read_build_info(out)
     print(f"built {out}: {info['parameters']:,} parameters, vocab {shape.vocab_size}, seed {seed}")
+    return 0
+
+
+def _import(args: argparse.Namespace) -> int:
+    import time
+
+    from bat.config.load import ConfigError
+    from bat.policy.pretrained import PretrainedUnavailable, import_pretrained, read_record
+    from bat.state.layout import pretrained_model_dir
+
+    out = args.out if args.out else pretrained_model_dir(args.name)
+    started = time.perf_counter()
+    try:
+        folder = import_pretrained(args.name, out)
+    except PretrainedUnavailable as exc:
+        raise ConfigError(str(exc)) from None
+    record = read_record(folder)
+    print(f"{args.name}: {folder} ({record['parameters']:,} parameters, {record['positions']} positions, "
+          f"source {record['source_package']} {record['source_version']}, output sha256 {record['output_sha256']}, "
+          f"{time.perf_counter() - started:.1f} s)")
+    return 0
+
+
+def _install_template(args: argparse.Namespace) -> int:
+    from bat.config.load import ConfigError
+    from bat.policy.loader import install_chat_template, load_tokenizer
+
+    try:
+        folder = install_chat_template(args.folder)
+        load_tokenizer(folder)
+    except (FileNotFoundError, ValueError) as exc:
+        raise ConfigError(str(exc)) from None
+    print(f"installed bat's chat template into {folder}")
     return 0

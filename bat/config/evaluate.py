@@ -29,6 +29,10 @@ class EvaluateConfig(Section):
     """Keep raw per-run records on the held-out side (False = discard them after aggregation)."""
     null_retries: int = Field(1, ge=0, le=10)
     """Re-runs of a run whose cells came back infrastructure-null before the nulls are reported."""
+    base_model: bool = True
+    """Round 0's evaluate also scores the untrained base policy on the controller split (before the SFT export),
+    written as `aggregate_controller_base.json`; reports show base vs SFT vs RL. Reporting only: routing and the
+    promotion gate never read it."""
     parallel_runs: int = Field(8, ge=1)
     """Held-out runs driven in lockstep by one engine (batched generation)."""
     heldout_phases: tuple[str, ...] = ("evaluate", "final_test")

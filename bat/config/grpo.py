@@ -41,7 +41,7 @@ class GrpoConfig(Section):
     """epsilon_adv added to the group std."""
     loss_agg: Literal["token-mean", "seq-mean-token-mean"] = "token-mean"
     """Loss aggregation: mean over all masked tokens, or mean over rollouts of per-rollout token means."""
-    max_seq_len: int = Field(12288, ge=16)
+    max_seq_len: int = Field(8192, ge=16)
     """Rollouts longer than this are dropped before training (counted)."""
     checkpoint_every: int = Field(5, ge=1)
     """Save a resumable step checkpoint every this many steps (paper: 5)."""

@@ -1,4 +1,4 @@
-"""ModelConfig: which policy model to load (a local HF directory) or how to build the tiny default."""
+"""ModelConfig: which policy model to load (a named pretrained model, a local HF directory or the tiny builder)."""
 
 from __future__ import annotations
 
@@ -115,9 +115,50 @@ TINY_PRESETS: dict[str, TinyModelConfig] = {
 
 
 class ModelConfig(Section):
+    """The base policy: exactly one of `pretrained` (a named model converted from an installed package),
+    `path` (a local HF directory), or neither (the offline tiny model built under state/<run>/models/tiny)."""
+
+    pretrained: str | None = None
+    """Name of a registered pretrained model (`bat.policy.pretrained.REGISTRY`, e.g. `smollm2-135m-instruct`),
+    converted once from its installed PyPI package into `cache_dir` and reused; never a hub id."""
     path: str | None = None
-    """Local HF model directory (never a hub id); None = the tiny model built under state/<run>/models/tiny."""
+    """Local HF model directory (never a hub id); None with `pretrained` None = the tiny model."""
+    cache_dir: str | None = None
+    """Where named pretrained models are converted; None = $BAT_MODEL_CACHE, else $XDG_CACHE_HOME/bat/models,
+    else ~/.cache/bat/models."""
     tiny: TinyModelConfig = TinyModelConfig()
-    """Tiny-builder settings, used when `path` is None or by `bat model build-tiny`."""
+    """Tiny-builder settings, used when neither `pretrained` nor `path` is set, or by `bat model build-tiny`."""
     dtype: Literal["float32", "bfloat16", "float16"] = "float32"
     """Weights dtype when loading the policy (float32 on CPU)."""
+
+    @model_validator(mode="after")
+    def _one_source(self) -> "ModelConfig":
+        if self.pretrained is not None and self.path is not None:
+            raise ValueError(f"set model.pretrained ({self.pretrained!r}) or model.path ({self.path!r}), not both")
+        if self.pretrained is not None:
+            from bat.policy.pretrained import REGISTRY
+
+            if self.pretrained not in REGISTRY:
+                raise ValueError(f"model.pretrained {self.pretrained!r} is not a registered model; "
+                                 f"valid names: {sorted(REGISTRY)}")
+        return self
+
+    def positions(self) -> int | None:
+        """Context length the base policy was trained for: the registered value of `pretrained`, or
+        `max_position_embeddings` of `path`'s config.json when readable; None for the tiny model (random-init
+        rotary positions extend; `tiny.max_positions` is only its config value) or an unreadable path."""
+        if self.pretrained is not None:
+            from bat.policy.pretrained import REGISTRY
+
+            return REGISTRY[self.pretrained].positions
+        if self.path is not None:
+            import json
+            from pathlib import Path
+
+            try:
+                value = json.loads((Path(self.path) / "config.json").read_text(encoding="utf-8")).get(
+                    "max_position_embeddings")
+            except (OSError, ValueError, AttributeError):
+                return None
+            return int(value) if isinstance(value, int) and value > 0 else None
+        return None

@@ -24,7 +24,7 @@ class RolloutBudgets(Section):
     """Characters of one tool result shown to the policy (reference 2,048)."""
     observation_overflow: Literal["truncate", "end"] = "truncate"
     """`truncate` cuts a longer result and records it; `end` ends the rollout (`max_observation_chars`)."""
-    max_context_tokens: int = Field(12288, ge=16)
+    max_context_tokens: int = Field(8192, ge=16)
     """Total tokens (prompt + turns + observations); reason `context_length` when the next turn cannot fit."""
 
 

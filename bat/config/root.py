@@ -69,6 +69,20 @@ class BatConfig(Section):
             raise ValueError(f"stages: weights must sum to 1.0, got {total:.6g} from {weights}")
         return self
 
+    @model_validator(mode="after")
+    def _check_lengths(self) -> "BatConfig":
+        positions = self.model.positions()
+        if positions is None:
+            return self
+        source = f"model.pretrained {self.model.pretrained!r}" if self.model.pretrained else f"model.path {self.model.path}"
+        limits = {"sft.max_seq_len": self.sft.max_seq_len, "grpo.max_seq_len": self.grpo.max_seq_len,
+                  "rollout.budgets.max_context_tokens": self.rollout.budgets.max_context_tokens}
+        over = [f"{key}={value}" for key, value in limits.items() if value > positions]
+        if over:
+            raise ValueError(f"{', '.join(over)} exceed the {positions} positions of {source}; "
+                             f"set each to at most {positions}")
+        return self
+
     @property
     def stage_keys(self) -> tuple[str, ...]:
         return tuple(stage.key for stage in self.stages)

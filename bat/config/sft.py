@@ -35,6 +35,10 @@ class SftConfig(Section):
     vocabulary (held-out names come from a disjoint one). Validation is scored on renamed sequences too."""
     render_tools: bool = True
     """Render the benchmark's tool list (`bat.benchmark.TOOL_SPECS`) into each row's system turn, as rollouts do."""
+    val_sequences: int | None = Field(None, ge=1)
+    """Validation sequences scored per validation pass (the first N after packing, the same every pass);
+    None = all. A 135M policy on CPU scores ~500 tokens/s, so a full pass over a bank's validation split costs
+    minutes."""
     val_every: int = Field(50, ge=1)
     """Validation loss every this many steps (and at the end)."""
     checkpoint_every: int = Field(50, ge=1)

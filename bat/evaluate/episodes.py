@@ -93,14 +93,14 @@ def opening_messages(cfg: "BatConfig", brief: str) -> list[dict[str, str]]:
 
 def policy_driver(cfg: "BatConfig", checkpoint: Path) -> tuple[Driver, Callable[[], None]]:
     """Run `checkpoint` through the rollout engine + agent loop; returns (driver, close)."""
-    from bat.benchmark import TOOL_NAMES, TOOL_SPECS
+    from bat.benchmark import TOOL_NAMES
     from bat.policy.loader import load_tokenizer
-    from bat.rollout.chat import TurnTokens
+    from bat.rollout.chat import TurnTokens, policy_tools
     from bat.rollout.engine import make_engine
     from bat.rollout.loop import LoopSettings, RolloutSpec, run_rollouts
 
     engine = make_engine(cfg.rollout, checkpoint)
-    turn_tokens = TurnTokens(load_tokenizer(checkpoint), TOOL_SPECS)
+    turn_tokens = TurnTokens(load_tokenizer(checkpoint), policy_tools(cfg.sft.render_tools))
     settings = LoopSettings(budgets=cfg.rollout.budgets, temperature=cfg.evaluate.temperature,
                             no_tool_call=cfg.rollout.no_tool_call, tool_workers=cfg.rollout.tool_workers,
                             tool_names=list(TOOL_NAMES))

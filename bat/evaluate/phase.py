@@ -13,6 +13,7 @@ from pathlib import Path
 from bat.config.load import config_hash
 from bat.evaluate.episodes import SCRIPTED_PREFIX, Driver, policy_driver, scripted_driver
 from bat.evaluate.runner import evaluate_split
+from bat.evaluate.store import BASE_VARIANT
 from bat.orchestrate.context import PhaseContext, PhaseResult
 from bat.orchestrate.events import log_event
 from bat.state.atomic import atomic_write_json, read_json
@@ -48,21 +49,24 @@ def _driver(ctx: PhaseContext, checkpoint: str) -> tuple[Driver, object]:
     return policy_driver(ctx.config, Path(checkpoint))
 
 
-def _evaluate(ctx: PhaseContext, checkpoint: str, splits: list[str]) -> PhaseResult:
+def _evaluate(ctx: PhaseContext, checkpoint: str, splits: list[str], *, variant: str | None = None,
+              result: PhaseResult | None = None) -> PhaseResult:
+    """Evaluate `checkpoint` on each split; counts go into `result` (prefixed with the variant, if any)."""
     driver, close = _driver(ctx, checkpoint)
-    result = PhaseResult(extra={"checkpoint": checkpoint})
+    result = result if result is not None else PhaseResult(extra={"checkpoint": checkpoint})
+    prefix = f"{variant}_" if variant else ""
     chash = config_hash(ctx.config)
     try:
         for split in splits:
             agg, written = evaluate_split(ctx.config, ctx.layout, ctx.round, split, checkpoint, driver,
-                                          config_hash=chash, phase=ctx.phase)
+                                          config_hash=chash, phase=ctx.phase, variant=variant)
             result.outputs.extend(written)
-            result.counts[f"{split}_runs"] = agg.n_runs
-            result.counts[f"{split}_null_cells"] = len(agg.null_cells)
+            result.counts[f"{prefix}{split}_runs"] = agg.n_runs
+            result.counts[f"{prefix}{split}_null_cells"] = len(agg.null_cells)
             if agg.overall is not None:
-                result.counts[f"{split}_overall"] = agg.overall
+                result.counts[f"{prefix}{split}_overall"] = agg.overall
             log_event(ctx.layout, ctx.round, ctx.phase,
-                      f"{split}: Overall {agg.overall if agg.overall is None else round(100 * agg.overall, 1)} "
+                      f"{prefix}{split}: Overall {agg.overall if agg.overall is None else round(100 * agg.overall, 1)} "
                       f"over {agg.n_runs} runs, {len(agg.null_cells)} null cell(s), checkpoint {checkpoint}")
     finally:
         if callable(close):
@@ -73,11 +77,20 @@ def _evaluate(ctx: PhaseContext, checkpoint: str, splits: list[str]) -> PhaseRes
 
 
 def run_evaluate(ctx: PhaseContext) -> PhaseResult:
-    """Controller split on this round's candidate; plus the final split per `evaluate.final_eval`."""
+    """Controller split on this round's candidate; plus the final split per `evaluate.final_eval`; in round 0
+    with `evaluate.base_model`, first the untrained base policy on the controller split (variant `base`)."""
     policy = ctx.config.evaluate.final_eval
     last = ctx.round >= ctx.config.run.rounds
     splits = ["controller"] + (["final"] if policy == "every_round" or (policy == "last_round" and last) else [])
-    return _evaluate(ctx, candidate_checkpoint(ctx), splits)
+    checkpoint = candidate_checkpoint(ctx)
+    result = PhaseResult(extra={"checkpoint": checkpoint})
+    if ctx.round == 0 and ctx.config.evaluate.base_model and not checkpoint.startswith(SCRIPTED_PREFIX):
+        from bat.policy.base import base_model_dir
+
+        base = str(base_model_dir(ctx.config.model, ctx.layout, seed=ctx.config.run.seed))
+        result.extra["base_checkpoint"] = base
+        _evaluate(ctx, base, ["controller"], variant=BASE_VARIANT, result=result)
+    return _evaluate(ctx, checkpoint, splits, result=result)
 
 
 def run_final_test(ctx: PhaseContext) -> PhaseResult:

@@ -91,10 +91,12 @@ def evaluate_split(
     *,
     config_hash: str,
     phase: str = EVAL_PHASE,
+    variant: str | None = None,
 ) -> tuple[EvalAggregate, list[Path]]:
-    """Evaluate `checkpoint` on `split`; returns the aggregate and every file written."""
-    heldout = layout.heldout_runs(round_index, split)
-    partial = partial_runs_path(layout, round_index, split)
+    """Evaluate `checkpoint` on `split`; returns the aggregate and every file written (a `variant`, e.g. the base
+    policy in round 0, gets its own held-out folder and aggregate file beside the round's own)."""
+    heldout = layout.heldout_runs(round_index, split, variant)
+    partial = partial_runs_path(layout, round_index, split, variant)
     if cfg.benchmark.kind == "external" and not checkpoint.startswith(SCRIPTED_PREFIX):
         records = external_records(cfg, checkpoint, split, heldout / "work")
     else:
@@ -114,8 +116,9 @@ def evaluate_split(
         suite_version=suite_version, harness_version=harness_version, manifest_digest=manifest_digest(manifest),
         confidence=cfg.evaluate.confidence,
     )
-    written = write_heldout(layout, round_index, split, records, manifest, keep_raw=cfg.evaluate.keep_raw_runs)
-    written.append(write_aggregate(layout, agg, phase))
+    written = write_heldout(layout, round_index, split, records, manifest, keep_raw=cfg.evaluate.keep_raw_runs,
+                            variant=variant)
+    written.append(write_aggregate(layout, agg, phase, variant))
     partial.unlink(missing_ok=True)
     shutil.rmtree(heldout / "work", ignore_errors=True)
     return agg, written

@@ -19,42 +19,51 @@ def _check_split(split: str) -> None:
         raise ValueError(f"unknown evaluation split {split!r}; valid: {list(SPLITS)}")
 
 
-def aggregate_path(layout: RunLayout, round_index: int, split: str, phase: str = EVAL_PHASE) -> Path:
-    """Training-side aggregate file: `round_NN/<phase>/aggregate_<split>.json`."""
+BASE_VARIANT = "base"
+"""Variant of round 0's controller evaluation that scores the untrained base policy (`evaluate.base_model`)."""
+
+
+def aggregate_path(layout: RunLayout, round_index: int, split: str, phase: str = EVAL_PHASE,
+                   variant: str | None = None) -> Path:
+    """Training-side aggregate file: `round_NN/<phase>/aggregate_<split>.json` (`aggregate_<split>_<variant>.json`
+    for a variant such as the base policy's)."""
     _check_split(split)
-    return layout.phase_dir(round_index, phase) / f"aggregate_{split}.json"
+    suffix = f"_{variant}" if variant else ""
+    return layout.phase_dir(round_index, phase) / f"aggregate_{split}{suffix}.json"
 
 
-def heldout_runs_path(layout: RunLayout, round_index: int, split: str) -> Path:
-    """Held-out raw run records: `heldout/round_NN/<split>/runs.jsonl`."""
+def heldout_runs_path(layout: RunLayout, round_index: int, split: str, variant: str | None = None) -> Path:
+    """Held-out raw run records: `heldout/round_NN/[<variant>/]<split>/runs.jsonl`."""
     _check_split(split)
-    return layout.heldout_runs(round_index, split) / "runs.jsonl"
+    return layout.heldout_runs(round_index, split, variant) / "runs.jsonl"
 
 
-def heldout_manifest_path(layout: RunLayout, round_index: int, split: str) -> Path:
+def heldout_manifest_path(layout: RunLayout, round_index: int, split: str, variant: str | None = None) -> Path:
     _check_split(split)
-    return layout.heldout_runs(round_index, split) / "manifest.json"
+    return layout.heldout_runs(round_index, split, variant) / "manifest.json"
 
 
-def write_aggregate(layout: RunLayout, agg: EvalAggregate, phase: str = EVAL_PHASE) -> Path:
+def write_aggregate(layout: RunLayout, agg: EvalAggregate, phase: str = EVAL_PHASE, variant: str | None = None) -> Path:
     """Atomically write the aggregate (the only evaluation file on the training side)."""
-    return atomic_write_json(aggregate_path(layout, agg.round, agg.split, phase), agg)
+    return atomic_write_json(aggregate_path(layout, agg.round, agg.split, phase, variant), agg)
 
 
-def load_aggregate(layout: RunLayout, round_index: int, split: str = "controller", phase: str = EVAL_PHASE) -> EvalAggregate | None:
+def load_aggregate(layout: RunLayout, round_index: int, split: str = "controller", phase: str = EVAL_PHASE,
+                   variant: str | None = None) -> EvalAggregate | None:
     """The aggregate of `round_index`/`split`, or None when that evaluation has not been written."""
-    path = aggregate_path(layout, round_index, split, phase)
+    path = aggregate_path(layout, round_index, split, phase, variant)
     if not path.exists():
         return None
     return EvalAggregate.model_validate(read_json(path))
 
 
 def write_heldout(
-    layout: RunLayout, round_index: int, split: str, runs: Sequence[EvalRun], manifest: EvalManifest, *, keep_raw: bool
+    layout: RunLayout, round_index: int, split: str, runs: Sequence[EvalRun], manifest: EvalManifest, *, keep_raw: bool,
+    variant: str | None = None,
 ) -> list[Path]:
     """Write the manifest (always) and the raw runs (when `keep_raw`) on the held-out side; returns the paths."""
-    written = [atomic_write_json(heldout_manifest_path(layout, round_index, split), manifest)]
-    raw = heldout_runs_path(layout, round_index, split)
+    written = [atomic_write_json(heldout_manifest_path(layout, round_index, split, variant), manifest)]
+    raw = heldout_runs_path(layout, round_index, split, variant)
     if keep_raw:
         write_jsonl(raw, runs)
         written.append(raw)
@@ -63,13 +72,13 @@ def write_heldout(
     return written
 
 
-def read_heldout_runs(layout: RunLayout, round_index: int, split: str) -> list[EvalRun]:
+def read_heldout_runs(layout: RunLayout, round_index: int, split: str, variant: str | None = None) -> list[EvalRun]:
     """Raw runs of one evaluation (held-out side; only evaluation phases may call this)."""
-    path = heldout_runs_path(layout, round_index, split)
+    path = heldout_runs_path(layout, round_index, split, variant)
     return read_jsonl(path, EvalRun) if path.exists() else []
 
 
-def partial_runs_path(layout: RunLayout, round_index: int, split: str) -> Path:
+def partial_runs_path(layout: RunLayout, round_index: int, split: str, variant: str | None = None) -> Path:
     """Runs finished so far (appended one by one) so an interrupted evaluation resumes."""
     _check_split(split)
-    return layout.heldout_runs(round_index, split) / "partial.jsonl"
+    return layout.heldout_runs(round_index, split, variant) / "partial.jsonl"

@@ -37,6 +37,7 @@ def preflight_problems(config: "BatConfig", round_index: int) -> list[str]:
     if round_index >= 1 and config.orchestrate.bank_refresh:
         phases = (*phases, *ASYNC_ORDER)
     problems += check_round(config, round_index, phases)
+    problems += model_problems(config)
     kind = executor_kind(config)
     table = resolve_table(config)
     if kind == "slurm":
@@ -53,6 +54,20 @@ def preflight_problems(config: "BatConfig", round_index: int) -> list[str]:
         if container.enabled and not Path(container.image).is_file():
             problems.append(f"orchestrate.container.image={container.image!r} not found; build it with containers/build.sh")
     return problems
+
+
+def model_problems(config: "BatConfig") -> list[str]:
+    """Why the base policy cannot be had: a named pretrained model whose package is not installed; [] when
+    fine (reads only package metadata)."""
+    from bat.policy.pretrained import PretrainedUnavailable, locate_gguf, source
+
+    if not config.model.pretrained:
+        return []
+    try:
+        locate_gguf(source(config.model.pretrained))
+    except PretrainedUnavailable as exc:
+        return [str(exc)]
+    return []
 
 
 def preflight(config: "BatConfig", round_index: int) -> None:

@@ -70,12 +70,50 @@ def encode_text(tokenizer: Any, text: str) -> list[int]:
     return list(tokenizer(text, add_special_tokens=False)["input_ids"])
 
 
+_MARK = "\u2063BAT-ASSISTANT-MARK\u2063"
+PROBE_MESSAGES = [{"role": "system", "content": "s"}, {"role": "user", "content": "u"}, {"role": "assistant", "content": _MARK}]
+_PROBE_TOOL = {"name": "bat_probe_tool", "description": "probe", "parameters": {"type": "object", "properties": {}}}
+_PROBE_CALL = {"name": "bat_probe_call", "arguments": {"bat_probe_argument": 1}}
+
+
+class ChatTemplateError(ValueError):
+    """A tokenizer's chat template cannot express what bat trains on (tool lists, tool calls)."""
+
+
+def turn_close_text(tokenizer: Any, tools: Sequence[dict[str, Any]] | None = None) -> str:
+    """What the template writes after an assistant message's content (e.g. `<|im_end|>\\n` for ChatML)."""
+    base = render_messages(tokenizer, PROBE_MESSAGES, tools)
+    return base[base.rindex(_MARK) + len(_MARK):]
+
+
+def check_chat_template(tokenizer: Any, where: str = "the tokenizer") -> None:
+    """Raise ChatTemplateError unless the template renders a tool list and an assistant's tool call.
+
+    A template that drops them would train and roll out on prompts without tools, silently."""
+    messages = [{"role": "user", "content": "u"}, {"role": "assistant", "content": "", "tool_calls": [_PROBE_CALL]}]
+    try:
+        text = render_messages(tokenizer, messages, [_PROBE_TOOL])
+    except Exception as exc:  # jinja errors, a missing template
+        raise ChatTemplateError(f"{where}: its chat template cannot render a conversation with tools "
+                                f"({type(exc).__name__}: {exc}); install bat's template with "
+                                f"`bat model install-template DIR`") from None
+    missing = [what for what, needle in (("the tool list", _PROBE_TOOL["name"]), ("tool calls", _PROBE_CALL["name"]),
+                                         ("tool-call arguments", "bat_probe_argument")) if needle not in text]
+    if missing:
+        raise ChatTemplateError(f"{where}: its chat template drops {' and '.join(missing)}, so prompts would reach "
+                                f"the policy without them; install bat's template with "
+                                f"`bat model install-template DIR` (named pretrained models get it from "
+                                f"`bat model import`)")
+
+
 def encode_messages(
     tokenizer: Any, messages: Sequence[dict[str, Any]], tools: Sequence[dict[str, Any]] | None = None
 ) -> tuple[list[int], list[int]]:
     """Ids and loss mask for `messages` whose last message is the assistant target.
 
-    Mask is 1 on the target's tokens up to and including its end-of-turn token, 0 on everything else.
+    Mask is 1 on the target's content and on the template's end-of-turn token (the first token of
+    `turn_close_text`, which generation stops at), 0 on everything else; a close text that does not start
+    with a special token is masked whole.
     """
     if not messages or messages[-1].get("role") != "assistant":
         raise ValueError("the last message must be the assistant target (role 'assistant')")
@@ -85,10 +123,20 @@ def encode_messages(
         raise ValueError("chat template does not render the context as a prefix of the full conversation")
     prompt_ids = encode_text(tokenizer, prompt)
     target_ids = encode_text(tokenizer, full[len(prompt) :])
-    end_id = tokenizer.convert_tokens_to_ids(IM_END)
-    cut = target_ids.index(end_id) + 1 if end_id in target_ids else len(target_ids)
+    cut = _target_cut(tokenizer, target_ids, turn_close_text(tokenizer, tools))
     mask = [0] * len(prompt_ids) + [1] * cut + [0] * (len(target_ids) - cut)
     return prompt_ids + target_ids, mask
+
+
+def _target_cut(tokenizer: Any, target_ids: list[int], close_text: str) -> int:
+    """Number of leading target ids that are trained: content + the end-of-turn token."""
+    close_ids = encode_text(tokenizer, close_text)
+    special = bool(close_ids) and close_ids[0] in set(tokenizer.all_special_ids)
+    if close_ids and target_ids[-len(close_ids):] == close_ids:
+        return len(target_ids) - len(close_ids) + (1 if special else len(close_ids))
+    if special and close_ids[0] in target_ids:
+        return target_ids.index(close_ids[0]) + 1
+    return len(target_ids)
 
 
 def encode_prompt(

@@ -34,14 +34,32 @@ def check_model_dir(path: str | Path) -> Path:
     return p
 
 
-def load_tokenizer(path: str | Path) -> Any:
-    """Tokenizer from a local directory (local_files_only)."""
+def load_tokenizer(path: str | Path, *, check_template: bool = True) -> Any:
+    """Tokenizer from a local directory (local_files_only). With `check_template` its chat template must render
+    tool lists and tool calls (`bat.policy.chat.check_chat_template` raises ChatTemplateError naming the folder)."""
     from transformers import AutoTokenizer
+
+    from bat.policy.chat import check_chat_template
 
     p = Path(path)
     if not (p / "tokenizer.json").exists() and not (p / "tokenizer_config.json").exists():
         raise FileNotFoundError(f"{p} has no tokenizer.json / tokenizer_config.json")
-    return AutoTokenizer.from_pretrained(p, local_files_only=True)
+    tokenizer = AutoTokenizer.from_pretrained(p, local_files_only=True)
+    if check_template:
+        check_chat_template(tokenizer, where=f"model folder {p}")
+    return tokenizer
+
+
+def install_chat_template(path: str | Path) -> Path:
+    """Write bat's chat template (`bat.policy.chat.CHAT_TEMPLATE`) into the model folder `path` (its tokenizer
+    files are rewritten by the tokenizer's own `save_pretrained`); returns the folder."""
+    from bat.policy.chat import CHAT_TEMPLATE
+
+    p = check_model_dir(path)
+    tokenizer = load_tokenizer(p, check_template=False)
+    tokenizer.chat_template = CHAT_TEMPLATE
+    tokenizer.save_pretrained(p)
+    return p
 
 
 def torch_dtype(name: str) -> Any:

@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING, Any
 from bat.curriculum.mixture import POOL_ORDER
 from bat.evaluate.aggregate import pct, pct_delta
 from bat.report.plots import plot_overall, plot_stages
-from bat.report.summary import RoundView, round_view, run_views
+from bat.report.summary import RoundView, progress_rows, round_view, run_views
 from bat.schemas.evaluation import EvalAggregate
 from bat.state.atomic import atomic_write_json, atomic_write_text, read_json
 from bat.state.layout import BOOTSTRAP_PHASES, ROUND_PHASES, RunLayout
@@ -70,6 +70,8 @@ def report_data(layout: RunLayout, round_index: int, cfg: "BatConfig") -> dict[s
         "controller": view.controller.model_dump(mode="json") if view.controller else None,
         "final": view.final.model_dump(mode="json") if view.final else None,
         "end_of_run": {split: agg.model_dump(mode="json") for split, agg in view.end_of_run.items()},
+        "base_controller": view.base.model_dump(mode="json") if view.base else None,
+        "progress": progress_rows([v for v in run_views(layout) if v.round <= round_index]),
         "decision": view.decision.model_dump(mode="json") if view.decision else None,
         "best": view.best.model_dump(mode="json") if view.best else None,
         "plan": plan.model_dump(mode="json", exclude={"batches"}) if plan else None,
@@ -134,6 +136,14 @@ def _decision_lines(view: RoundView) -> list[str]:
 def render_markdown(data: dict[str, Any], view: RoundView, stage_keys: tuple[str, ...]) -> str:
     lines = [f"# {data['run']} — round {data['round']:02d} ({data['arm']})", "", "## Controller evaluation", ""]
     lines += _score_lines(view, stage_keys)
+    if data.get("progress"):
+        lines += ["## Held-out controller Overall so far", "",
+                  "| policy | Overall | Task | Agentic | " + " | ".join(stage_keys) + " |",
+                  "|---|---|---|---|" + "---|" * len(stage_keys)]
+        for row in data["progress"]:
+            lines.append(f"| {row['label']} | {row['overall']} | {row['task']} | {row['agentic']} | "
+                         + " | ".join(str(row["stages"].get(k, "-")) for k in stage_keys) + " |")
+        lines.append("")
     if view.final is not None:
         lines += ["## Final evaluation (disjoint runs; never used for routing)", "",
                   f"Overall {pct(view.final.overall)}{_hw(view.final, 'overall')}, Task {pct(view.final.task)}, "

@@ -7,7 +7,7 @@ from typing import Any
 
 from bat.curriculum.history import load_best_after, load_decision
 from bat.evaluate.aggregate import pct
-from bat.evaluate.store import load_aggregate
+from bat.evaluate.store import BASE_VARIANT, load_aggregate
 from bat.schemas.evaluation import EvalAggregate
 from bat.schemas.routing import BestCheckpoint, RoundPlan, RouteDecision
 from bat.state.atomic import read_json
@@ -26,6 +26,8 @@ class RoundView:
     plan: RoundPlan | None
     end_of_run: dict[str, EvalAggregate]
     """Split -> aggregate of the `final_test` phase (retained best on the final and test splits), when run."""
+    base: EvalAggregate | None = None
+    """Round 0 only: the untrained base policy on the controller split (`evaluate.base_model`)."""
 
 
 def load_plan(layout: RunLayout, round_index: int) -> RoundPlan | None:
@@ -43,7 +45,20 @@ def round_view(layout: RunLayout, round_index: int) -> RoundView:
         plan=load_plan(layout, round_index),
         end_of_run={split: agg for split in ("final", "test")
                     if (agg := load_aggregate(layout, round_index, split, phase="final_test")) is not None},
+        base=load_aggregate(layout, round_index, "controller", variant=BASE_VARIANT),
     )
+
+
+def progress_rows(views: list[RoundView]) -> list[dict[str, Any]]:
+    """Held-out controller scores in order: the base policy, after SFT (round 0), after each RL round (0-100)."""
+    rows = []
+    for view in views:
+        for label, agg in ((("base policy", view.base),) if view.base is not None else ()) + (
+                (("after SFT" if view.round == 0 else f"after RL round {view.round}"), view.controller),):
+            if agg is not None:
+                rows.append({"round": view.round, "label": label, "overall": pct(agg.overall), "task": pct(agg.task),
+                             "agentic": pct(agg.agentic), "stages": {k: pct(v) for k, v in agg.stages.items()}})
+    return rows
 
 
 def run_views(layout: RunLayout) -> list[RoundView]:

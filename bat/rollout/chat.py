@@ -9,10 +9,17 @@ from __future__ import annotations
 
 from typing import Any, Sequence
 
-from bat.policy.chat import encode_text, render_messages
+from bat.policy.chat import PROBE_MESSAGES, encode_text, render_messages, turn_close_text
 
-_MARK = "\u2063BAT-ASSISTANT-MARK\u2063"
-_PROBE = [{"role": "system", "content": "s"}, {"role": "user", "content": "u"}, {"role": "assistant", "content": _MARK}]
+
+def policy_tools(render_tools: bool) -> list[dict[str, Any]] | None:
+    """The tool list rendered into the policy's system turn: the benchmark's TOOL_SPECS when `sft.render_tools`,
+    else None. SFT, rollouts and evaluation all render through this, so the policy sees one prompt shape."""
+    if not render_tools:
+        return None
+    from bat.benchmark import TOOL_SPECS
+
+    return list(TOOL_SPECS)
 
 
 class TurnTokens:
@@ -21,10 +28,8 @@ class TurnTokens:
     def __init__(self, tokenizer: Any, tools: Sequence[dict[str, Any]] | None = None) -> None:
         self.tokenizer = tokenizer
         self.tools = list(tools) if tools else None
-        base = render_messages(tokenizer, _PROBE, self.tools)
-        cut = base.rindex(_MARK) + len(_MARK)
-        self._base = base
-        self.close_text = base[cut:]
+        self._base = render_messages(tokenizer, PROBE_MESSAGES, self.tools)
+        self.close_text = turn_close_text(tokenizer, self.tools)
         """What the template writes after an assistant message's content (e.g. `<|im_end|>\\n`)."""
         close_ids = encode_text(tokenizer, self.close_text)
         stops = {int(i) for i in ([tokenizer.eos_token_id] if tokenizer.eos_token_id is not None else [])}
@@ -44,7 +49,7 @@ class TurnTokens:
         message: dict[str, Any] = {"role": "tool", "content": text}
         if name:
             message["name"] = name
-        full = render_messages(self.tokenizer, [*_PROBE, message], self.tools, add_generation_prompt=True)
+        full = render_messages(self.tokenizer, [*PROBE_MESSAGES, message], self.tools, add_generation_prompt=True)
         if not full.startswith(self._base):
             raise ValueError("chat template re-renders earlier messages when a tool message is added; "
                              "token-in/token-out rollouts need an append-only template")

@@ -51,9 +51,9 @@ def resolve_checkpoint(layout: "RunLayout", checkpoint: str) -> Path:
 def run_rollout(ctx: PhaseContext) -> PhaseResult:
     """Roll out every state of the round plan K times; resumes from finished shards."""
     from bat.bank.store import open_bank
-    from bat.benchmark import TOOL_NAMES, TOOL_SPECS
+    from bat.benchmark import TOOL_NAMES
     from bat.policy.loader import load_tokenizer
-    from bat.rollout.chat import TurnTokens
+    from bat.rollout.chat import TurnTokens, policy_tools
     from bat.rollout.engine import make_engine
     from bat.rollout.envs import bank_opener
     from bat.rollout.loop import LoopSettings
@@ -72,7 +72,7 @@ def run_rollout(ctx: PhaseContext) -> PhaseResult:
     summary = run_shards(
         ctx.phase_dir, jobs, k=rc.k, states_per_shard=rc.states_per_shard, run_seed=cfg.run.seed,
         round_index=ctx.round, open_env=bank_opener(bank, cfg), engine_factory=lambda: make_engine(rc, checkpoint),
-        turn_tokens=lambda: TurnTokens(load_tokenizer(checkpoint), TOOL_SPECS if cfg.sft.render_tools else None),
+        turn_tokens=lambda: TurnTokens(load_tokenizer(checkpoint), policy_tools(cfg.sft.render_tools)),
         settings=settings,
         scratch=ctx.layout.scratch_dir / f"round_{ctx.round:02d}" / "rollout", keep_evidence=rc.keep_evidence,
         log=lambda msg: log_event(ctx.layout, ctx.round, ctx.phase, msg))

@@ -14,6 +14,7 @@ state/<run>/
 
 from __future__ import annotations
 
+import os
 import re
 from dataclasses import dataclass
 from pathlib import Path
@@ -21,6 +22,22 @@ from pathlib import Path
 ROUND_PHASES = ("rollout", "verify", "grpo", "evaluate", "route")
 BOOTSTRAP_PHASES = ("synthesize", "scan", "sft", "evaluate", "route")
 _BANK_RE = re.compile(r"^v(\d{4})$")
+
+
+def model_cache_root(configured: str | os.PathLike[str] | None = None) -> Path:
+    """Folder of converted named pretrained models, shared by every run of this user: `configured`
+    (`model.cache_dir`), else $BAT_MODEL_CACHE, else $XDG_CACHE_HOME/bat/models, else ~/.cache/bat/models."""
+    if configured:
+        return Path(configured).expanduser().resolve()
+    if os.environ.get("BAT_MODEL_CACHE"):
+        return Path(os.environ["BAT_MODEL_CACHE"]).expanduser().resolve()
+    cache = Path(os.environ["XDG_CACHE_HOME"]) if os.environ.get("XDG_CACHE_HOME") else Path.home() / ".cache"
+    return (cache / "bat" / "models").resolve()
+
+
+def pretrained_model_dir(name: str, configured: str | os.PathLike[str] | None = None) -> Path:
+    """The converted folder of the named pretrained model `name` in the model cache."""
+    return model_cache_root(configured) / name
 
 
 @dataclass(frozen=True)
@@ -145,8 +162,10 @@ class RunLayout:
         """Evaluation-private side: raw held-out runs. Training phases must never open it."""
         return self.root / "heldout"
 
-    def heldout_runs(self, round_index: int, split: str = "controller") -> Path:
-        return self.heldout_dir / f"round_{round_index:02d}" / split
+    def heldout_runs(self, round_index: int, split: str = "controller", variant: str | None = None) -> Path:
+        """`heldout/round_NN/<split>`, or `heldout/round_NN/<variant>/<split>` for a variant (the base policy)."""
+        base = self.heldout_dir / f"round_{round_index:02d}"
+        return (base / variant / split) if variant else (base / split)
 
     # orchestration (appended by team orchestrate) ------------------------------
     def submitit_dir(self, round_index: int, phase: str) -> Path:

@@ -20,17 +20,10 @@ _SUMMARY_DROP = ("engine", "tokenizer", "last")
 
 
 def base_model_path(ctx: PhaseContext) -> Path:
-    """`model.path` when set, else `models/tiny` (built deterministically from `model.tiny` if missing)."""
-    from bat.policy.loader import check_model_dir
+    """The run's base policy folder (`bat.policy.base.base_model_dir`: pretrained, `model.path` or tiny)."""
+    from bat.policy.base import base_model_dir
 
-    if ctx.config.model.path:
-        return check_model_dir(ctx.config.model.path)
-    path = ctx.layout.base_model("tiny")
-    if not (path / "config.json").exists():
-        from bat.policy.tiny import build_tiny_model
-
-        build_tiny_model(path, ctx.config.model.tiny, seed=ctx.config.run.seed)
-    return path
+    return base_model_dir(ctx.config.model, ctx.layout, seed=ctx.config.run.seed)
 
 
 def _summary(summary: dict[str, Any]) -> dict[str, int | float]:

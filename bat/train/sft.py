@@ -87,7 +87,7 @@ def train_sft(
     else:
         log.reset()
     pad_id = tokenizer.pad_token_id
-    val = data.validation(seed)
+    val = data.validation(seed)[: cfg.val_sequences]
     first_val = validation_loss(engine, val, pad_id, micro, env.rank, env.world) if step == 0 else None
     if step == 0 and first_val is not None:
         log.write({"step": 0, "val_loss": first_val})
