@@ -146,7 +146,8 @@ class ModelConfig(Section):
     def positions(self) -> int | None:
         """Context length the base policy was trained for: the registered value of `pretrained`, or
         `max_position_embeddings` of `path`'s config.json when readable; None for the tiny model (random-init
-        rotary positions extend; `tiny.max_positions` is only its config value) or an unreadable path."""
+        rotary positions extend; `tiny.max_positions` is only its config value, also for a tiny model given as
+        `path`) or an unreadable path."""
         if self.pretrained is not None:
             from bat.policy.pretrained import REGISTRY
 
@@ -155,9 +156,14 @@ class ModelConfig(Section):
             import json
             from pathlib import Path
 
+            folder = Path(self.path)
             try:
-                value = json.loads((Path(self.path) / "config.json").read_text(encoding="utf-8")).get(
-                    "max_position_embeddings")
+                if json.loads((folder / "bat_model.json").read_text(encoding="utf-8")).get("builder") == "bat.policy.tiny":
+                    return None
+            except (OSError, ValueError, AttributeError):
+                pass
+            try:
+                value = json.loads((folder / "config.json").read_text(encoding="utf-8")).get("max_position_embeddings")
             except (OSError, ValueError, AttributeError):
                 return None
             return int(value) if isinstance(value, int) and value > 0 else None

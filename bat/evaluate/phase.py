@@ -13,7 +13,7 @@ from pathlib import Path
 from bat.config.load import config_hash
 from bat.evaluate.episodes import SCRIPTED_PREFIX, Driver, policy_driver, scripted_driver
 from bat.evaluate.runner import evaluate_split
-from bat.evaluate.store import BASE_VARIANT
+from bat.evaluate.store import BASE_VARIANT, load_aggregate
 from bat.orchestrate.context import PhaseContext, PhaseResult
 from bat.orchestrate.events import log_event
 from bat.state.atomic import atomic_write_json, read_json
@@ -89,7 +89,13 @@ def run_evaluate(ctx: PhaseContext) -> PhaseResult:
 
         base = str(base_model_dir(ctx.config.model, ctx.layout, seed=ctx.config.run.seed))
         result.extra["base_checkpoint"] = base
-        _evaluate(ctx, base, ["controller"], variant=BASE_VARIANT, result=result)
+        done = load_aggregate(ctx.layout, ctx.round, "controller", variant=BASE_VARIANT)
+        if done is not None and done.checkpoint == base:  # a resumed phase keeps the finished base evaluation
+            result.counts.update(base_controller_runs=done.n_runs, base_controller_null_cells=len(done.null_cells))
+            if done.overall is not None:
+                result.counts["base_controller_overall"] = done.overall
+        else:
+            _evaluate(ctx, base, ["controller"], variant=BASE_VARIANT, result=result)
     return _evaluate(ctx, checkpoint, splits, result=result)
 
 

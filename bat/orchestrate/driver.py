@@ -7,9 +7,11 @@ Reads: DONE.json markers, job records, the lease. Writes: job records, leases, e
 
 from __future__ import annotations
 
+import json
 import os
 import socket
 import time
+from pathlib import Path
 from typing import TYPE_CHECKING, Callable
 
 from bat.orchestrate.events import log_event
@@ -81,13 +83,40 @@ def queue_phase(config: "BatConfig", layout: RunLayout, r: int, phase: str, deps
     return None
 
 
+class StepProgress:
+    """Prints a training phase's newest step line (`metrics.jsonl`: step, loss, val_loss, tokens/s) once per step."""
+
+    def __init__(self, metrics: Path, prefix: str) -> None:
+        self.metrics, self.prefix, self.size, self.step = metrics, prefix, 0, 0
+
+    def report(self) -> None:
+        """Reads only the file's size and, when it grew, its last line; never raises on a torn or missing file."""
+        try:
+            size = self.metrics.stat().st_size
+            if size == self.size:
+                return
+            self.size = size
+            last = json.loads(self.metrics.read_text(encoding="utf-8").strip().splitlines()[-1])
+        except (OSError, ValueError, IndexError):
+            return
+        step = last.get("step") if isinstance(last, dict) else None
+        if not isinstance(step, int) or step <= self.step:
+            return
+        self.step = step
+        parts = [f"{key} {last[key]:.4g}" for key in ("loss", "val_loss", "reward_mean", "tokens_per_s")
+                 if isinstance(last.get(key), (int, float))]
+        print(f"{self.prefix}: step {step}: {', '.join(parts)}", flush=True)
+
+
 def _wait_local(config: "BatConfig", layout: RunLayout, r: int, phase: str, job, kind: str,
                 heartbeat: Callable[[], None]) -> None:
     """Wait for a local/debug job, printing progress; raise PhaseFailed unless it wrote DONE.json."""
     started = time.monotonic()
     print(f"[round {r}] {phase}: running (job {job.job_id}, log {job.paths.stderr})", flush=True)
+    progress = StepProgress(layout.phase_dir(r, phase) / "metrics.jsonl", f"[round {r}] {phase}")
     while not job.done():
         heartbeat()
+        progress.report()
         time.sleep(min(config.orchestrate.poll_s, 0.5))
     if kind == "local" and not _wait_for(job.paths.result_pickle, 2.0):  # none at all = the job was killed
         raise PhaseFailed(f"round {r} phase {phase}: job {job.job_id} died without a result (killed?); "

@@ -134,3 +134,30 @@ def test_opening_messages_match_the_bank_e2e_prompt_shape():
     assert messages[0]["content"].startswith(PREAMBLE)
     assert all(f"## Stage {k}" in messages[0]["content"] for k in ("S1", "S2", "S3", "S4", "S5"))
     assert messages[1]["content"] == "# Brief\nSegment the organs."
+
+
+def test_round_zero_also_scores_the_base_policy_once(layout, tmp_path):
+    from bat.policy.tiny import build_tiny_model
+    from bat.report.summary import progress_rows, run_views
+    from bat.state.markers import write_done
+
+    cfg = parse_config({"benchmark": {"tracks": ["vqa"], "repeats": 1, "runtime": "inprocess"}, "run": {"rounds": 1},
+                        "rollout": {"budgets": {"max_new_tokens_per_turn": 8, "max_assistant_turns": 1, "max_tool_calls": 1}}})
+    base = build_tiny_model(tmp_path / "base", cfg.model.tiny, 7)
+    candidate = build_tiny_model(tmp_path / "sft", cfg.model.tiny, 8)
+    cfg = cfg.model_copy(update={"model": cfg.model.model_copy(update={"path": str(base)})})
+    write_done(layout.phase_dir(0, "sft"), phase="sft", config_hash="x", extra={"candidate": str(candidate)})
+    ctx = PhaseContext(config=cfg, layout=layout, round=0, phase="evaluate")
+    result = run_evaluate(ctx)
+    assert result.counts["base_controller_runs"] == 1 and result.counts["controller_runs"] == 1
+    assert result.extra["base_checkpoint"] == str(base)
+    base_agg = load_aggregate(layout, 0, "controller", variant="base")
+    assert base_agg.checkpoint == str(base) and load_aggregate(layout, 0, "controller").checkpoint == str(candidate)
+    assert (layout.heldout_dir / "round_00" / "base" / "controller" / "manifest.json").exists()
+    assert [row["label"] for row in progress_rows(run_views(layout))] == ["base policy", "after SFT"]
+    runs = layout.heldout_dir / "round_00" / "base" / "controller" / "runs.jsonl"
+    before = runs.stat().st_mtime_ns
+    again = run_evaluate(ctx)  # a rerun keeps the finished base evaluation
+    assert runs.stat().st_mtime_ns == before and again.counts["base_controller_runs"] == 1
+    off = cfg.model_copy(update={"evaluate": cfg.evaluate.model_copy(update={"base_model": False})})
+    assert "base_controller_runs" not in run_evaluate(PhaseContext(config=off, layout=layout, round=0, phase="evaluate")).counts
