@@ -15,6 +15,7 @@ from bat.evaluate.episodes import SCRIPTED_PREFIX, Driver, policy_driver, script
 from bat.evaluate.runner import evaluate_split
 from bat.evaluate.store import BASE_VARIANT, load_aggregate
 from bat.orchestrate.context import PhaseContext, PhaseResult
+from bat.schemas.evaluation import EvalAggregate
 from bat.orchestrate.events import log_event
 from bat.state.atomic import atomic_write_json, read_json
 from bat.state.checkpoints import read_best
@@ -49,6 +50,14 @@ def _driver(ctx: PhaseContext, checkpoint: str) -> tuple[Driver, object]:
     return policy_driver(ctx.config, Path(checkpoint))
 
 
+def _count(result: PhaseResult, key: str, agg: EvalAggregate) -> None:
+    """Record one aggregate's runs, null cells and Overall (when known) in `result.counts` under `key`."""
+    result.counts[f"{key}_runs"] = agg.n_runs
+    result.counts[f"{key}_null_cells"] = len(agg.null_cells)
+    if agg.overall is not None:
+        result.counts[f"{key}_overall"] = agg.overall
+
+
 def _evaluate(ctx: PhaseContext, checkpoint: str, splits: list[str], *, variant: str | None = None,
               result: PhaseResult | None = None) -> PhaseResult:
     """Evaluate `checkpoint` on each split; counts go into `result` (prefixed with the variant, if any)."""
@@ -61,10 +70,7 @@ def _evaluate(ctx: PhaseContext, checkpoint: str, splits: list[str], *, variant:
             agg, written = evaluate_split(ctx.config, ctx.layout, ctx.round, split, checkpoint, driver,
                                           config_hash=chash, phase=ctx.phase, variant=variant)
             result.outputs.extend(written)
-            result.counts[f"{prefix}{split}_runs"] = agg.n_runs
-            result.counts[f"{prefix}{split}_null_cells"] = len(agg.null_cells)
-            if agg.overall is not None:
-                result.counts[f"{prefix}{split}_overall"] = agg.overall
+            _count(result, f"{prefix}{split}", agg)
             log_event(ctx.layout, ctx.round, ctx.phase,
                       f"{prefix}{split}: Overall {agg.overall if agg.overall is None else round(100 * agg.overall, 1)} "
                       f"over {agg.n_runs} runs, {len(agg.null_cells)} null cell(s), checkpoint {checkpoint}")
@@ -91,9 +97,7 @@ def run_evaluate(ctx: PhaseContext) -> PhaseResult:
         result.extra["base_checkpoint"] = base
         done = load_aggregate(ctx.layout, ctx.round, "controller", variant=BASE_VARIANT)
         if done is not None and done.checkpoint == base:  # a resumed phase keeps the finished base evaluation
-            result.counts.update(base_controller_runs=done.n_runs, base_controller_null_cells=len(done.null_cells))
-            if done.overall is not None:
-                result.counts["base_controller_overall"] = done.overall
+            _count(result, f"{BASE_VARIANT}_controller", done)
         else:
             _evaluate(ctx, base, ["controller"], variant=BASE_VARIANT, result=result)
     return _evaluate(ctx, checkpoint, splits, result=result)

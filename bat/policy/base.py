@@ -33,12 +33,3 @@ def base_model_dir(model: ModelConfig, layout: RunLayout, seed: int, *,
         build_tiny_model(path, model.tiny, seed=seed)
     return path
 
-
-def base_model_name(model: ModelConfig) -> str:
-    """What records name the base policy by (never a machine path): the pretrained name, the folder's
-    basename, or `tiny`."""
-    if model.pretrained:
-        return model.pretrained
-    if model.path:
-        return Path(model.path).name
-    return "tiny"
