@@ -47,5 +47,9 @@ class GrpoConfig(Section):
     """Save a resumable step checkpoint every this many steps (paper: 5)."""
     keep_checkpoints: int = Field(3, ge=1)
     """Keep the newest K step checkpoints (paper: 3)."""
+    target_logits_only: bool = True
+    """Project hidden states to vocabulary logits only at trained positions (same loss and gradients; the
+    `[B, T, V]` logits of every context token are what dominates memory on long contexts). False computes
+    them everywhere (the reference `bat bench train --logits` compares against)."""
     deepspeed: DeepSpeedConfig = DeepSpeedConfig(micro_batch_per_rank=2)
     """Engine settings."""

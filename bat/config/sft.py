@@ -47,5 +47,9 @@ class SftConfig(Section):
     """Keep the newest K step checkpoints."""
     log_every: int = Field(1, ge=1)
     """Write a metrics line every this many steps."""
+    target_logits_only: bool = True
+    """Project hidden states to vocabulary logits only at trained positions (same loss and gradients; the
+    `[B, T, V]` logits of every context token are what dominates memory on long contexts). False computes
+    them everywhere (the reference `bat bench train --logits` compares against)."""
     deepspeed: DeepSpeedConfig = DeepSpeedConfig()
     """Engine settings."""

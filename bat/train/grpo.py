@@ -19,18 +19,20 @@ from bat.train.checkpoint import export_hf, load_latest, save_step
 from bat.train.common import MetricsLog, all_sum, batch_indices, chunks, peak_memory_mb, plan_accumulation, rank_slice
 from bat.train.engine import build_engine, grad_norm, init_distributed, record_grad_norm
 from bat.train.grpo_data import GrpoData, GrpoItem, collate_items, global_denominator, pool_reward_means
-from bat.train.losses import aggregate_parts, grpo_token_loss, token_logprobs
+from bat.train.losses import aggregate_parts, grpo_token_loss, target_logprobs
 
 
-def sequence_logprobs(model: Any, batch: dict[str, Any], device: Any) -> Any:
-    """log pi(token_t | prefix) for t = 1..T-1 at each row's sampling temperature; `[B, T-1]`."""
+def sequence_logprobs(model: Any, batch: dict[str, Any], device: Any, targets_only: bool = True) -> Any:
+    """log pi(token_t | prefix) for t = 1..T-1 at each row's sampling temperature; `[B, T-1]`. With
+    `targets_only` and a `loss_mask` in `batch` only the masked (generated) positions are computed; the others
+    hold 0. Without a `loss_mask` every position is computed."""
     import torch
 
     ids = batch["input_ids"].to(device)
-    logits = model(input_ids=ids, attention_mask=batch["attention_mask"].to(device)).logits[:, :-1]
-    temp = batch["temperature"].to(device)
-    temp = torch.where(temp > 0, temp, torch.ones_like(temp))
-    return token_logprobs(logits / temp[:, None, None], ids[:, 1:])
+    mask = batch.get("loss_mask")
+    mask = torch.ones_like(ids[:, 1:]) if mask is None else mask.to(device)
+    return target_logprobs(model, ids, batch["attention_mask"].to(device), mask, batch["temperature"].to(device),
+                           targets_only=targets_only and "loss_mask" in batch)
 
 
 def _micro_step(engine: Any, ref: Any, batch: dict[str, Any], cfg: GrpoConfig, scale: float) -> list[float]:
@@ -38,11 +40,11 @@ def _micro_step(engine: Any, ref: Any, batch: dict[str, Any], cfg: GrpoConfig, s
     import torch
 
     device = engine.device
-    logp = sequence_logprobs(engine, batch, device)
+    logp = sequence_logprobs(engine, batch, device, cfg.target_logits_only)
     ref_logp = None
     if ref is not None and cfg.kl_coef > 0:
         with torch.no_grad():
-            ref_logp = sequence_logprobs(ref, batch, device)
+            ref_logp = sequence_logprobs(ref, batch, device, cfg.target_logits_only)
     mask = batch["loss_mask"].to(device)
     per_token, stats = grpo_token_loss(logp, batch["behavior_logprobs"].to(device), ref_logp, batch["adv"].to(device),
                                        mask, clip_eps=cfg.clip_eps, kl_coef=cfg.kl_coef, kl_kind=cfg.kl_estimator)

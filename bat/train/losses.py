@@ -7,7 +7,7 @@ their log-probabilities are extreme.
 
 from __future__ import annotations
 
-from typing import Literal, Sequence
+from typing import Any, Literal, Sequence
 
 import torch
 
@@ -158,3 +158,44 @@ def token_logprobs(logits: torch.Tensor, targets: torch.Tensor) -> torch.Tensor:
     """log softmax(logits)[targets] per position; logits `[B, T, V]`, targets `[B, T]`."""
     logps = torch.log_softmax(logits.float(), dim=-1)
     return torch.gather(logps, -1, targets.unsqueeze(-1)).squeeze(-1)
+
+
+def _accepts_logits_to_keep(model: Any) -> bool:
+    """Whether the (possibly engine-wrapped) HF model's forward takes `logits_to_keep`."""
+    import inspect
+
+    module = getattr(model, "module", model)
+    try:
+        return "logits_to_keep" in inspect.signature(type(module).forward).parameters
+    except (TypeError, ValueError):
+        return False
+
+
+def target_logprobs(model: Any, input_ids: torch.Tensor, attention_mask: torch.Tensor, loss_mask: torch.Tensor,
+                    temperature: torch.Tensor | None = None, *, targets_only: bool = True) -> torch.Tensor:
+    """log pi(token_{t+1} | tokens_<=t) per position t, `[B, T-1]`, for `input_ids` `[B, T]`.
+
+    With `targets_only` (and a model whose forward takes `logits_to_keep`), hidden states are projected to the
+    vocabulary only at the positions where some row's shifted `loss_mask` (`[B, T-1]`) is set: the same values
+    and gradients there, without the `[B, T, V]` logits of every context token (a 135M policy's vocabulary
+    projection and log-softmax on 8k-token contexts dominate memory). Other positions hold 0 and must stay
+    masked. `temperature` (`[B]`, values <= 0 read as 1) divides the logits row-wise."""
+    if targets_only and _accepts_logits_to_keep(model):
+        keep = loss_mask.bool().any(dim=0).nonzero().squeeze(-1)
+        if keep.numel() == 0:
+            keep = torch.zeros(1, dtype=torch.long, device=input_ids.device)
+        logits = model(input_ids=input_ids, attention_mask=attention_mask, logits_to_keep=keep).logits
+        targets = input_ids[:, 1:].index_select(1, keep)
+    else:
+        keep = None
+        logits = model(input_ids=input_ids, attention_mask=attention_mask).logits[:, :-1]
+        targets = input_ids[:, 1:]
+    if temperature is not None:
+        temp = torch.where(temperature > 0, temperature, torch.ones_like(temperature))
+        logits = logits / temp[:, None, None].to(logits.dtype)
+    logp = token_logprobs(logits, targets)
+    if keep is None:
+        return logp
+    full = torch.zeros(input_ids.shape[0], input_ids.shape[1] - 1, dtype=logp.dtype, device=logp.device)
+    return full.index_copy(1, keep, logp)
+

@@ -18,23 +18,24 @@ from bat.state.checkpoints import CheckpointStore
 from bat.train.checkpoint import export_hf, load_latest, save_step
 from bat.train.common import MetricsLog, all_sum, batch_positions, chunks, peak_memory_mb, plan_accumulation, rank_slice
 from bat.train.engine import build_engine, grad_norm, init_distributed, record_grad_norm
-from bat.train.losses import token_logprobs
+from bat.train.losses import target_logprobs
 from bat.train.sft_data import Example, SftData, collate
 
 
-def _nll_sum(engine: Any, batch: dict[str, Any]) -> tuple[Any, int]:
-    """Summed target-token NLL of one micro-batch (with grad) and its target-token count."""
+def _nll_sum(engine: Any, batch: dict[str, Any], targets_only: bool = True) -> tuple[Any, int]:
+    """Summed target-token NLL of one micro-batch (with grad) and its target-token count; `targets_only`
+    projects to the vocabulary only at target positions (`bat.train.losses.target_logprobs`)."""
     import torch
 
     device = engine.device
-    ids = batch["input_ids"].to(device)
-    out = engine(input_ids=ids, attention_mask=batch["attention_mask"].to(device))
-    logp = token_logprobs(out.logits[:, :-1], ids[:, 1:])
     mask = batch["loss_mask"].to(device).bool()
+    logp = target_logprobs(engine, batch["input_ids"].to(device), batch["attention_mask"].to(device), mask,
+                           targets_only=targets_only)
     return torch.where(mask, -logp, torch.zeros_like(logp)).sum(), int(mask.sum())
 
 
-def validation_loss(engine: Any, examples: Sequence[Example], pad_id: int, micro: int, rank: int, world: int) -> float | None:
+def validation_loss(engine: Any, examples: Sequence[Example], pad_id: int, micro: int, rank: int, world: int,
+                    targets_only: bool = True) -> float | None:
     """Mean target-token NLL over `examples` (sharded round-robin over ranks); None without validation rows."""
     import torch
 
@@ -44,7 +45,7 @@ def validation_loss(engine: Any, examples: Sequence[Example], pad_id: int, micro
     total, tokens = 0.0, 0
     with torch.no_grad():
         for group in chunks(list(examples)[rank::world], micro):
-            nll, count = _nll_sum(engine, collate(group, pad_id))
+            nll, count = _nll_sum(engine, collate(group, pad_id), targets_only)
             total, tokens = total + float(nll), tokens + count
     engine.train()
     total, tokens = all_sum([total, tokens])
@@ -88,7 +89,7 @@ def train_sft(
         log.reset()
     pad_id = tokenizer.pad_token_id
     val = data.validation(seed)[: cfg.val_sequences]
-    first_val = validation_loss(engine, val, pad_id, micro, env.rank, env.world) if step == 0 else None
+    first_val = validation_loss(engine, val, pad_id, micro, env.rank, env.world, cfg.target_logits_only) if step == 0 else None
     if step == 0 and first_val is not None:
         log.write({"step": 0, "val_loss": first_val})
     last_val, started, ran = first_val, time.perf_counter(), 0
@@ -99,7 +100,7 @@ def train_sft(
         mine = rank_slice(picked, env.rank, env.world)
         t0, loss_sum, tokens = time.perf_counter(), 0.0, 0
         for group in chunks(mine, micro):
-            nll, count = _nll_sum(engine, collate(group, pad_id))
+            nll, count = _nll_sum(engine, collate(group, pad_id), cfg.target_logits_only)
             engine.backward(nll * (env.world * accum) / max(global_tokens, 1))
             record_grad_norm(engine)
             engine.step()
@@ -111,7 +112,7 @@ def train_sft(
                   "grad_norm": grad_norm(engine), "target_tokens": global_tokens, "tokens": int(all_tokens),
                   "tokens_per_s": all_tokens / max(time.perf_counter() - t0, 1e-9)}
         if (step % cfg.val_every == 0 or step == cfg.steps) and data.val:
-            last_val = record["val_loss"] = validation_loss(engine, val, pad_id, micro, env.rank, env.world)
+            last_val = record["val_loss"] = validation_loss(engine, val, pad_id, micro, env.rank, env.world, cfg.target_logits_only)
         if step % cfg.log_every == 0 or step == cfg.steps:
             log.write(record)
         if step % cfg.checkpoint_every == 0 or step == cfg.steps or (stop_after is not None and ran == stop_after):

@@ -15,3 +15,15 @@ def test_bench_train_prints_figures(capsys):
     assert "tokens/s" in out and "peak MiB" in out and "DS/plain" in out
     rows = [line for line in out.splitlines() if "│   tiny" in line or "│ tiny" in line]
     assert len(rows) == 2 and any(" sft " in r for r in rows) and any(" grpo " in r for r in rows)
+
+
+@pytest.mark.slow
+def test_bench_train_compares_target_and_all_position_logits(capsys):
+    code = main(["bench", "train", "--presets", "tiny", "--modes", "sft", "--steps", "2", "--seq-len", "32",
+                 "--batch", "2", "--micro", "2", "--logits", "targets", "all", "--target-fraction", "0.1"])
+    assert code == 0
+    out = capsys.readouterr().out
+    assert "10% of each row" in out
+    rows = [line for line in out.splitlines() if "tiny" in line and " sft " in line]
+    assert len(rows) == 2 and any(" targets " in r for r in rows) and any(" all " in r for r in rows)
+    assert "tiny sft: target-only / all-position logits:" in out and "x peak memory" in out

@@ -94,3 +94,41 @@ def test_identical_rewards_give_zero_policy_gradient():
     loss, _ = grpo_loss(logp, logp.detach() - 0.1, None, adv, torch.ones(3, 5), kl_coef=0.0)
     loss.backward()
     assert torch.count_nonzero(logp.grad) == 0
+
+
+def test_target_logprobs_match_full_logits_in_values_and_gradients(tiny_dir):
+    from bat.policy.loader import load_model
+    from bat.train.losses import target_logprobs
+
+    model = load_model(tiny_dir).train()
+    gen = torch.Generator().manual_seed(3)
+    ids = torch.randint(5, 200, (2, 40), generator=gen)
+    attn = torch.ones_like(ids)
+    attn[1, 33:] = 0
+    mask = torch.zeros(2, 39, dtype=torch.long)
+    mask[0, 20:30], mask[1, 25:32] = 1, 1  # row 1's targets differ from row 0's: the union is computed
+    temp = torch.tensor([0.7, 1.0])
+    results = []
+    for targets_only in (True, False):
+        model.zero_grad()
+        logp = target_logprobs(model, ids, attn, mask, temp, targets_only=targets_only)
+        assert logp.shape == (2, 39)
+        torch.where(mask.bool(), logp, 0.0).sum().backward()
+        grads = [p.grad.clone() for p in model.parameters() if p.grad is not None]
+        results.append((logp.detach(), grads))
+    (kept, kept_grads), (full, full_grads) = results
+    m = mask.bool()
+    assert torch.allclose(kept[m], full[m], atol=1e-5)
+    assert not kept[~m & ~mask.bool().any(0).expand_as(m)].any()  # outside the union nothing was projected
+    assert len(kept_grads) == len(full_grads)
+    assert all(torch.allclose(a, b, atol=1e-5, rtol=1e-4) for a, b in zip(kept_grads, full_grads))
+
+
+def test_target_logprobs_without_targets_still_builds_a_graph(tiny_dir):
+    from bat.policy.loader import load_model
+    from bat.train.losses import target_logprobs
+
+    model = load_model(tiny_dir).train()
+    ids = torch.randint(5, 200, (1, 12))
+    logp = target_logprobs(model, ids, torch.ones_like(ids), torch.zeros(1, 11, dtype=torch.long))
+    assert logp.shape == (1, 11) and logp.requires_grad
