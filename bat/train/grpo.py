@@ -1,6 +1,7 @@
 """GRPO block (Eqs. 17-19) on DeepSpeed over joined rollout/reward items.
 
-Reads the round-start HF checkpoint (policy init, and a frozen copy as KL reference when beta > 0) and
+Reads the round-start HF checkpoint (policy init, and a frozen copy as KL reference when beta > 0, loaded
+only once the policy has moved away from it, i.e. after a block's first step) and
 `GrpoData`; writes step checkpoints under `ckpt_root` (resumed from the newest valid one),
 `metrics.jsonl` (rank 0: loss, KL, clip fraction, reward mean by pool, grad norm, tokens) and the
 candidate HF export at `export_dir` when all steps are done. Log-probs use each rollout's sampling
@@ -35,29 +36,43 @@ def sequence_logprobs(model: Any, batch: dict[str, Any], device: Any, targets_on
                            targets_only=targets_only and "loss_mask" in batch)
 
 
-def _micro_step(engine: Any, ref: Any, batch: dict[str, Any], cfg: GrpoConfig, scale: float) -> list[float]:
-    """Forward/backward one micro-batch; returns [loss numerator, kl sum, clipped count, masked tokens]."""
+def _micro_step(engine: Any, ref: Any, batch: dict[str, Any], cfg: GrpoConfig, scale: float, *,
+                at_reference: bool) -> list[float]:
+    """Forward/backward one micro-batch; returns [loss numerator, kl sum, clipped count, masked tokens, skipped].
+
+    `at_reference`: the engine still holds the round-start weights the KL reference holds (the first step of a
+    fresh block). The reference log-probs are then the policy's own (detached; `ref` may be None), and a
+    micro-batch whose advantages are all 0 has an identically zero gradient (the clipped term is 0 and the KL
+    term's gradient is 0 at the reference), so only a one-token forward runs to keep DeepSpeed's accumulation
+    count; it is counted as skipped. The same holds at any step when `kl_coef` is 0."""
     import torch
 
     device = engine.device
+    mask = batch["loss_mask"].to(device)
+    if bool((batch["adv"] == 0).all()) and (cfg.kl_coef == 0 or at_reference):
+        probe = batch["input_ids"][:1, :1].to(device)
+        engine.backward(engine(input_ids=probe, attention_mask=torch.ones_like(probe)).logits.sum() * 0.0)
+        return [0.0, 0.0, 0.0, float(mask.bool().sum()), 1.0]
     logp = sequence_logprobs(engine, batch, device, cfg.target_logits_only)
     ref_logp = None
-    if ref is not None and cfg.kl_coef > 0:
+    if cfg.kl_coef > 0 and at_reference:
+        ref_logp = logp.detach()
+    elif ref is not None and cfg.kl_coef > 0:
         with torch.no_grad():
             ref_logp = sequence_logprobs(ref, batch, device, cfg.target_logits_only)
-    mask = batch["loss_mask"].to(device)
     per_token, stats = grpo_token_loss(logp, batch["behavior_logprobs"].to(device), ref_logp, batch["adv"].to(device),
                                        mask, clip_eps=cfg.clip_eps, kl_coef=cfg.kl_coef, kl_kind=cfg.kl_estimator)
     num, _ = aggregate_parts(per_token, mask, cfg.loss_agg)
     engine.backward(num * scale)
     m = mask.bool()
-    return [float(num.detach()), float(stats["kl"][m].sum()), float((stats["clipped"] & m).sum()), float(m.sum())]
+    return [float(num.detach()), float(stats["kl"][m].sum()), float((stats["clipped"] & m).sum()), float(m.sum()), 0.0]
 
 
 def _step_record(step: int, picked: Sequence[GrpoItem], sums: list[float], den: int, engine: Any, seconds: float,
                  tokens: float) -> dict[str, Any]:
-    loss_num, kl_sum, clipped, masked = sums
+    loss_num, kl_sum, clipped, masked, skipped = sums
     return {"step": step, "loss": loss_num / max(den, 1), "kl": kl_sum / max(masked, 1),
+            "zero_advantage_microbatches_skipped": int(skipped),
             "clip_frac": clipped / max(masked, 1), "grad_norm": grad_norm(engine), "lr": engine.get_lr()[0],
             "tokens": int(tokens), "generated_tokens": int(masked), "rollouts": len(picked),
             "reward_mean": sum(i.reward for i in picked) / len(picked),
@@ -91,9 +106,7 @@ def train_grpo(
     engine = build_engine(policy.model.train(), cfg.deepspeed, lr=cfg.lr, weight_decay=cfg.weight_decay,
                           grad_clip=cfg.grad_clip, grad_accum=accum, total_steps=cfg.steps,
                           warmup_ratio=cfg.warmup_ratio, min_lr_ratio=cfg.min_lr_ratio)
-    ref = load_model(model_path, device=str(engine.device)) if cfg.kl_coef > 0 else None
-    if ref is not None:
-        ref.requires_grad_(False)
+    ref = None
     store, log = CheckpointStore(Path(ckpt_root)), MetricsLog(Path(metrics_path), env.is_main)
     step, cursor = 0, 0
     restored = load_latest(engine, store, env)
@@ -107,9 +120,12 @@ def train_grpo(
         picked = [data.items[i] for i in batch_indices(len(data.items), cursor, cfg.minibatch, seed)]
         den = global_denominator(picked, cfg.loss_agg)
         scale = env.world * accum / max(den, 1)
-        mine, t0, sums = rank_slice(picked, env.rank, env.world), time.perf_counter(), [0.0, 0.0, 0.0, 0.0]
+        mine, t0, sums = rank_slice(picked, env.rank, env.world), time.perf_counter(), [0.0] * 5
+        at_reference = step == 0  # a restored block has taken steps; a fresh one starts from the reference weights
+        if ref is None and cfg.kl_coef > 0 and not at_reference:
+            ref = load_model(model_path, device=str(engine.device)).requires_grad_(False)
         for group in chunks(mine, micro):
-            part = _micro_step(engine, ref, collate_items(group, pad_id), cfg, scale)
+            part = _micro_step(engine, ref, collate_items(group, pad_id), cfg, scale, at_reference=at_reference)
             record_grad_norm(engine)
             engine.step()
             sums = [a + b for a, b in zip(sums, part)]

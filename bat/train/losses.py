@@ -164,9 +164,9 @@ def _accepts_logits_to_keep(model: Any) -> bool:
     """Whether the (possibly engine-wrapped) HF model's forward takes `logits_to_keep`."""
     import inspect
 
-    module = getattr(model, "module", model)
+    forward = getattr(type(getattr(model, "module", model)), "forward", None)
     try:
-        return "logits_to_keep" in inspect.signature(type(module).forward).parameters
+        return forward is not None and "logits_to_keep" in inspect.signature(forward).parameters
     except (TypeError, ValueError):
         return False
 

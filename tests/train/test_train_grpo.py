@@ -122,3 +122,53 @@ def test_observation_tokens_do_not_affect_the_loss(tiny_dir, grpo_records):
     loss_b, grads_b = _loss_and_grads(model, items, kl_coef=0.1, behavior=scrambled)
     assert loss_a.item() == loss_b.item()
     assert all(torch.equal(a, b) for a, b in zip(grads_a, grads_b) if a is not None)
+
+
+class _PlainEngine:
+    """The slice of a DeepSpeed engine `_micro_step` uses, over a plain HF model (gradients stay inspectable)."""
+
+    def __init__(self, model):
+        self.module, self.device = model, "cpu"
+
+    def __call__(self, **kw):
+        return self.module(**kw)
+
+    def backward(self, loss):
+        loss.backward()
+
+
+def test_first_step_shortcuts_are_exact(tiny_dir, grpo_records):
+    from bat.train.grpo import _micro_step
+
+    data = _items(grpo_records)
+    cfg = _cfg(2, kl_coef=0.05)
+    mixed = collate_items([i for i in data.items if i.state_id == "state0"], 0)
+    grads = []
+    for at_reference in (False, True):
+        model = load_model(tiny_dir).train()
+        ref = None if at_reference else load_model(tiny_dir).requires_grad_(False)
+        out = _micro_step(_PlainEngine(model), ref, mixed, cfg, 0.01, at_reference=at_reference)
+        assert out[4] == 0.0
+        grads.append([p.grad.clone() for p in model.parameters()])
+    assert all(torch.allclose(a, b, atol=1e-7) for a, b in zip(*grads))  # detached own log-probs == the reference's
+    zero = collate_items([i for i in data.items if i.state_id == "state4"], 0)
+    model = load_model(tiny_dir).train()
+    out = _micro_step(_PlainEngine(model), None, zero, cfg, 0.01, at_reference=True)
+    assert out[4] == 1.0 and out[0] == 0.0 and out[3] > 0
+    assert all(p.grad is None or torch.count_nonzero(p.grad) == 0 for p in model.parameters())
+    model = load_model(tiny_dir).train()  # after the first step the KL term needs the reference: not skipped
+    ref = load_model(tiny_dir).requires_grad_(False)
+    assert _micro_step(_PlainEngine(model), ref, zero, cfg, 0.01, at_reference=False)[4] == 0.0
+
+
+def test_zero_advantage_block_is_skipped_and_leaves_weights(tiny_dir, grpo_records, tmp_path):
+    data = _items(grpo_records)
+    zero = type(data)(items=[i for i in data.items if i.adv == 0.0])
+    assert zero.items
+    out = train_grpo(tiny_dir, zero, _cfg(1, minibatch=len(zero.items), deepspeed=DeepSpeedConfig(micro_batch_per_rank=1)),
+                     seed=1, ckpt_root=tmp_path / "ck", export_dir=tmp_path / "hf", metrics_path=tmp_path / "m.jsonl")
+    assert out["done"]
+    (record,) = read_jsonl(tmp_path / "m.jsonl")
+    assert record["zero_advantage_microbatches_skipped"] == len(zero.items)
+    a, b = load_model(tiny_dir).state_dict(), load_model(tmp_path / "hf").state_dict()
+    assert all(torch.equal(a[k], b[k]) for k in a)
