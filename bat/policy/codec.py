@@ -2,6 +2,8 @@
 
 `parse_tool_call` never raises: text that is not exactly one well-formed call becomes an
 `InvalidAction` record whose `reason` says why (the environment turns it into an error observation).
+A call body is bounded (nesting depth `MAX_JSON_DEPTH`, finite numbers of at most `MAX_NUMBER_CHARS`
+characters, no unpaired surrogates), so whatever a model emits, an accepted call serialises to UTF-8 JSON.
 """
 
 from __future__ import annotations
@@ -13,6 +15,10 @@ from pydantic import BaseModel, ConfigDict, Field
 
 TOOL_CALL_OPEN = "<tool_call>"
 TOOL_CALL_CLOSE = "</tool_call>"
+MAX_JSON_DEPTH = 32
+"""Deepest `[`/`{` nesting accepted in a call body (a real call nests 2-4 deep)."""
+MAX_NUMBER_CHARS = 64
+"""Longest number literal accepted in a call body."""
 
 INVALID_REASONS = (
     "no_tool_call",
@@ -69,6 +75,65 @@ def _invalid(reason: InvalidReason, raw: str, detail: str) -> InvalidAction:
     return InvalidAction(reason=reason, raw=raw, detail=detail)
 
 
+class _BodyError(ValueError):
+    """A call body that is JSON-like but outside the accepted bounds."""
+
+
+def _nesting_depth(body: str) -> int:
+    """Deepest bracket nesting of `body` outside JSON strings (escapes honoured)."""
+    depth = deepest = 0
+    in_string = escaped = False
+    for ch in body:
+        if in_string:
+            if escaped:
+                escaped = False
+            elif ch == "\\":
+                escaped = True
+            elif ch == '"':
+                in_string = False
+        elif ch == '"':
+            in_string = True
+        elif ch in "[{":
+            depth += 1
+            deepest = max(deepest, depth)
+        elif ch in "]}":
+            depth -= 1
+    return deepest
+
+
+def _bounded_number(kind: type) -> Any:
+    def parse(literal: str) -> Any:
+        if len(literal) > MAX_NUMBER_CHARS:
+            raise _BodyError(f"a number literal of {len(literal)} characters (at most {MAX_NUMBER_CHARS})")
+        value = kind(literal)
+        if isinstance(value, float) and value in (float("inf"), float("-inf")):
+            raise _BodyError(f"number {literal[:20]} is out of range")
+        return value
+
+    return parse
+
+
+def _reject_constant(name: str) -> Any:
+    raise _BodyError(f"{name} is not a JSON number")
+
+
+def _load_body(body: str) -> Any:
+    """`json.loads` of a call body within the bounds; raises `json.JSONDecodeError` or `_BodyError`."""
+    depth = _nesting_depth(body)
+    if depth > MAX_JSON_DEPTH:
+        raise _BodyError(f"nested {depth} levels deep (at most {MAX_JSON_DEPTH})")
+    try:
+        obj = json.loads(body, parse_int=_bounded_number(int), parse_float=_bounded_number(float),
+                         parse_constant=_reject_constant)
+    except RecursionError:
+        raise _BodyError(f"nested deeper than {MAX_JSON_DEPTH} levels") from None
+    try:
+        json.dumps(obj, ensure_ascii=False).encode("utf-8")
+    except UnicodeEncodeError:
+        raise _BodyError("a string holds an unpaired surrogate escape (e.g. \\ud800)") from None
+    return obj
+
+
 def parse_tool_call(text: str, tool_names: Iterable[str] | None = None) -> ToolCall | InvalidAction:
     """Parse one assistant response; `tool_names`, when given, restricts the accepted names."""
     start = text.find(TOOL_CALL_OPEN)
@@ -81,9 +146,11 @@ def parse_tool_call(text: str, tool_names: Iterable[str] | None = None) -> ToolC
         return _invalid("multiple_tool_calls", text, "exactly one tool call per assistant turn is allowed")
     body = text[start + len(TOOL_CALL_OPEN) : end].strip()
     try:
-        obj = json.loads(body)
+        obj = _load_body(body)
     except json.JSONDecodeError as exc:
         return _invalid("bad_json", text, f"tool call body is not JSON: {exc.msg} at column {exc.colno}")
+    except _BodyError as exc:
+        return _invalid("bad_json", text, f"tool call body rejected: {exc}")
     if not isinstance(obj, dict):
         return _invalid("not_an_object", text, f"tool call body must be a JSON object, got {type(obj).__name__}")
     name = obj.get("name")
@@ -92,8 +159,8 @@ def parse_tool_call(text: str, tool_names: Iterable[str] | None = None) -> ToolC
     arguments = obj.get("arguments", {})
     if isinstance(arguments, str):  # some models emit arguments as a JSON string
         try:
-            arguments = json.loads(arguments)
-        except json.JSONDecodeError:
+            arguments = _load_body(arguments)
+        except (json.JSONDecodeError, _BodyError):
             pass
     if not isinstance(arguments, dict):
         return _invalid("bad_arguments", text, '"arguments" must be a JSON object')

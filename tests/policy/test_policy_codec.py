@@ -62,3 +62,45 @@ def test_every_reason_is_documented():
 def test_render_rejects_nameless_call():
     with pytest.raises(ValueError, match="string 'name'"):
         render_tool_call({"arguments": {}})
+
+
+_HOSTILE = {
+    "nested 1,200 deep": '{"name": "x", "arguments": {"a": ' + "[" * 1200 + "]" * 1200 + "}}",
+    "unclosed 100,000 deep": "[" * 100_000,
+    "5,000-digit integer": '{"name": "x", "arguments": {"a": ' + "9" * 5000 + "}}",
+    "overflowing float": '{"name": "x", "arguments": {"a": 1e999}}',
+    "NaN literal": '{"name": "x", "arguments": {"a": NaN}}',
+    "lone surrogate": '{"name": "x", "arguments": {"a": "\\ud800"}}',
+}
+
+
+@pytest.mark.parametrize("body", list(_HOSTILE.values()), ids=list(_HOSTILE))
+def test_hostile_bodies_become_bad_json_and_never_raise(body):
+    out = parse_tool_call(f"<tool_call>{body}</tool_call>")
+    assert out.reason == "bad_json" and "rejected" in out.detail
+
+
+def test_bounded_bodies_within_limits_still_parse():
+    import json
+
+    text = '<tool_call>{"name": "x", "arguments": {"emoji": "\\ud83d\\ude00", "n": -12.5e3, "deep": [[[[1]]]]}}</tool_call>'
+    call = parse_tool_call(text)
+    assert call.arguments == {"emoji": "\U0001F600", "n": -12500.0, "deep": [[[[1]]]]}
+    json.dumps(call.as_dict(), ensure_ascii=False).encode("utf-8")
+
+
+def test_random_text_never_raises_and_accepted_calls_serialise():
+    import json
+    import random
+
+    rng = random.Random(0)
+    alphabet = ['{', '}', '[', ']', '"', '\\', ':', ',', '1', 'e', '9', 'u', 'd', '8', '0', 'a', ' ', 'name',
+                'arguments', '"name": "f"', '<tool_call>', '</tool_call>', 'NaN', '-', '.', '\ud7ff', '\u00e9']
+    for _ in range(3000):
+        text = "".join(rng.choice(alphabet) for _ in range(rng.randrange(1, 60)))
+        out = parse_tool_call(f"<tool_call>{{\"name\": \"f\", \"arguments\": {{\"a\": {text}}}}}</tool_call>")
+        if hasattr(out, "arguments"):
+            json.dumps(out.as_dict(), ensure_ascii=False).encode("utf-8")
+        else:
+            assert out.reason in {"bad_json", "bad_arguments", "multiple_tool_calls", "not_an_object", "missing_name",
+                                  "unclosed_tool_call"}
