@@ -24,11 +24,19 @@ def _run(args: argparse.Namespace) -> int:
     from bat.evaluate.episodes import SCRIPTED_PREFIX, policy_driver, scripted_driver
     from bat.evaluate.runner import evaluate_split
 
+    from bat.evaluate.store import aggregate_path, heldout_runs_path
+
     cfg, layout = _setup(args)
-    layout.ensure()
     if bool(args.agent) == bool(args.checkpoint):
         print("bat evaluate run: give exactly one of --checkpoint DIR or --agent NAME")
         return 2
+    recorded = [p for p in (aggregate_path(layout, args.round, args.split), heldout_runs_path(layout, args.round, args.split))
+                if p.exists()]
+    if recorded:
+        print(f"bat evaluate run: round {args.round} already has a {args.split} evaluation ({recorded[0]}); recorded "
+              f"results are never overwritten: evaluate into another run directory (--state DIR) or round (--round N)")
+        return 2
+    layout.ensure()
     close = None
     if args.agent:
         checkpoint, driver = SCRIPTED_PREFIX + args.agent, scripted_driver(args.agent)

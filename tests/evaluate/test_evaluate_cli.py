@@ -20,3 +20,17 @@ def test_evaluate_run_and_compare(tmp_path, capsys):
     assert main(["evaluate", "run", *common, "--agent", "expert", "--checkpoint", "x"]) == 2
     assert main(["evaluate", "compare", *common, "0", "5"]) == 2
     assert "rounds with a controller aggregate: [0, 1]" in capsys.readouterr().out
+
+
+def test_evaluate_run_never_overwrites_a_recorded_evaluation(tmp_path, capsys):
+    config = tmp_path / "cfg.yaml"
+    config.write_text("benchmark:\n  tracks: [classification]\n  repeats: 1\n  runtime: inprocess\n")
+    common = ["--config", str(config), "--state", str(tmp_path / "run")]
+    assert main(["evaluate", "run", *common, "--agent", "expert"]) == 0
+    capsys.readouterr()
+    recorded = {p: p.read_bytes() for p in (tmp_path / "run").rglob("*") if p.is_file()}
+    assert main(["evaluate", "run", *common, "--agent", "noop"]) == 2
+    out = capsys.readouterr().out
+    assert "already has a controller evaluation" in out and "--state DIR" in out and "aggregate_controller.json" in out
+    assert {p: p.read_bytes() for p in recorded} == recorded
+    assert main(["evaluate", "run", *common, "--round", "1", "--agent", "noop"]) == 0
