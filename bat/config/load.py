@@ -113,10 +113,17 @@ def load_config(path: str | os.PathLike[str] | None, overrides: Iterable[str] = 
         if not p.is_file():
             raise ConfigError(f"config file {p} does not exist")
         try:
-            loaded = yaml.safe_load(p.read_text(encoding="utf-8"))
+            text = p.read_text(encoding="utf-8")
+        except UnicodeDecodeError as exc:
+            raise ConfigError(f"{p}: not UTF-8 text (byte {exc.start}); save the config as UTF-8 YAML") from None
+        try:
+            loaded = yaml.safe_load(text)
         except yaml.YAMLError as exc:
             raise ConfigError(f"{p}: not valid YAML: {exc}") from exc
-        data = loaded or {}
+        if loaded is None:
+            raise ConfigError(f"{p}: the config file is empty; give at least one section (e.g. `run: {{name: my-run}}`), "
+                              "or omit --config for the built-in defaults")
+        data = loaded
         if not isinstance(data, dict):
             raise ConfigError(f"{p}: top level must be a mapping of sections, got {type(data).__name__}")
     overrides = list(overrides)

@@ -192,6 +192,8 @@ def run(config: "BatConfig", layout: RunLayout, *, owner: str | None = None, wai
 
     r = next_round(config, layout)
     if r is None:
+        if layout.run_json.exists():  # a changed config is refused on a finished run as on an unfinished one
+            open_run(layout, config, allow_config_change=allow_config_change)
         print(f"bat: {layout.root}: all {config.run.rounds} round(s) finished (or route stopped); nothing to do")
         return 0
     preflight(config, r)

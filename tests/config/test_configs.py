@@ -74,3 +74,28 @@ def test_executor_change_keeps_hash_and_run(tmp_path: Path) -> None:
     assert config_hash(local) == config_hash(slurm)
     open_run(layout, local)
     assert open_run(layout, slurm)["config"]["orchestrate"]["executor"] == "slurm"
+
+
+def test_empty_and_non_utf8_config_files_are_errors(tmp_path: Path) -> None:
+    empty = tmp_path / "empty.yaml"
+    empty.write_text("# nothing but a comment\n")
+    with pytest.raises(ConfigError, match="empty.yaml: the config file is empty"):
+        load_config(empty)
+    latin = tmp_path / "latin.yaml"
+    latin.write_bytes(b"run:\n  name: caf\xe9\n")
+    with pytest.raises(ConfigError, match="latin.yaml: not UTF-8 text"):
+        load_config(latin)
+
+
+def test_changed_config_on_a_finished_run_is_refused(tmp_path: Path, monkeypatch, capsys) -> None:
+    from bat.orchestrate import driver
+
+    layout = RunLayout(tmp_path / "run")
+    open_run(layout, load_config(None))
+    before = layout.run_json.read_bytes()
+    monkeypatch.setattr(driver, "next_round", lambda config, layout: None)  # every round finished
+    assert driver.run(load_config(None), layout) == 0
+    assert "nothing to do" in capsys.readouterr().out
+    with pytest.raises(RunConfigMismatch, match="differing sections: grpo"):
+        driver.run(load_config(None, ["grpo.lr=0.001"]), layout)
+    assert layout.run_json.read_bytes() == before
