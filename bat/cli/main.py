@@ -37,6 +37,7 @@ def build_parser() -> argparse.ArgumentParser:
 def main(argv: Sequence[str] | None = None) -> int:
     """Parse `argv` and run the chosen handler; returns the exit code (also used by the console script)."""
     from bat.config.load import ConfigError
+    from bat.state.errors import StateFileError
 
     parser = build_parser()
     args = parser.parse_args(argv)
@@ -46,7 +47,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         return EXIT_USAGE
     try:
         code = handler(args)
-    except ConfigError as exc:
+    except (ConfigError, StateFileError) as exc:
         print(f"bat: {exc}", file=sys.stderr)
         return EXIT_USAGE
     except KeyboardInterrupt:

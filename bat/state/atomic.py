@@ -122,12 +122,17 @@ def atomic_write_json(path: str | os.PathLike[str], obj: Any) -> Path:
 
 
 def read_json(path: str | os.PathLike[str]) -> Any:
-    """Read a JSON file; a malformed file raises ValueError naming the path."""
+    """Read a JSON file; a malformed (torn, non-UTF-8) file raises `StateFileError` naming the path and line."""
+    from bat.state.errors import StateFileError
+
     p = Path(path)
     try:
         return json.loads(p.read_text(encoding="utf-8"))
     except json.JSONDecodeError as exc:
-        raise ValueError(f"{p}:{exc.lineno}: invalid JSON ({exc.msg})") from exc
+        raise StateFileError(p, f"invalid JSON ({exc.msg})", line=exc.lineno,
+                             hint="the file is damaged (a torn copy?); restore it or remove it to redo what wrote it") from None
+    except UnicodeDecodeError as exc:
+        raise StateFileError(p, f"not UTF-8 (byte {exc.start})", hint="restore the file from a good copy") from None
 
 
 @contextlib.contextmanager

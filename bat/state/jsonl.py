@@ -15,18 +15,16 @@ import jsonlines
 from pydantic import BaseModel, ValidationError
 
 from bat.state.atomic import atomic_write_bytes
+from bat.state.errors import StateFileError
 
 M = TypeVar("M", bound=BaseModel)
 
 
-class CorruptRecordError(ValueError):
+class CorruptRecordError(StateFileError):
     """A JSONL line that is not valid JSON or does not match its record schema."""
 
     def __init__(self, path: Path, line: int, reason: str) -> None:
-        super().__init__(f"{path}:{line}: {reason}")
-        self.path = path
-        self.line = line
-        self.reason = reason
+        super().__init__(path, reason, line=line)
 
 
 def _to_obj(record: Any) -> Any:

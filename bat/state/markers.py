@@ -11,10 +11,11 @@ import socket
 from pathlib import Path
 from typing import Any, Iterable
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from bat.state.atomic import atomic_write_json, read_json
 from bat.state.digest import sha256_path
+from bat.state.errors import StateFileError
 
 DONE_NAME = "DONE.json"
 DONE_SCHEMA_VERSION = 1
@@ -82,16 +83,31 @@ def write_done(
     return record
 
 
+_DAMAGED_HINT = ("a damaged marker cannot say the phase finished: move the phase directory aside (or delete this "
+                 "marker) and rerun the same command to redo the phase")
+
+
 def read_done(directory: Path) -> DoneRecord | None:
-    """The marker of `directory`, or None when the phase is not complete."""
+    """The marker of `directory`, or None when the phase is not complete; a damaged marker (torn, not a
+    DONE record) raises `StateFileError` naming it and what to do."""
     path = Path(directory) / DONE_NAME
     if not path.exists():
         return None
-    return DoneRecord.model_validate(read_json(path))
+    try:
+        data = read_json(path)
+    except StateFileError as exc:
+        raise StateFileError(path, exc.reason, line=exc.line, hint=_DAMAGED_HINT) from None
+    try:
+        return DoneRecord.model_validate(data)
+    except ValidationError as exc:
+        first = exc.errors()[0]
+        where = ".".join(str(part) for part in first["loc"]) or "<record>"
+        raise StateFileError(path, f"not a DONE marker ({where}: {first['msg']})", hint=_DAMAGED_HINT) from None
 
 
 def is_done(directory: Path) -> bool:
-    return (Path(directory) / DONE_NAME).exists()
+    """Whether `directory` holds a valid marker (a damaged one raises `StateFileError`, see `read_done`)."""
+    return read_done(directory) is not None
 
 
 def phase_status(directory: Path) -> str:

@@ -2,6 +2,8 @@
 
 from pathlib import Path
 
+import pytest
+
 from bat.state.checkpoints import CheckpointStore, read_best, write_best
 from bat.state.digest import sha256_tree
 from bat.state.layout import RunLayout
@@ -52,3 +54,17 @@ def test_layout_bank_versions_and_rounds(tmp_path: Path) -> None:
     layout.round_dir(3).mkdir()
     assert layout.rounds() == [0, 3]
     assert layout.heldout_runs(3).is_relative_to(layout.heldout_dir)
+
+
+@pytest.mark.parametrize("content", [b'{"phase": "sft", "con', b"{}", b"[1, 2]", b"\xff\xfe"],
+                         ids=["torn", "empty-object", "not-an-object", "not-utf8"])
+def test_damaged_marker_is_a_clear_error_not_done(tmp_path, content):
+    from bat.state.errors import StateFileError
+    from bat.state.markers import DONE_NAME, is_done, read_done
+
+    (tmp_path / DONE_NAME).write_bytes(content)
+    for reader in (read_done, is_done):
+        with pytest.raises(StateFileError) as info:
+            reader(tmp_path)
+        message = str(info.value)
+        assert str(tmp_path / DONE_NAME) in message and "rerun the same command to redo the phase" in message
