@@ -37,6 +37,12 @@ def _show(args: argparse.Namespace) -> int:
     except BankNotFoundError as exc:
         print(f"bat bank show: {exc}")
         return 2
+    try:
+        bank.verify()
+    except ValueError as exc:
+        print(f"bat bank show: {bank.path}: {exc}; the version is damaged: synthesize a new one "
+              f"(move {bank.path} aside and rerun `bat run`)")
+        return 2
     status = "admitted" if bank.admitted else "not admitted (run `bat bank scan`)"
     print(f"bank v{bank.version:04d}  {status}  fingerprint {bank.manifest().fingerprint[:16]}")
     _print_counts(bank)

@@ -310,3 +310,18 @@ def test_recovery_sft_rows_never_train_the_mistaken_pilot(bank):
         assert targets and not targets & set(flawed)
         assert {t + 1 for t in flawed} <= targets  # the check that reveals the problem is still taught
     assert bank.sft_rejected()["skipped_flawed"] == sum(len(flawed_pilot_turns(t.turns)) for t in recovery)
+
+
+def test_cli_show_refuses_a_damaged_version(bank, tmp_path, capsys):
+    import shutil
+
+    from bat.cli.main import main
+
+    state = tmp_path / "run"
+    shutil.copytree(bank.path.parents[1], state)
+    rows = state / bank.path.relative_to(bank.path.parents[1]) / "trajectories.jsonl"
+    rows.chmod(0o644)
+    rows.write_bytes(rows.read_bytes()[:-30])  # a torn copy
+    assert main(["bank", "show", "--state", str(state), "--version", str(bank.version)]) == 2
+    out = capsys.readouterr().out
+    assert "differs from its manifest in: ['trajectories.jsonl']" in out and "the version is damaged" in out
