@@ -11,7 +11,7 @@ import argparse
 
 def _handler(args: argparse.Namespace) -> int:
     from bat.config.load import load_config
-    from bat.orchestrate.driver import PhaseFailed, run
+    from bat.orchestrate.driver import PhaseFailed, PhaseInputError, run
     from bat.state.layout import RunLayout
     from bat.state.run_record import RunConfigMismatch
 
@@ -21,6 +21,9 @@ def _handler(args: argparse.Namespace) -> int:
     config = load_config(args.config, overrides)
     try:
         return run(config, RunLayout(args.state), wait=args.wait, allow_config_change=args.allow_config_change)
+    except PhaseInputError as exc:
+        print(f"bat run: {exc}")
+        return 2
     except PhaseFailed as exc:
         print(f"bat run: {exc}\nbat run: finished phases are kept; rerun the same command to resume")
         return 1

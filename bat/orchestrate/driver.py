@@ -32,6 +32,16 @@ class PhaseFailed(RuntimeError):
     """A phase job ended without writing DONE.json (its log path is in the message)."""
 
 
+class PhaseInputError(PhaseFailed):
+    """A phase refused a damaged or invalid input (a state file, a config): the message names it and what to do."""
+
+
+def _last_line(error: BaseException) -> str:
+    """The final `Type: message` line of a job failure (submitit's error text carries the job's whole traceback)."""
+    lines = [line.strip() for line in str(error).strip().splitlines() if line.strip()]
+    return lines[-1] if lines else type(error).__name__
+
+
 def default_owner() -> str:
     """Who is queueing: the Slurm job id when inside one, else host:pid."""
     job = os.environ.get("SLURM_JOB_ID")
@@ -122,9 +132,15 @@ def _wait_local(config: "BatConfig", layout: RunLayout, r: int, phase: str, job,
         raise PhaseFailed(f"round {r} phase {phase}: job {job.job_id} died without a result (killed?); "
                           f"log {job.paths.stderr}; rerun to resume from its partial outputs")
     try:
-        job.result()
-    except Exception as exc:  # submitit re-raises the job's failure with its traceback
-        raise PhaseFailed(f"round {r} phase {phase} failed (job {job.job_id}, log {job.paths.stderr}): {exc}") from exc
+        summary = job.result()
+    except Exception as exc:  # submitit re-raises the job's failure with its whole traceback: keep the last line
+        last = _last_line(exc)
+        if last.split(":")[0].endswith("KeyboardInterrupt"):  # Ctrl-C reached the job before this process
+            raise KeyboardInterrupt from None
+        raise PhaseFailed(f"round {r} phase {phase} failed (job {job.job_id}): {last}; "
+                          f"traceback in {job.paths.stderr}") from None
+    if isinstance(summary, dict) and summary.get("input_error"):
+        raise PhaseInputError(f"round {r} phase {phase}: {summary['input_error']}")
     done = read_done(layout.phase_dir(r, phase))
     if done is None:
         raise PhaseFailed(f"round {r} phase {phase}: job {job.job_id} ended without DONE.json")

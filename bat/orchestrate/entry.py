@@ -46,7 +46,7 @@ def launch_main(argv: Sequence[str] | None = None) -> int:
     args = parser.parse_args(argv)
     overrides = list(args.overrides) + ([f"run.rounds={args.rounds}"] if args.rounds is not None else [])
     from bat.config.load import ConfigError, load_config
-    from bat.orchestrate.driver import PhaseFailed, run
+    from bat.orchestrate.driver import PhaseFailed, PhaseInputError, run
     from bat.orchestrate.graph import PHASES
     from bat.state.layout import RunLayout
     from bat.state.run_record import RunConfigMismatch
@@ -62,6 +62,9 @@ def launch_main(argv: Sequence[str] | None = None) -> int:
         config = load_config(args.config, overrides)
         return run(config, RunLayout(args.state), wait=args.wait)
     except ConfigError as exc:
+        print(f"launch: {exc}", file=sys.stderr)
+        return 2
+    except PhaseInputError as exc:
         print(f"launch: {exc}", file=sys.stderr)
         return 2
     except PhaseFailed as exc:

@@ -121,7 +121,14 @@ class PhaseJob(submitit.helpers.Checkpointable):
         install_signal_handlers(config.orchestrate.sigterm_flush, on_sigterm)
         restarts = os.environ.get("SLURM_RESTART_COUNT", "0")
         log_event(layout, self.round_index, self.phase, f"job running (restart count {restarts})")
-        result = run_phase(config, layout, self.round_index, self.phase)
+        from bat.config.load import ConfigError
+        from bat.state.errors import StateFileError
+
+        try:
+            result = run_phase(config, layout, self.round_index, self.phase)
+        except (StateFileError, ConfigError) as exc:  # a damaged input: reported, not a crash (no DONE.json)
+            log_event(layout, self.round_index, self.phase, f"refused a damaged input: {exc}")
+            return {"phase": self.phase, "round": self.round_index, "ran": False, "input_error": str(exc)}
         summary: dict[str, Any] = {"phase": self.phase, "round": self.round_index, "ran": result is not None}
         if self.phase == "route" and self.chain_next:
             from bat.orchestrate.driver import after_route

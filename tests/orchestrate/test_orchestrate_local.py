@@ -129,3 +129,25 @@ def test_lease_blocks_a_second_driver(tmp_path, capsys):
         assert driver.run(cfg, layout) == 0
     assert "held by other-driver" in capsys.readouterr().out
     assert not layout.jobs_dir.exists() or not list(layout.jobs_dir.glob("round_*/*.job.json"))
+
+
+def test_damaged_state_file_in_a_job_is_an_input_error_naming_it(tmp_path, monkeypatch, capsys):
+    from bat.orchestrate.driver import PhaseInputError
+
+    monkeypatch.syspath_prepend(os.path.dirname(__file__))
+    layout = RunLayout(tmp_path / "run")
+    torn = layout.phase_dir(0, "synthesize") / "shard_001.jsonl"
+    torn.parent.mkdir(parents=True)
+    torn.write_bytes(b'{"phase": "synthesize", "ro')  # a torn partial output left by a crash
+    with pytest.raises(PhaseInputError) as info:
+        driver.run(toy_phases.toy_config("local", rounds=0), layout)
+    message = str(info.value)
+    assert f"{torn}:1: truncated line" in message and "Traceback" not in message
+    assert not (layout.phase_dir(0, "synthesize") / "DONE.json").exists()
+    assert "refused a damaged input" in (layout.root / "events.log").read_text()
+
+
+def test_job_failure_keeps_the_last_line_and_ctrl_c_is_an_interrupt():
+    text = 'Traceback (most recent call last):\n  File "x.py", line 1\n    boom()\nValueError: boom happened\n'
+    assert driver._last_line(RuntimeError(text)) == "ValueError: boom happened"
+    assert driver._last_line(RuntimeError("")) == "RuntimeError"
