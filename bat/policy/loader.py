@@ -8,7 +8,17 @@ from pathlib import Path
 from typing import Any
 
 DTYPES = ("float32", "bfloat16", "float16")
+from bat.state.errors import StateFileError
+
 _WEIGHT_FILES = ("model.safetensors", "model.safetensors.index.json", "pytorch_model.bin", "pytorch_model.bin.index.json")
+
+
+class ModelFolderError(StateFileError, FileNotFoundError):
+    """A model folder that is missing, incomplete or damaged: names the folder (or file) and what to do."""
+
+
+_FOLDER_HINT = ("point model.path at a complete HF folder, re-export the checkpoint, or rebuild it "
+                "(`bat model import NAME` / `bat model build-tiny --out DIR`)")
 
 
 @dataclass
@@ -24,13 +34,14 @@ def check_model_dir(path: str | Path) -> Path:
     """Return `path` as a Path if it is a local HF model directory; else raise naming what is missing."""
     p = Path(path)
     if not p.is_dir():
-        raise FileNotFoundError(f"model path {p} is not a local directory (hub ids are not allowed; build one "
-                                f"with `bat model build-tiny --out DIR` or point model.path at an HF directory)")
+        raise ModelFolderError(p, "not a local model directory (hub ids are not allowed)",
+                               hint="build one with `bat model build-tiny --out DIR` or `bat model import NAME`, "
+                                    "or point model.path at an HF directory")
     missing = [] if (p / "config.json").exists() else ["config.json"]
     if not any((p / name).exists() for name in _WEIGHT_FILES):
         missing.append(f"one of {list(_WEIGHT_FILES)}")
     if missing:
-        raise FileNotFoundError(f"model directory {p} lacks {', '.join(missing)}")
+        raise ModelFolderError(p, f"model directory lacks {', '.join(missing)}", hint=_FOLDER_HINT)
     return p
 
 
@@ -43,7 +54,7 @@ def load_tokenizer(path: str | Path, *, check_template: bool = True) -> Any:
 
     p = Path(path)
     if not (p / "tokenizer.json").exists() and not (p / "tokenizer_config.json").exists():
-        raise FileNotFoundError(f"{p} has no tokenizer.json / tokenizer_config.json")
+        raise ModelFolderError(p, "no tokenizer.json / tokenizer_config.json", hint=_FOLDER_HINT)
     tokenizer = AutoTokenizer.from_pretrained(p, local_files_only=True)
     if check_template:
         check_chat_template(tokenizer, where=f"model folder {p}")
@@ -75,8 +86,15 @@ def load_model(path: str | Path, *, dtype: str = "float32", device: str = "cpu")
     """Causal LM weights from a local directory, in eval mode on `device`."""
     from transformers import AutoModelForCausalLM
 
+    from safetensors import SafetensorError
+
     p = check_model_dir(path)
-    model = AutoModelForCausalLM.from_pretrained(p, dtype=torch_dtype(dtype), local_files_only=True)
+    try:
+        model = AutoModelForCausalLM.from_pretrained(p, dtype=torch_dtype(dtype), local_files_only=True)
+    except (OSError, ValueError, RuntimeError, SafetensorError) as exc:  # torn weights, a foreign or bad config
+        reason = (str(exc).strip().splitlines() or [type(exc).__name__])[0][:300]
+        raise ModelFolderError(p, f"cannot load the weights ({type(exc).__name__}: {reason})",
+                               hint=f"the checkpoint is damaged or incomplete: {_FOLDER_HINT}") from None
     return model.to(device).eval()
 
 

@@ -91,7 +91,7 @@ class HFEngine:
                  top_p: float = 1.0, top_k: int = 0, max_batch: int = 32, prefix_cache: bool = False) -> None:
         if dtype not in _DTYPES:
             raise ValueError(f"unknown dtype {dtype!r}; valid: {sorted(_DTYPES)}")
-        self.dtype, self.device = _DTYPES[dtype], device
+        self.dtype, self.dtype_name, self.device = _DTYPES[dtype], dtype, device
         self.top_p, self.top_k, self.max_batch = top_p, top_k, max_batch
         self.prefix_cache = prefix_cache
         self._cache: dict[str, tuple[list[int], Any]] = {}
@@ -103,14 +103,11 @@ class HFEngine:
 
     def set_weights(self, path: str | Path) -> None:
         """Load weights from a local HF directory (replaces the model; no KV survives the swap)."""
-        from transformers import AutoModelForCausalLM
+        from bat.policy.loader import load_model
 
         path = Path(path)
-        if not (path / "config.json").is_file():
-            raise FileNotFoundError(f"{path}: not an HF checkpoint directory (config.json missing)")
         self._cache.clear()  # KV computed with the old weights is invalid
-        self.model = AutoModelForCausalLM.from_pretrained(path, local_files_only=True, dtype=self.dtype)
-        self.model.to(self.device).eval()
+        self.model = load_model(path, dtype=self.dtype_name, device=self.device)  # a damaged folder: ModelFolderError
         cfg = self.model.config
         pad = cfg.pad_token_id if cfg.pad_token_id is not None else cfg.eos_token_id
         if isinstance(pad, list):

@@ -38,9 +38,9 @@ class VllmEngine:
 
     def set_weights(self, path: str | Path) -> None:
         """(Re)build the engine on `path`; the prefix cache of the old weights is flushed."""
-        path = Path(path)
-        if not (path / "config.json").is_file():
-            raise FileNotFoundError(f"{path}: not an HF checkpoint directory (config.json missing)")
+        from bat.policy.loader import check_model_dir
+
+        path = check_model_dir(path)  # a missing or incomplete folder: ModelFolderError naming it
         if self.llm is not None:
             if hasattr(self.llm, "reset_prefix_cache"):
                 self.llm.reset_prefix_cache()

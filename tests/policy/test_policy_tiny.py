@@ -72,3 +72,26 @@ def test_bad_roles_and_paths_are_rejected(tiny_dir, tmp_path):
         check_model_dir(tmp_path)
     with pytest.raises(ValueError, match="valid dtypes"):
         load_policy(tiny_dir, dtype="int3")
+
+
+def test_damaged_model_folders_name_the_folder_and_what_to_do(tiny_dir, tmp_path, capsys):
+    import shutil
+
+    from bat.cli.main import main
+    from bat.policy.loader import ModelFolderError, load_model
+    from bat.state.errors import StateFileError
+
+    torn = tmp_path / "torn"
+    shutil.copytree(tiny_dir, torn)
+    weights = torn / "model.safetensors"
+    weights.write_bytes(weights.read_bytes()[: weights.stat().st_size // 2])
+    with pytest.raises(ModelFolderError, match="cannot load the weights .*damaged or incomplete") as info:
+        load_model(torn)
+    assert isinstance(info.value, StateFileError) and str(torn) in str(info.value)
+    (torn / "config.json").unlink()
+    with pytest.raises(ModelFolderError, match="lacks config.json"):
+        load_model(torn)
+    config = tmp_path / "cfg.yaml"
+    config.write_text("benchmark:\n  tracks: [classification]\n  repeats: 1\n  runtime: inprocess\n")
+    code = main(["evaluate", "run", "--config", str(config), "--state", str(tmp_path / "run"), "--checkpoint", str(torn)])
+    assert code == 2 and "lacks config.json" in capsys.readouterr().err
