@@ -17,7 +17,7 @@ from bat.evaluate.episodes import SCRIPTED_PREFIX, Driver, play, prepare_run, sc
 from bat.evaluate.manifest import build_manifest, checkpoint_digest, manifest_digest
 from bat.evaluate.store import EVAL_PHASE, partial_runs_path, write_aggregate, write_heldout
 from bat.schemas.evaluation import SPLITS, EvalAggregate, EvalRun, RunEntry
-from bat.state.jsonl import append_jsonl, read_jsonl
+from bat.state.jsonl import append_jsonl, read_jsonl_resuming
 from bat.state.layout import RunLayout
 
 if TYPE_CHECKING:
@@ -55,7 +55,8 @@ def play_runs(
     runs: Sequence[Any], driver: Driver, cfg: "BatConfig", split: str, work_root: Path, partial: Path
 ) -> dict[str, EvalRun]:
     """Play runs not yet finished in `partial` (resume), then retry null runs `evaluate.null_retries` times."""
-    done: dict[str, EvalRun] = {r.run_id: r for r in (read_jsonl(partial, EvalRun) if partial.exists() else [])}
+    finished, _ = read_jsonl_resuming(partial, EvalRun) if partial.exists() else ([], False)
+    done: dict[str, EvalRun] = {r.run_id: r for r in finished}
     chunk = cfg.evaluate.parallel_runs
     for attempt in range(cfg.evaluate.null_retries + 1):
         pending = [r for r in runs if r.run_id not in done or (attempt > 0 and _has_null(done[r.run_id]))]

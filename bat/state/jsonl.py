@@ -87,3 +87,16 @@ def iter_jsonl(path: str | os.PathLike[str], model: type[M] | None = None) -> It
 def read_jsonl(path: str | os.PathLike[str], model: type[M] | None = None) -> list[Any]:
     """Read every record of `path` into a list (see `iter_jsonl`)."""
     return list(iter_jsonl(path, model))
+
+
+def read_jsonl_resuming(path: str | os.PathLike[str], model: type[M] | None = None) -> tuple[list[Any], bool]:
+    """Records of an append-only progress file for a resume: a torn final line (no newline: a crash during the
+    last append) is cut off the file, so the work it recorded is redone; returns (records, whether one was cut).
+    Damage anywhere else raises `CorruptRecordError` as `read_jsonl` does."""
+    p = Path(path)
+    data = p.read_bytes()
+    cut = bool(data) and not data.endswith(b"\n")
+    if cut:
+        atomic_write_bytes(p, data[: data.rfind(b"\n") + 1])
+    return read_jsonl(p, model), cut
+

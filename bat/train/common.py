@@ -9,7 +9,7 @@ from pathlib import Path
 from typing import Any, Sequence
 
 from bat.seeds import derive_seed
-from bat.state.jsonl import append_jsonl, read_jsonl, write_jsonl
+from bat.state.jsonl import append_jsonl, read_jsonl_resuming, write_jsonl
 
 
 @dataclass
@@ -20,9 +20,11 @@ class MetricsLog:
     is_main: bool
 
     def truncate_after(self, step: int) -> None:
-        """Keep only records with `step <= step` (steps after a checkpoint are re-run on resume)."""
+        """Keep only records with `step <= step` (steps after a checkpoint are re-run on resume; a torn last
+        line, from a crash during its append, is one of those)."""
         if self.is_main and self.path.exists():
-            write_jsonl(self.path, [r for r in read_jsonl(self.path) if r.get("step", 0) <= step])
+            records, _ = read_jsonl_resuming(self.path)
+            write_jsonl(self.path, [r for r in records if r.get("step", 0) <= step])
 
     def reset(self) -> None:
         if self.is_main and self.path.exists():

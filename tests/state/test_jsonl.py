@@ -53,3 +53,19 @@ def test_wrong_schema_version_refused(tmp_path: Path) -> None:
     path.write_text('{"name": "a", "value": 1, "schema_version": 1}\n')
     with pytest.raises(CorruptRecordError, match="schema_version 1 is not supported"):
         read_jsonl(path, Row)
+
+
+def test_resuming_read_cuts_only_a_torn_final_line(tmp_path):
+    import pytest
+
+    from bat.state.jsonl import CorruptRecordError, read_jsonl_resuming, write_jsonl
+
+    path = tmp_path / "partial.jsonl"
+    write_jsonl(path, [{"a": 1}, {"a": 2}])
+    assert read_jsonl_resuming(path) == ([{"a": 1}, {"a": 2}], False)
+    path.write_bytes(path.read_bytes() + b'{"a": 3, "b')
+    assert read_jsonl_resuming(path) == ([{"a": 1}, {"a": 2}], True)
+    assert path.read_bytes().endswith(b'{"a":2}\n')
+    path.write_bytes(b'{"a": 1}\n{"a": \n{"a": 3}\n')
+    with pytest.raises(CorruptRecordError, match="partial.jsonl:2"):
+        read_jsonl_resuming(path)
