@@ -226,3 +226,69 @@ def test_hf_results_do_not_depend_on_cohorts(tiny_model, tokenizer, tmp_path):
         return [o.record.token_ids for o in run_rollouts(engine, specs, tt, settings)]
 
     assert go(1) == go(2)
+
+
+class _HostileEngine:
+    """Test double of an engine emitting, per turn, either random token ids of the whole vocabulary (special
+    tokens included) or the tokens of an adversarial tool call (deep nesting, huge numbers, lone surrogate
+    escapes, unclosed or doubled tags); seeded, so the fuzz case is reproducible."""
+
+    name = "hostile"
+    checkpoint = "hostile"
+
+    def __init__(self, tokenizer, seed: int) -> None:
+        import random
+
+        self.tok, self.rng = tokenizer, random.Random(seed)
+        self.texts = [
+            "<tool_call>" + "[" * 3000 + "</tool_call>",
+            '<tool_call>{"name": "write", "arguments": {"path": "a", "text": ' + "9" * 6000 + "}}</tool_call>",
+            '<tool_call>{"name": "write", "arguments": {"path": "\\ud800", "text": "\\udfff"}}</tool_call>',
+            '<tool_call>{"name": "write", "arguments": {"path": "../../etc/x"}}</tool_call><tool_call>{}',
+            '<tool_call>{"name": "submit", "arguments": {"x": NaN}}</tool_call>',
+            "\u0000\ufffd\U0010ffff <tool_call>",
+        ]
+
+    def generate(self, requests):
+        from bat.rollout.engine import GenResult
+
+        out = []
+        for req in requests:
+            if self.rng.random() < 0.5:
+                ids = [self.rng.randrange(len(self.tok)) for _ in range(self.rng.randrange(1, req.max_new_tokens + 1))]
+            else:
+                ids = self.tok(self.rng.choice(self.texts), add_special_tokens=False)["input_ids"]
+            finish = "length" if len(ids) >= req.max_new_tokens else "stop"
+            ids = ids[: req.max_new_tokens]
+            out.append(GenResult(token_ids=ids, logprobs=[-1.0] * len(ids), finish=finish))
+        return out
+
+    def set_weights(self, path) -> None:
+        self.checkpoint = str(path)
+
+    def close(self) -> None:
+        pass
+
+
+@pytest.mark.parametrize("seed", [0, 1, 2])
+def test_hostile_model_output_never_crashes_and_records_stay_utf8_jsonl(tokenizer, tmp_path, seed):
+    from bat.state.jsonl import read_jsonl, write_jsonl
+
+    tt = TurnTokens(tokenizer)
+    specs = []
+    for i in range(6):
+        env = ToyEnv(tmp_path / f"ws{i}")
+        specs.append(RolloutSpec(rollout_id=f"r{i}", state_id="s", k=i, seed=7 + i, env=env,
+                                 messages=make_messages(i), workspace=env.workspace))
+    budgets = RolloutBudgets(max_assistant_turns=5, max_tool_calls=5, max_new_tokens_per_turn=600,
+                             max_response_tokens=2500, max_context_tokens=6000)
+    settings = LoopSettings(budgets=budgets, temperature=1.0, no_tool_call="observe")
+    records = [o.record for o in run_rollouts(_HostileEngine(tokenizer, seed), specs, tt, settings)]
+    assert len(records) == 6 and all(r.end_reason for r in records)
+    invalid = [t.invalid["reason"] for r in records for t in r.turns if t.invalid]
+    assert invalid  # the adversarial calls became observations, not exceptions
+    path = tmp_path / "rollouts.jsonl"
+    write_jsonl(path, records)
+    path.read_bytes().decode("utf-8")  # strict UTF-8
+    back = read_jsonl(path)
+    assert [b["rollout_id"] for b in back] == [r.rollout_id for r in records]
