@@ -38,7 +38,8 @@ def sequence_logprobs(model: Any, batch: dict[str, Any], device: Any, targets_on
 
 def _micro_step(engine: Any, ref: Any, batch: dict[str, Any], cfg: GrpoConfig, scale: float, *,
                 at_reference: bool) -> list[float]:
-    """Forward/backward one micro-batch; returns [loss numerator, kl sum, clipped count, masked tokens, skipped].
+    """Forward/backward one micro-batch; returns [loss numerator, kl sum, clipped count, masked tokens, skipped,
+    forwarded tokens].
 
     `at_reference`: the engine still holds the round-start weights the KL reference holds (the first step of a
     fresh block). The reference log-probs are then the policy's own (detached; `ref` may be None), and a
@@ -52,7 +53,7 @@ def _micro_step(engine: Any, ref: Any, batch: dict[str, Any], cfg: GrpoConfig, s
     if bool((batch["adv"] == 0).all()) and (cfg.kl_coef == 0 or at_reference):
         probe = batch["input_ids"][:1, :1].to(device)
         engine.backward(engine(input_ids=probe, attention_mask=torch.ones_like(probe)).logits.sum() * 0.0)
-        return [0.0, 0.0, 0.0, float(mask.bool().sum()), 1.0]
+        return [0.0, 0.0, 0.0, float(mask.bool().sum()), 1.0, 0.0]
     logp = sequence_logprobs(engine, batch, device, cfg.target_logits_only)
     ref_logp = None
     if cfg.kl_coef > 0 and at_reference:
@@ -65,19 +66,20 @@ def _micro_step(engine: Any, ref: Any, batch: dict[str, Any], cfg: GrpoConfig, s
     num, _ = aggregate_parts(per_token, mask, cfg.loss_agg)
     engine.backward(num * scale)
     m = mask.bool()
-    return [float(num.detach()), float(stats["kl"][m].sum()), float((stats["clipped"] & m).sum()), float(m.sum()), 0.0]
+    return [float(num.detach()), float(stats["kl"][m].sum()), float((stats["clipped"] & m).sum()), float(m.sum()), 0.0,
+            float(batch["attention_mask"].sum())]
 
 
 def _step_record(step: int, picked: Sequence[GrpoItem], sums: list[float], den: int, engine: Any, seconds: float,
                  tokens: float) -> dict[str, Any]:
-    loss_num, kl_sum, clipped, masked, skipped = sums
+    loss_num, kl_sum, clipped, masked, skipped, forwarded = sums
     return {"step": step, "loss": loss_num / max(den, 1), "kl": kl_sum / max(masked, 1),
             "zero_advantage_microbatches_skipped": int(skipped),
             "clip_frac": clipped / max(masked, 1), "grad_norm": grad_norm(engine), "lr": engine.get_lr()[0],
             "tokens": int(tokens), "generated_tokens": int(masked), "rollouts": len(picked),
             "reward_mean": sum(i.reward for i in picked) / len(picked),
             "reward_mean_by_pool": pool_reward_means(picked),
-            "adv_abs_mean": sum(abs(i.adv) for i in picked) / len(picked), "tokens_per_s": tokens / max(seconds, 1e-9)}
+            "adv_abs_mean": sum(abs(i.adv) for i in picked) / len(picked), "tokens_per_s": forwarded / max(seconds, 1e-9)}
 
 
 def train_grpo(
@@ -120,7 +122,7 @@ def train_grpo(
         picked = [data.items[i] for i in batch_indices(len(data.items), cursor, cfg.minibatch, seed)]
         den = global_denominator(picked, cfg.loss_agg)
         scale = env.world * accum / max(den, 1)
-        mine, t0, sums = rank_slice(picked, env.rank, env.world), time.perf_counter(), [0.0] * 5
+        mine, t0, sums = rank_slice(picked, env.rank, env.world), time.perf_counter(), [0.0] * 6
         at_reference = step == 0  # a restored block has taken steps; a fresh one starts from the reference weights
         if ref is None and cfg.kl_coef > 0 and not at_reference:
             ref = load_model(model_path, device=str(engine.device)).requires_grad_(False)

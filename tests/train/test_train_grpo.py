@@ -170,5 +170,6 @@ def test_zero_advantage_block_is_skipped_and_leaves_weights(tiny_dir, grpo_recor
     assert out["done"]
     (record,) = read_jsonl(tmp_path / "m.jsonl")
     assert record["zero_advantage_microbatches_skipped"] == len(zero.items)
+    assert record["tokens_per_s"] == 0.0 and record["tokens"] > 0  # nothing was forwarded
     a, b = load_model(tiny_dir).state_dict(), load_model(tmp_path / "hf").state_dict()
     assert all(torch.equal(a[k], b[k]) for k in a)
