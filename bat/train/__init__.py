@@ -17,6 +17,9 @@ Public API (stable; other teams code against it):
     - `aggregate(values, mask, mode)` / `aggregate_parts(...) -> (num, den)`; modes `token-mean`,
       `seq-mean-token-mean`
     - `grpo_loss(logp, behavior_logp, ref_logp, adv, mask, *, clip_eps, kl_coef, kl_kind, agg) -> (loss, stats)`
+    - `target_logprobs(model, input_ids, attention_mask, loss_mask, temperature=None, *, targets_only=True)`
+      `[B, T-1]` next-token log-probs; with `targets_only` the vocabulary projection runs only at masked positions
+      (`logits_to_keep`; switch `sft.target_logits_only` / `grpo.target_logits_only`)
 * Inputs GRPO reads: `bat.schemas.rollout.RolloutRecord` (token_ids, loss_mask, behavior_logprobs aligned
   with token_ids, temperature, state_id, pool, valid) and `RewardRecord` (rollout_id, reward or None,
   valid). `bat.train.grpo_data.build_items(rollouts, rewards, *, max_seq_len, normalize_std, adv_eps)
