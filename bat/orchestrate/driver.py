@@ -7,9 +7,12 @@ Reads: DONE.json markers, job records, the lease. Writes: job records, leases, e
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
+import signal
 import socket
+import threading
 import time
 from pathlib import Path
 from typing import TYPE_CHECKING, Callable
@@ -84,7 +87,8 @@ def queue_phase(config: "BatConfig", layout: RunLayout, r: int, phase: str, deps
     from bat.config.load import resolved_dict
 
     executor = make_executor(config, layout, r, phase, deps)
-    job = executor.submit(PhaseJob(resolved_dict(config), str(layout.root), r, phase, chain_next=kind == "slurm"))
+    with _children_ignore_sigint(kind == "local"):
+        job = executor.submit(PhaseJob(resolved_dict(config), str(layout.root), r, phase, chain_next=kind == "slurm"))
     write_job_record(layout, r, phase, job_id=job.job_id, executor=kind, owner=owner, dependency=deps)
     log_event(layout, r, phase, f"queued job {job.job_id} on {kind}" + (f" afterok:{':'.join(deps)}" if deps else ""))
     if kind == "slurm":
@@ -118,16 +122,47 @@ class StepProgress:
         print(f"{self.prefix}: step {step}: {', '.join(parts)}", flush=True)
 
 
+@contextlib.contextmanager
+def _children_ignore_sigint(active: bool):
+    """Processes started inside inherit SIGINT ignored (Python then installs no KeyboardInterrupt handler in
+    them): a terminal's Ctrl-C reaches only this driver, which stops the local job itself (`_stop_local_job`)
+    instead of the job and submitit's controller each printing a traceback. Main thread only."""
+    if not active or threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    previous = signal.signal(signal.SIGINT, signal.SIG_IGN)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGINT, previous)
+
+
+def _stop_local_job(job, timeout_s: float = 60.0) -> None:
+    """SIGTERM to a local job's submitit controller, which forwards it to the phase (it flushes and exits; its
+    files are atomic, so nothing is torn); waits up to `timeout_s` for the job to end."""
+    with contextlib.suppress(ProcessLookupError, ValueError, PermissionError):
+        os.kill(int(job.job_id), signal.SIGTERM)
+    deadline = time.monotonic() + timeout_s
+    while not job.done() and time.monotonic() < deadline:
+        time.sleep(0.2)
+
+
 def _wait_local(config: "BatConfig", layout: RunLayout, r: int, phase: str, job, kind: str,
                 heartbeat: Callable[[], None]) -> None:
     """Wait for a local/debug job, printing progress; raise PhaseFailed unless it wrote DONE.json."""
     started = time.monotonic()
     print(f"[round {r}] {phase}: running (job {job.job_id}, log {job.paths.stderr})", flush=True)
     progress = StepProgress(layout.phase_dir(r, phase) / "metrics.jsonl", f"[round {r}] {phase}")
-    while not job.done():
-        heartbeat()
-        progress.report()
-        time.sleep(min(config.orchestrate.poll_s, 0.5))
+    try:
+        while not job.done():
+            heartbeat()
+            progress.report()
+            time.sleep(min(config.orchestrate.poll_s, 0.5))
+    except KeyboardInterrupt:
+        if kind == "local":
+            log_event(layout, r, phase, "interrupted (Ctrl-C): stopping the job; rerun to resume")
+            _stop_local_job(job)
+        raise
     if kind == "local" and not _wait_for(job.paths.result_pickle, 2.0):  # none at all = the job was killed
         raise PhaseFailed(f"round {r} phase {phase}: job {job.job_id} died without a result (killed?); "
                           f"log {job.paths.stderr}; rerun to resume from its partial outputs")

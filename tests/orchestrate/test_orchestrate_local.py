@@ -151,3 +151,31 @@ def test_job_failure_keeps_the_last_line_and_ctrl_c_is_an_interrupt():
     text = 'Traceback (most recent call last):\n  File "x.py", line 1\n    boom()\nValueError: boom happened\n'
     assert driver._last_line(RuntimeError(text)) == "ValueError: boom happened"
     assert driver._last_line(RuntimeError("")) == "RuntimeError"
+
+
+def test_ctrl_c_of_bat_run_exits_130_with_one_line_and_resumes(tmp_path):
+    import subprocess
+    import sys
+
+    state = tmp_path / "run"
+    sets = [a for o in toy_phases.overrides() for a in ("--set", o)]
+    cmd = [sys.executable, "-m", "bat.cli.main", "run", "--state", str(state), "--rounds", "0",
+           "--set", "orchestrate.executor=local", "--set", "orchestrate.poll_s=0.5", "--set", "evaluate.test_split=false",
+           *sets]
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([os.path.dirname(__file__), os.environ.get("PYTHONPATH", "")]),
+           "BAT_TOY_SLEEP": "0.5", "BAT_TOY_SLOW": "0:sft"}
+    proc = subprocess.Popen(cmd, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                            start_new_session=True)
+    shard = RunLayout(state).phase_dir(0, "sft") / "shard_000.jsonl"
+    deadline = time.monotonic() + 120
+    while not shard.exists() and time.monotonic() < deadline and proc.poll() is None:
+        time.sleep(0.05)
+    assert shard.exists(), proc.communicate()
+    os.killpg(proc.pid, signal.SIGINT)  # a terminal's Ctrl-C reaches the whole foreground group
+    out, err = proc.communicate(timeout=120)
+    assert proc.returncode == 130, (out, err)
+    assert "bat: interrupted" in err and "Traceback" not in out + err
+    assert not (RunLayout(state).phase_dir(0, "sft") / "DONE.json").exists()
+    rerun = subprocess.run(cmd, env={**env, "BAT_TOY_SLEEP": "0"}, capture_output=True, text=True, timeout=300)
+    assert rerun.returncode == 0, rerun.stderr
+    assert (RunLayout(state).phase_dir(0, "route") / "DONE.json").exists()
