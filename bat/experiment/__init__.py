@@ -1,4 +1,4 @@
-"""Arm comparison experiment (issue 9): base / SFT / GRPO / BiCuRL / drop-one-pool ablations x seeds.
+"""Arm comparison experiment: base / SFT / GRPO / BiCuRL / drop-one-pool ablations x seeds.
 
 `bat experiment --config configs/experiments/FILE.yaml [--only ARM ...] [--seeds 1,2] [--out DIR]`
 

@@ -1,8 +1,8 @@
 """Copy pretraining of the tiny base model: synthetic token sequences in which spans recur, loss on the recurrences.
 
-A real base model arrives pretrained and can copy a name it has read; the tiny model is random-init and, measured
-in issue 9, does not learn to copy from the SFT rows alone (renamed identifiers stayed at 3.8 nats per token
-after 300 SFT steps, about a uniform guess over letters). A couple of thousand steps on sequences where a span
+A real base model arrives pretrained and can copy a name it has read; the tiny model is random-init and, as
+measured (`docs/results/RUNS.md`), does not learn to copy from the SFT rows alone (renamed identifiers stayed at
+3.8 nats per token after 300 SFT steps, about a uniform guess over letters). A couple of thousand steps on sequences where a span
 recurs grow that ability (induction heads), on a small vocabulary first and then on every ordinary token, so the policy can later
 copy held-out names it has never been trained on. The data is random token ids: nothing from either seed space.
 

@@ -167,7 +167,7 @@ class RunLayout:
         base = self.heldout_dir / f"round_{round_index:02d}"
         return (base / variant / split) if variant else (base / split)
 
-    # orchestration (appended by team orchestrate) ------------------------------
+    # orchestration: submitit folders and job records ---------------------------
     def submitit_dir(self, round_index: int, phase: str) -> Path:
         """submitit folder of one phase's jobs (pickles, stdout/stderr per job id)."""
         return self.jobs_dir / f"round_{round_index:02d}" / phase
@@ -176,7 +176,7 @@ class RunLayout:
         """JSON record of the job last queued for a phase (job id, executor, owner)."""
         return self.jobs_dir / f"round_{round_index:02d}" / f"{phase}.job.json"
 
-    # leakage preflight (appended by team leakage) ------------------------------
+    # leakage preflight: the held-out fingerprint index -------------------------
     @property
     def fingerprint_index(self) -> Path:
         """Held-out fingerprint index exported by the held-out side (ids, paths, answers, text n-grams);
