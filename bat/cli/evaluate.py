@@ -23,7 +23,6 @@ def _run(args: argparse.Namespace) -> int:
     from bat.evaluate.aggregate import pct
     from bat.evaluate.episodes import SCRIPTED_PREFIX, policy_driver, scripted_driver
     from bat.evaluate.runner import evaluate_split
-
     from bat.evaluate.store import aggregate_path, heldout_runs_path
 
     cfg, layout = _setup(args)

@@ -157,8 +157,10 @@ class ModelConfig(Section):
             from pathlib import Path
 
             folder = Path(self.path)
+            from bat.policy.tiny import read_build_info
+
             try:
-                if json.loads((folder / "bat_model.json").read_text(encoding="utf-8")).get("builder") == "bat.policy.tiny":
+                if read_build_info(folder).get("builder") == "bat.policy.tiny":
                     return None
             except (OSError, ValueError, AttributeError):
                 pass

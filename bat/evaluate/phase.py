@@ -15,8 +15,8 @@ from bat.evaluate.episodes import SCRIPTED_PREFIX, Driver, policy_driver, script
 from bat.evaluate.runner import evaluate_split
 from bat.evaluate.store import BASE_VARIANT, load_aggregate
 from bat.orchestrate.context import PhaseContext, PhaseResult
-from bat.schemas.evaluation import EvalAggregate
 from bat.orchestrate.events import log_event
+from bat.schemas.evaluation import EvalAggregate
 from bat.state.atomic import atomic_write_json, read_json
 from bat.state.checkpoints import read_best
 from bat.state.markers import read_done

@@ -7,9 +7,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-DTYPES = ("float32", "bfloat16", "float16")
 from bat.state.errors import StateFileError
 
+DTYPES = ("float32", "bfloat16", "float16")
 _WEIGHT_FILES = ("model.safetensors", "model.safetensors.index.json", "pytorch_model.bin", "pytorch_model.bin.index.json")
 
 
@@ -84,9 +84,8 @@ def torch_dtype(name: str) -> Any:
 
 def load_model(path: str | Path, *, dtype: str = "float32", device: str = "cpu") -> Any:
     """Causal LM weights from a local directory, in eval mode on `device`."""
-    from transformers import AutoModelForCausalLM
-
     from safetensors import SafetensorError
+    from transformers import AutoModelForCausalLM
 
     p = check_model_dir(path)
     try:

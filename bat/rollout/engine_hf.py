@@ -19,10 +19,9 @@ import torch
 from transformers import GenerationConfig, LogitsProcessor, LogitsProcessorList, StoppingCriteria
 from transformers import StoppingCriteriaList
 
+from bat.policy.loader import DTYPES, load_model
 from bat.rollout import kvcache
 from bat.rollout.engine import GenRequest, GenResult
-
-_DTYPES = {"float32": torch.float32, "bfloat16": torch.bfloat16, "float16": torch.float16}
 
 
 def filter_logits(logits: torch.Tensor, top_p: float, top_k: int) -> torch.Tensor:
@@ -89,9 +88,9 @@ class HFEngine:
 
     def __init__(self, model_path: str | Path, *, dtype: str = "float32", device: str = "cpu",
                  top_p: float = 1.0, top_k: int = 0, max_batch: int = 32, prefix_cache: bool = False) -> None:
-        if dtype not in _DTYPES:
-            raise ValueError(f"unknown dtype {dtype!r}; valid: {sorted(_DTYPES)}")
-        self.dtype, self.dtype_name, self.device = _DTYPES[dtype], dtype, device
+        if dtype not in DTYPES:
+            raise ValueError(f"unknown dtype {dtype!r}; valid: {sorted(DTYPES)}")
+        self.dtype, self.device = dtype, device
         self.top_p, self.top_k, self.max_batch = top_p, top_k, max_batch
         self.prefix_cache = prefix_cache
         self._cache: dict[str, tuple[list[int], Any]] = {}
@@ -103,11 +102,9 @@ class HFEngine:
 
     def set_weights(self, path: str | Path) -> None:
         """Load weights from a local HF directory (replaces the model; no KV survives the swap)."""
-        from bat.policy.loader import load_model
-
         path = Path(path)
         self._cache.clear()  # KV computed with the old weights is invalid
-        self.model = load_model(path, dtype=self.dtype_name, device=self.device)  # a damaged folder: ModelFolderError
+        self.model = load_model(path, dtype=self.dtype, device=self.device)  # a damaged folder: ModelFolderError
         cfg = self.model.config
         pad = cfg.pad_token_id if cfg.pad_token_id is not None else cfg.eos_token_id
         if isinstance(pad, list):

@@ -99,4 +99,3 @@ def read_jsonl_resuming(path: str | os.PathLike[str], model: type[M] | None = No
     if cut:
         atomic_write_bytes(p, data[: data.rfind(b"\n") + 1])
     return read_jsonl(p, model), cut
-

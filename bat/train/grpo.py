@@ -27,13 +27,10 @@ def sequence_logprobs(model: Any, batch: dict[str, Any], device: Any, targets_on
     """log pi(token_t | prefix) for t = 1..T-1 at each row's sampling temperature; `[B, T-1]`. With
     `targets_only` and a `loss_mask` in `batch` only the masked (generated) positions are computed; the others
     hold 0. Without a `loss_mask` every position is computed."""
-    import torch
-
-    ids = batch["input_ids"].to(device)
     mask = batch.get("loss_mask")
-    mask = torch.ones_like(ids[:, 1:]) if mask is None else mask.to(device)
-    return target_logprobs(model, ids, batch["attention_mask"].to(device), mask, batch["temperature"].to(device),
-                           targets_only=targets_only and "loss_mask" in batch)
+    return target_logprobs(model, batch["input_ids"].to(device), batch["attention_mask"].to(device),
+                           None if mask is None else mask.to(device), batch["temperature"].to(device),
+                           targets_only=targets_only)
 
 
 def _micro_step(engine: Any, ref: Any, batch: dict[str, Any], cfg: GrpoConfig, scale: float, *,

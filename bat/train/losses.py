@@ -7,6 +7,8 @@ their log-probabilities are extreme.
 
 from __future__ import annotations
 
+import functools
+import inspect
 from typing import Any, Literal, Sequence
 
 import torch
@@ -160,27 +162,32 @@ def token_logprobs(logits: torch.Tensor, targets: torch.Tensor) -> torch.Tensor:
     return torch.gather(logps, -1, targets.unsqueeze(-1)).squeeze(-1)
 
 
-def _accepts_logits_to_keep(model: Any) -> bool:
-    """Whether the (possibly engine-wrapped) HF model's forward takes `logits_to_keep`."""
-    import inspect
-
-    forward = getattr(type(getattr(model, "module", model)), "forward", None)
+@functools.lru_cache(maxsize=None)
+def _class_accepts_logits_to_keep(cls: type) -> bool:
+    forward = getattr(cls, "forward", None)
     try:
         return forward is not None and "logits_to_keep" in inspect.signature(forward).parameters
     except (TypeError, ValueError):
         return False
 
 
-def target_logprobs(model: Any, input_ids: torch.Tensor, attention_mask: torch.Tensor, loss_mask: torch.Tensor,
-                    temperature: torch.Tensor | None = None, *, targets_only: bool = True) -> torch.Tensor:
+def _accepts_logits_to_keep(model: Any) -> bool:
+    """Whether the (possibly engine-wrapped) HF model's forward takes `logits_to_keep` (once per class)."""
+    return _class_accepts_logits_to_keep(type(getattr(model, "module", model)))
+
+
+def target_logprobs(model: Any, input_ids: torch.Tensor, attention_mask: torch.Tensor,
+                    loss_mask: torch.Tensor | None, temperature: torch.Tensor | None = None, *,
+                    targets_only: bool = True) -> torch.Tensor:
     """log pi(token_{t+1} | tokens_<=t) per position t, `[B, T-1]`, for `input_ids` `[B, T]`.
 
     With `targets_only` (and a model whose forward takes `logits_to_keep`), hidden states are projected to the
     vocabulary only at the positions where some row's shifted `loss_mask` (`[B, T-1]`) is set: the same values
     and gradients there, without the `[B, T, V]` logits of every context token (a 135M policy's vocabulary
     projection and log-softmax on 8k-token contexts dominate memory). Other positions hold 0 and must stay
-    masked. `temperature` (`[B]`, values <= 0 read as 1) divides the logits row-wise."""
-    if targets_only and _accepts_logits_to_keep(model):
+    masked. Without a `loss_mask` every position is computed. `temperature` (`[B]`, values <= 0 read as 1)
+    divides the logits row-wise."""
+    if targets_only and loss_mask is not None and _accepts_logits_to_keep(model):
         keep = loss_mask.bool().any(dim=0).nonzero().squeeze(-1)
         if keep.numel() == 0:
             keep = torch.zeros(1, dtype=torch.long, device=input_ids.device)
@@ -198,4 +205,3 @@ def target_logprobs(model: Any, input_ids: torch.Tensor, attention_mask: torch.T
         return logp
     full = torch.zeros(input_ids.shape[0], input_ids.shape[1] - 1, dtype=logp.dtype, device=logp.device)
     return full.index_copy(1, keep, logp)
-
