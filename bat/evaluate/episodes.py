@@ -103,7 +103,7 @@ def policy_driver(cfg: "BatConfig", checkpoint: Path) -> tuple[Driver, Callable[
     turn_tokens = TurnTokens(load_tokenizer(checkpoint), policy_tools(cfg.sft.render_tools))
     settings = LoopSettings(budgets=cfg.rollout.budgets, temperature=cfg.evaluate.temperature,
                             no_tool_call=cfg.rollout.no_tool_call, tool_workers=cfg.rollout.tool_workers,
-                            tool_names=list(TOOL_NAMES))
+                            tool_names=list(TOOL_NAMES), cohorts=cfg.rollout.cohorts, schedule=cfg.rollout.schedule)
 
     def drive(prepared: Sequence[PreparedRun]) -> list[EpisodeInfo]:
         specs = [RolloutSpec(rollout_id=p.run.run_id, state_id=p.run.run_id, k=0, seed=int(p.run.sampling_seed),

