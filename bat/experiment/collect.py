@@ -1,7 +1,8 @@
 """Gather per-arm results from training-side files only: end-of-run aggregates, controller curves, counts, wall.
 
 Reads, per arm x seed state dir: `experiment_arm.json`, `round_NN/final_test/aggregate_<split>.json`,
-`round_NN/evaluate/aggregate_controller.json`, `round_NN/route/best.json`, DONE.json counts. Writes nothing.
+`round_NN/evaluate/aggregate_controller.json`, `round_NN/route/best.json`, DONE.json counts and the training
+rewards of `round_NN/verify/` (mean reward and identical GRPO groups per pool). Writes nothing.
 Across seeds: per-track values are averaged over seeds, then the arm mean is the mean of track means with a t
 half-width across tracks (the track is the statistical unit); the seed spread is the SD/min/max of seed means.
 """
@@ -24,6 +25,8 @@ from bat.schemas.evaluation import METRICS, EvalAggregate
 from bat.state.atomic import read_json
 from bat.state.layout import RunLayout
 from bat.state.markers import read_done
+from bat.verify.shards import read_rewards
+from bat.verify.signal import pool_signal
 
 
 END_SPLITS = ("final", "test")
@@ -50,7 +53,8 @@ def _counts(layout: RunLayout) -> dict[str, Any]:
                 tokens += int(done.counts.get("generated_tokens", 0))
             if phase_dir.name == "verify" and r > 0:
                 signal.setdefault(r, {}).update(reward_mean=done.counts.get("reward_mean"),
-                                                rewards=done.counts.get("rewards"))
+                                                rewards=done.counts.get("rewards"),
+                                                by_pool=pool_signal(read_rewards(phase_dir)))
             if phase_dir.name == "grpo":
                 steps += int(done.counts.get("step", 0))
                 rl_rounds += 1

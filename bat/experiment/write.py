@@ -133,10 +133,25 @@ def render_readme(results: dict[str, Any]) -> str:
             out.append(f"| {name} | {x['seed']} | {x.get('status')} | {pct(agg.get('overall'))} | "
                        f"{x.get('final_round', '-')} | {x.get('rollouts', '-')} | {rewards or '-'} | {same or '-'} | "
                        f"{x.get('wall_s', '-')} | {err} |")
+    out += ["", "Training signal per RL round and pool: mean training reward, and identical GRPO groups out of all "
+            "groups of that pool.", "", "| arm | seed | round | S-target | S-mix | E2E |", "|---|---|---|---|---|---|"]
+    for name, arm in results["arms"].items():
+        for x in arm["seeds"]:
+            for s in x.get("signal") or []:
+                pools = s.get("by_pool") or {}
+                cells = [_pool_cell(pools.get(p)) for p in ("S-target", "S-mix", "E2E")]
+                out.append(f"| {name} | {x['seed']} | {s['round']} | " + " | ".join(cells) + " |")
     out += ["", "## Curves", "", "![curves](curves.png)", "",
             "Controller split (the routing evaluation): raw Overall per round, and the retained best's score.", "",
             "## Closing note", "", _ordering(results), ""]
     return "\n".join(out)
+
+
+def _pool_cell(stats: dict[str, Any] | None) -> str:
+    """`mean (identical/groups same)` of one pool's round signal, `-` when the pool had no rows."""
+    if not stats or stats.get("reward_mean") is None:
+        return "-"
+    return f"{stats['reward_mean']:.3f} ({stats['groups_identical']}/{stats['groups']} same)"
 
 
 def stamp(results: dict[str, Any], command: str) -> dict[str, Any]:
