@@ -46,6 +46,13 @@ class OpenAIEngineConfig(Section):
     """Retries of a failed request before the rollout is marked invalid (`error`)."""
     concurrency: int = Field(16, ge=1)
     """Requests in flight at once."""
+    verify_checkpoint: bool = True
+    """Before rolling out or evaluating (and after every `set_weights`), score a fixed probe continuation from the
+    server against the checkpoint loaded locally with transformers (`rollout.dtype`/`device`), and refuse a server
+    whose log-probs differ by more than `probe_tolerance`: a server still on other weights never writes records
+    that name this checkpoint. Costs one local load of the checkpoint per check."""
+    probe_tolerance: float | None = Field(None, gt=0)
+    """Largest accepted probe log-prob difference; None = 2e-3 for float32, 5e-2 for 16-bit `rollout.dtype`."""
     flush_cache_url: str | None = None
     """URL POSTed when the weights change so the server drops its prefix cache (vLLM:
     `http://HOST:8000/reset_prefix_cache`, SGLang: `http://HOST:30000/flush_cache`); None = do not call."""
@@ -79,6 +86,11 @@ class VllmEngineConfig(Section):
     cpu_threads: str = "auto"
     """CPU build: cores the engine's OpenMP threads bind to (`VLLM_CPU_OMP_THREADS_BIND`, e.g. `0-1`); `auto` =
     every core this process may use (vLLM's own default binds fewer and halves prefill on 2 cores)."""
+    verify_checkpoint: bool = True
+    """After the server is up, score a fixed probe continuation from it against the checkpoint loaded locally
+    (`bat.rollout.probe`) and refuse a mismatch; the server's `/v1/models` root is checked in any case."""
+    probe_tolerance: float | None = Field(None, gt=0)
+    """Largest accepted probe log-prob difference; None = 2e-3 for float32, 5e-2 for 16-bit `rollout.dtype`."""
     start_timeout_s: float = Field(600.0, gt=0)
     """Seconds to wait for the server to answer `/health` before the phase fails (start-up is ~80 s on 2 cores)."""
     request_timeout_s: float = Field(600.0, gt=0)

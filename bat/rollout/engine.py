@@ -78,5 +78,8 @@ def make_engine(cfg: "RolloutConfig", model_path: str | Path) -> Engine:
     if cfg.engine == "openai":
         from bat.rollout.engine_openai import OpenAIEngine
 
-        return OpenAIEngine(cfg.openai, top_p=cfg.top_p, top_k=cfg.top_k, checkpoint=str(model_path))
+        engine = OpenAIEngine(cfg.openai, top_p=cfg.top_p, top_k=cfg.top_k, checkpoint=str(model_path))
+        if cfg.openai.verify_checkpoint:
+            engine.verify(model_path, dtype=cfg.dtype, device=cfg.device)
+        return engine
     raise ValueError(f"unknown rollout engine {cfg.engine!r}; valid engines: {list(ENGINES)}")

@@ -110,11 +110,22 @@ class OpenAIEngine:
             return list(pool.map(self._one, requests))
 
     def set_weights(self, path: str | Path) -> None:
-        """Record the new checkpoint (the server is reloaded on it by its owner) and flush the server's prefix
-        cache through `flush_cache_url` when configured; a failed flush raises HttpError."""
-        self.checkpoint = str(path)
+        """Move to the checkpoint at `path` (the server's owner reloads the server on it): flush the server's prefix
+        cache through `flush_cache_url` when configured (a failed flush raises HttpError), then, with
+        `verify_checkpoint`, check the server against `path` (`verify`)."""
         if self.cfg.flush_cache_url:
             post_empty(self.cfg.flush_cache_url, timeout_s=self.cfg.timeout_s, api_key_env=self.cfg.api_key_env)
+        if self.cfg.verify_checkpoint:
+            self.verify(path)
+        self.checkpoint = str(path)
+
+    def verify(self, path: str | Path, *, dtype: str = "float32", device: str = "cpu") -> float:
+        """Score the probe continuation from the server against the checkpoint at `path` (`bat.rollout.probe`);
+        raises ServedModelMismatch naming both, or ModelFolderError when `path` is no model folder."""
+        from bat.rollout.probe import check_served, default_tolerance
+
+        return check_served(self, path, where=f"the server at {self.cfg.base_url}", dtype=dtype, device=device,
+                            tolerance=self.cfg.probe_tolerance or default_tolerance(dtype))
 
     def release(self, cache_key: str) -> None:
         """The server manages its own cache."""

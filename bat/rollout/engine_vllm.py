@@ -50,6 +50,8 @@ class VllmServerEngine:
         self.max_context_tokens, self.dtype = max_context_tokens, dtype
         self.server: VllmServer | None = None
         self.client: OpenAIEngine | None = None
+        self.probe_diff: float | None = None
+        """Largest probe log-prob difference between the server and the checkpoint at the last check."""
         self.checkpoint = ""
         self.max_context: int | None = None
         self.set_weights(model_path)
@@ -68,6 +70,15 @@ class VllmServerEngine:
                                         timeout_s=self.cfg.request_timeout_s, max_retries=0,
                                         concurrency=self.cfg.max_num_seqs)
         self.client = OpenAIEngine(client_cfg, top_p=self.top_p, top_k=self.top_k, checkpoint=str(path))
+        if self.cfg.verify_checkpoint:
+            from bat.rollout.probe import check_served, default_tolerance
+
+            try:
+                self.probe_diff = check_served(self.client, path, where=f"vLLM server {self.server.base_url}",
+                                               tolerance=self.cfg.probe_tolerance or default_tolerance(self.dtype))
+            except BaseException:
+                self.close()
+                raise
         self.checkpoint = str(path)
 
     @property

@@ -49,7 +49,7 @@ def test_filter_logits_top_k_and_top_p():
 
 
 def test_make_engine_rejects_unknown_and_builds_openai():
-    cfg = RolloutConfig(engine="openai")
+    cfg = RolloutConfig(engine="openai", openai=OpenAIEngineConfig(verify_checkpoint=False))
     assert isinstance(make_engine(cfg, "ckpt"), OpenAIEngine)
     with pytest.raises(ValueError):
         RolloutConfig(engine="sglang-native")
@@ -71,7 +71,8 @@ def test_openai_engine_token_ids_roundtrip(tiny_model):
     # new weights: the client asks the server to drop its prefix cache
     with CompletionsServer(local) as srv:
         root = srv.url[: -len("/v1")]
-        engine = OpenAIEngine(OpenAIEngineConfig(base_url=srv.url, flush_cache_url=root + "/reset_prefix_cache"))
+        engine = OpenAIEngine(OpenAIEngineConfig(base_url=srv.url, flush_cache_url=root + "/reset_prefix_cache",
+                                                 verify_checkpoint=False))
         engine.set_weights("step_000050")
         assert srv.flushes == 1 and engine.checkpoint == "step_000050"
 
@@ -192,3 +193,29 @@ def test_vllm_engine_without_a_vllm_environment_names_the_fix(monkeypatch, tmp_p
     with pytest.raises(VllmServerError, match="scripts/bootstrap.sh"):
         resolve_python(None)
     assert cpu_bind("0-3") == "0-3" and cpu_bind("auto")
+
+
+def test_served_checkpoint_is_verified_both_ways(tiny_model, tmp_path):
+    """A server on checkpoint A passes the probe for A and is refused for B, naming both; after the server is
+    reloaded on B, moving the engine to B passes."""
+    from bat.config.rollout import RolloutBudgets
+    from bat.policy.tiny import build_tiny_model
+    from bat.rollout.probe import ServedModelMismatch
+    from conftest import TINY
+
+    other = build_tiny_model(tmp_path / "other", TINY, seed=7)
+    server_engine = HFEngine(tiny_model)
+    with CompletionsServer(server_engine) as srv:
+        cfg = RolloutConfig(engine="openai", openai=OpenAIEngineConfig(base_url=srv.url),
+                            budgets=RolloutBudgets(max_context_tokens=1024))
+        engine = make_engine(cfg, tiny_model)  # the server serves tiny_model: accepted
+        assert engine.checkpoint == str(tiny_model)
+        with pytest.raises(ServedModelMismatch, match="does not serve the checkpoint") as info:
+            make_engine(cfg, other)
+        assert srv.url in str(info.value) and str(other) in str(info.value)
+        with pytest.raises(ServedModelMismatch):
+            engine.set_weights(other)  # the server was not reloaded: refused, the engine keeps its checkpoint
+        assert engine.checkpoint == str(tiny_model)
+        server_engine.set_weights(other)  # the server's owner reloads it on the new checkpoint
+        engine.set_weights(other)
+        assert engine.checkpoint == str(other)

@@ -73,6 +73,7 @@ def _reference_logprobs(model_dir, prompt, tokens, temperature):
 def test_server_ids_logprobs_seeds_and_served_checkpoint(engine, vllm_models):
     assert engine.name == "vllm" and engine.concurrent
     assert engine.server.served_root() == str(vllm_models[0].resolve())
+    assert engine.probe_diff is not None and engine.probe_diff <= 2e-3  # the probe check ran and passed
     assert engine.max_context == 2048
     reqs = [GenRequest(prompt_ids=list(range(10, 30 + 5 * i)), max_new_tokens=8, seed=100 + i, temperature=0.7,
                        stop_ids=(2,)) for i in range(3)]
