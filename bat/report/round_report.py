@@ -168,7 +168,11 @@ def render_markdown(data: dict[str, Any], view: RoundView, stage_keys: tuple[str
 
 
 def write_round_report(layout: RunLayout, round_index: int, cfg: "BatConfig") -> list[Path]:
-    """Write report.md, report.json, overall.png and stages.png into `round_NN/`; returns the paths."""
+    """Write report.md, report.json, overall.png and stages.png into `round_NN/` (returns their paths) and rebuild
+    the run's TensorBoard event files (`bat.report.tensorboard`)."""
+    from bat.report.tensorboard import write_tensorboard
+
+    write_tensorboard(layout, cfg.stage_keys)
     data = report_data(layout, round_index, cfg)
     view = round_view(layout, round_index)
     out_dir = layout.round_dir(round_index)

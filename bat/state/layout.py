@@ -59,6 +59,11 @@ class RunLayout:
         return self.root / "events.log"
 
     @property
+    def tensorboard_dir(self) -> Path:
+        """TensorBoard event files of the run (rewritten from the metrics and aggregates at every round report)."""
+        return self.root / "tensorboard"
+
+    @property
     def leases_dir(self) -> Path:
         return self.root / "leases"
 

@@ -70,3 +70,34 @@ def test_run_summary_and_cli(layout, capsys):
     assert layout.report_md(0).exists()
     assert main(["report", "--state", str(layout.root), "--round", "7"]) == 2
     assert "rounds on disk: [0, 1]" in capsys.readouterr().out
+
+
+def test_round_report_rebuilds_tensorboard_events(layout):
+    """SFT, GRPO (steps counted across rounds, reward by pool) and controller scores land in event files, and a
+    second report rebuilds them instead of adding duplicate points."""
+    from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
+
+    from bat.state.jsonl import write_jsonl
+
+    write_jsonl(layout.phase_dir(0, "sft") / "metrics.jsonl",
+                [{"step": 0, "val_loss": 1.2}, {"step": 1, "loss": 0.9, "grad_norm": 3.0, "lr": 1e-4},
+                 {"step": 2, "loss": 0.7, "grad_norm": 2.0, "lr": 1e-4, "val_loss": 0.8}])
+    write_jsonl(layout.phase_dir(1, "grpo") / "metrics.jsonl",
+                [{"step": 1, "loss": 0.1, "kl": 0.01, "clip_frac": 0.0, "reward_mean": 0.25,
+                  "reward_mean_by_pool": {"S-target": 0.5, "E2E": 0.0}},
+                 {"step": 2, "loss": 0.2, "kl": 0.02, "clip_frac": 0.1, "reward_mean": 0.5, "reward_mean_by_pool": {}}])
+    for _ in range(2):
+        write_round_report(layout, 1, CFG)
+
+    def scalars(kind, tag):
+        acc = EventAccumulator(str(layout.tensorboard_dir / kind))
+        acc.Reload()
+        return [(e.step, round(e.value, 4)) for e in acc.Scalars(tag)]
+
+    assert scalars("sft", "sft/loss") == [(1, 0.9), (2, 0.7)]
+    assert scalars("sft", "sft/val_loss") == [(0, 1.2), (2, 0.8)]
+    assert scalars("grpo", "grpo/kl") == [(1, 0.01), (2, 0.02)]
+    assert scalars("grpo", "grpo/reward_by_pool/S-target") == [(1, 0.5)]
+    assert scalars("eval", "controller/overall") == [(0, 0.41), (1, 0.47)]
+    assert scalars("eval", "controller/stage/S3") == [(0, 0.1234), (1, 0.1234)]
+    assert not list(layout.root.glob(".tensorboard-*"))

@@ -1,0 +1,77 @@
+"""TensorBoard event files of a run, written from its training metrics and held-out aggregates.
+
+Reads `round_00/sft/metrics.jsonl`, every `round_NN/grpo/metrics.jsonl` and every round's controller aggregate
+(`round_NN/evaluate/aggregate_controller.json`); writes one event file per source under `state/<run>/tensorboard/`
+(`sft/`, `grpo/`, `eval/`), rebuilt whole each time so a resumed or extended run never duplicates points. The x axis
+is the SFT step, the GRPO step counted across rounds, and the round for evaluation. Only aggregate numbers are
+written. Open with `tensorboard --logdir state/<run>/tensorboard` (offline).
+"""
+
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+from typing import Any, Iterable
+
+from bat.evaluate.store import load_aggregate
+from bat.state.atomic import plain_temp_dir
+from bat.state.jsonl import read_jsonl_resuming
+from bat.state.layout import RunLayout
+
+SFT_SCALARS = ("loss", "val_loss", "grad_norm", "lr", "tokens_per_s")
+GRPO_SCALARS = ("loss", "kl", "clip_frac", "grad_norm", "lr", "tokens_per_s", "reward_mean", "adv_abs_mean")
+
+
+def _metrics(path: Path) -> list[dict[str, Any]]:
+    """The metric lines of one training phase (a torn final line is dropped); [] when absent."""
+    if not path.is_file():
+        return []
+    rows, _ = read_jsonl_resuming(path)
+    return [r for r in rows if isinstance(r, dict) and isinstance(r.get("step"), int)]
+
+
+def _write(writer: Any, prefix: str, step: int, row: dict[str, Any], keys: Iterable[str]) -> None:
+    for key in keys:
+        value = row.get(key)
+        if isinstance(value, (int, float)) and not isinstance(value, bool):
+            writer.add_scalar(f"{prefix}/{key}", float(value), step)
+
+
+def write_tensorboard(layout: RunLayout, stage_keys: Iterable[str]) -> Path | None:
+    """Rebuild `layout.tensorboard_dir`; returns it, or None when the `tensorboard` package is not installed."""
+    try:
+        from torch.utils.tensorboard import SummaryWriter
+    except ImportError:
+        return None
+    keys = list(stage_keys)
+    target = layout.tensorboard_dir
+    tmp = plain_temp_dir(layout.root, prefix=".tensorboard-")
+    try:
+        with SummaryWriter(str(tmp / "sft")) as w:
+            for row in _metrics(layout.phase_dir(0, "sft") / "metrics.jsonl"):
+                _write(w, "sft", row["step"], row, SFT_SCALARS)
+        with SummaryWriter(str(tmp / "grpo")) as w:
+            offset = 0
+            for r in layout.rounds():
+                rows = _metrics(layout.phase_dir(r, "grpo") / "metrics.jsonl")
+                for row in rows:
+                    step = offset + row["step"]
+                    _write(w, "grpo", step, row, GRPO_SCALARS)
+                    for pool, value in (row.get("reward_mean_by_pool") or {}).items():
+                        _write(w, "grpo/reward_by_pool", step, {pool: value}, [pool])
+                    w.add_scalar("grpo/round", r, step)
+                offset += max((row["step"] for row in rows), default=0)
+        with SummaryWriter(str(tmp / "eval")) as w:
+            for r in layout.rounds():
+                agg = load_aggregate(layout, r, "controller")
+                if agg is None:
+                    continue
+                _write(w, "controller", r, {"overall": agg.overall, "task": agg.task, "agentic": agg.agentic},
+                       ("overall", "task", "agentic"))
+                _write(w, "controller/stage", r, agg.stages, keys)
+        shutil.rmtree(target, ignore_errors=True)
+        tmp.rename(target)
+    except BaseException:
+        shutil.rmtree(tmp, ignore_errors=True)
+        raise
+    return target
