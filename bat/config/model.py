@@ -153,20 +153,17 @@ class ModelConfig(Section):
 
             return REGISTRY[self.pretrained].positions
         if self.path is not None:
-            import json
             from pathlib import Path
 
-            folder = Path(self.path)
+            from bat.policy.loader import folder_positions
             from bat.policy.tiny import read_build_info
+
+            folder = Path(self.path)
 
             try:
                 if read_build_info(folder).get("builder") == "bat.policy.tiny":
                     return None
             except (OSError, ValueError, AttributeError):
                 pass
-            try:
-                value = json.loads((folder / "config.json").read_text(encoding="utf-8")).get("max_position_embeddings")
-            except (OSError, ValueError, AttributeError):
-                return None
-            return int(value) if isinstance(value, int) and value > 0 else None
+            return folder_positions(folder)
         return None

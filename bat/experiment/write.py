@@ -10,6 +10,7 @@ import subprocess
 from pathlib import Path
 from typing import Any
 
+from bat.config.curriculum import POOL_NAMES
 from bat.evaluate.aggregate import pct
 from bat.experiment.plots import plot_curves
 from bat.experiment.spec import ExperimentSpec
@@ -134,12 +135,12 @@ def render_readme(results: dict[str, Any]) -> str:
                        f"{x.get('final_round', '-')} | {x.get('rollouts', '-')} | {rewards or '-'} | {same or '-'} | "
                        f"{x.get('wall_s', '-')} | {err} |")
     out += ["", "Training signal per RL round and pool: mean training reward, and identical GRPO groups out of all "
-            "groups of that pool.", "", "| arm | seed | round | S-target | S-mix | E2E |", "|---|---|---|---|---|---|"]
+            "groups of that pool.", "", "| arm | seed | round | " + " | ".join(POOL_NAMES) + " |", "|---|---|---|" + "---|" * len(POOL_NAMES)]
     for name, arm in results["arms"].items():
         for x in arm["seeds"]:
             for s in x.get("signal") or []:
                 pools = s.get("by_pool") or {}
-                cells = [_pool_cell(pools.get(p)) for p in ("S-target", "S-mix", "E2E")]
+                cells = [_pool_cell(pools.get(p)) for p in POOL_NAMES]
                 out.append(f"| {name} | {x['seed']} | {s['round']} | " + " | ".join(cells) + " |")
     out += ["", "## Curves", "", "![curves](curves.png)", "",
             "Controller split (the routing evaluation): raw Overall per round, and the retained best's score.", "",

@@ -152,7 +152,7 @@ def _wait_local(config: "BatConfig", layout: RunLayout, r: int, phase: str, job,
     """Wait for a local/debug job, printing progress; raise PhaseFailed unless it wrote DONE.json."""
     started = time.monotonic()
     print(f"[round {r}] {phase}: running (job {job.job_id}, log {job.paths.stderr})", flush=True)
-    progress = StepProgress(layout.phase_dir(r, phase) / "metrics.jsonl", f"[round {r}] {phase}")
+    progress = StepProgress(layout.training_metrics(r, phase), f"[round {r}] {phase}")
     try:
         while not job.done():
             heartbeat()

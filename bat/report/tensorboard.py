@@ -48,12 +48,12 @@ def write_tensorboard(layout: RunLayout, stage_keys: Iterable[str]) -> Path | No
     tmp = plain_temp_dir(layout.root, prefix=".tensorboard-")
     try:
         with SummaryWriter(str(tmp / "sft")) as w:
-            for row in _metrics(layout.phase_dir(0, "sft") / "metrics.jsonl"):
+            for row in _metrics(layout.training_metrics(0, "sft")):
                 _write(w, "sft", row["step"], row, SFT_SCALARS)
         with SummaryWriter(str(tmp / "grpo")) as w:
             offset = 0
             for r in layout.rounds():
-                rows = _metrics(layout.phase_dir(r, "grpo") / "metrics.jsonl")
+                rows = _metrics(layout.training_metrics(r, "grpo"))
                 for row in rows:
                     step = offset + row["step"]
                     _write(w, "grpo", step, row, GRPO_SCALARS)

@@ -78,8 +78,9 @@ def make_engine(cfg: "RolloutConfig", model_path: str | Path) -> Engine:
     if cfg.engine == "openai":
         from bat.rollout.engine_openai import OpenAIEngine
 
-        engine = OpenAIEngine(cfg.openai, top_p=cfg.top_p, top_k=cfg.top_k, checkpoint=str(model_path))
+        engine = OpenAIEngine(cfg.openai, top_p=cfg.top_p, top_k=cfg.top_k, checkpoint=str(model_path),
+                              dtype=cfg.dtype, device=cfg.device)
         if cfg.openai.verify_checkpoint:
-            engine.verify(model_path, dtype=cfg.dtype, device=cfg.device)
+            engine.verify(model_path)
         return engine
     raise ValueError(f"unknown rollout engine {cfg.engine!r}; valid engines: {list(ENGINES)}")

@@ -63,8 +63,11 @@ class OpenAIEngine:
     concurrent = True
     """Thread-safe (one HTTP request per call); the server batches concurrent requests."""
 
-    def __init__(self, cfg: OpenAIEngineConfig, *, top_p: float = 1.0, top_k: int = 0, checkpoint: str = "") -> None:
+    def __init__(self, cfg: OpenAIEngineConfig, *, top_p: float = 1.0, top_k: int = 0, checkpoint: str = "",
+                 dtype: str = "float32", device: str = "cpu") -> None:
         self.cfg, self.top_p, self.top_k = cfg, top_p, top_k
+        self.dtype, self.device = dtype, device
+        """Where the checkpoint is loaded to score the probe (`verify`)."""
         self.url = (_server_root(cfg.base_url) + "/generate" if cfg.api == "sglang"
                     else cfg.base_url.rstrip("/") + "/completions")
         self.checkpoint = checkpoint or cfg.model
@@ -119,13 +122,13 @@ class OpenAIEngine:
             self.verify(path)
         self.checkpoint = str(path)
 
-    def verify(self, path: str | Path, *, dtype: str = "float32", device: str = "cpu") -> float:
+    def verify(self, path: str | Path) -> float:
         """Score the probe continuation from the server against the checkpoint at `path` (`bat.rollout.probe`);
         raises ServedModelMismatch naming both, or ModelFolderError when `path` is no model folder."""
         from bat.rollout.probe import check_served, default_tolerance
 
-        return check_served(self, path, where=f"the server at {self.cfg.base_url}", dtype=dtype, device=device,
-                            tolerance=self.cfg.probe_tolerance or default_tolerance(dtype))
+        return check_served(self, path, where=f"the server at {self.cfg.base_url}", dtype=self.dtype,
+                            device=self.device, tolerance=self.cfg.probe_tolerance or default_tolerance(self.dtype))
 
     def release(self, cache_key: str) -> None:
         """The server manages its own cache."""

@@ -26,17 +26,6 @@ from bat.rollout.engine_openai import OpenAIEngine
 from bat.rollout.vllm_server import SERVED_NAME, VllmServer
 
 
-def model_positions(path: str | Path) -> int | None:
-    """`max_position_embeddings` of the checkpoint's config.json (None when absent)."""
-    import json
-
-    try:
-        value = json.loads((Path(path) / "config.json").read_text(encoding="utf-8")).get("max_position_embeddings")
-    except (OSError, ValueError):
-        return None
-    return int(value) if isinstance(value, int) else None
-
-
 class VllmServerEngine:
     """vLLM's OpenAI server on the checkpoint, started and stopped by bat; requests may come from many threads."""
 
@@ -57,12 +46,13 @@ class VllmServerEngine:
         self.set_weights(model_path)
 
     def set_weights(self, path: str | Path) -> None:
-        """Start a server on `path` (checked to serve it), then stop the old one; a failure raises
-        VllmServerError with the server log's tail."""
-        from bat.policy.loader import check_model_dir
+        """Stop the old server, then start one on `path` and check that it serves it (one server at a time: both
+        would not fit a small machine); a failure raises VllmServerError with the server log's tail, or
+        ServedModelMismatch from the probe."""
+        from bat.policy.loader import check_model_dir, folder_positions
 
         path = check_model_dir(path)  # a missing or incomplete folder: ModelFolderError naming it
-        positions = model_positions(path)
+        positions = folder_positions(path)
         self.max_context = min(self.max_context_tokens, positions) if positions else self.max_context_tokens
         self.close()
         self.server = VllmServer(path, self.cfg, max_model_len=self.max_context, dtype=self.dtype).start()

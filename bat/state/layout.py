@@ -149,6 +149,10 @@ class RunLayout:
     def phase_dir(self, round_index: int, phase: str) -> Path:
         return self.round_dir(round_index) / phase
 
+    def training_metrics(self, round_index: int, phase: str) -> Path:
+        """`round_NN/<phase>/metrics.jsonl`: one line per optimizer step of a training phase (sft, grpo)."""
+        return self.phase_dir(round_index, phase) / "metrics.jsonl"
+
     def done_marker(self, round_index: int, phase: str) -> Path:
         return self.phase_dir(round_index, phase) / "DONE.json"
 

@@ -44,7 +44,7 @@ def run_sft(ctx: PhaseContext) -> PhaseResult:
                        cfg.sft.max_seq_len, tools=None if cfg.sft.render_tools else [], pack=cfg.sft.pack_prefixes,
                        rename=cfg.sft.rename_identifiers)
     export = layout.candidate_model(0)
-    metrics = ctx.phase_dir / "metrics.jsonl"
+    metrics = ctx.layout.training_metrics(ctx.round, ctx.phase)
     summary = train_sft(base, data, cfg.sft, seed=ctx.seed("data"), ckpt_root=layout.sft_checkpoints,
                         export_dir=export, metrics_path=metrics)
     return PhaseResult(
@@ -83,7 +83,7 @@ def run_grpo(ctx: PhaseContext) -> PhaseResult:
     data = build_items(read_records(rollout_files, RolloutRecord), read_records(reward_files, RewardRecord),
                        max_seq_len=cfg.grpo.max_seq_len, normalize_std=cfg.grpo.normalize_std, adv_eps=cfg.grpo.adv_eps)
     export = layout.candidate_model(ctx.round)
-    metrics = ctx.phase_dir / "metrics.jsonl"
+    metrics = ctx.layout.training_metrics(ctx.round, ctx.phase)
     summary = train_grpo(start, data, cfg.grpo, seed=ctx.seed("data"), ckpt_root=layout.round_checkpoints(ctx.round),
                          export_dir=export, metrics_path=metrics)
     counts = _summary(summary) | {"unfinished_rollout_shards": open_rollouts, "unfinished_reward_shards": open_rewards}

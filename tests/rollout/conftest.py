@@ -20,6 +20,14 @@ def tiny_model(tmp_path_factory) -> Path:
 
 
 @pytest.fixture(scope="session")
+def other_tiny_model(tmp_path_factory) -> Path:
+    """The same shape with other weights (seed 7): a checkpoint a server is not serving."""
+    from bat.policy.tiny import build_tiny_model
+
+    return build_tiny_model(tmp_path_factory.mktemp("tiny_other") / "model", TINY, seed=7)
+
+
+@pytest.fixture(scope="session")
 def tokenizer(tiny_model):
     from bat.policy.loader import load_tokenizer
 

@@ -195,15 +195,13 @@ def test_vllm_engine_without_a_vllm_environment_names_the_fix(monkeypatch, tmp_p
     assert cpu_bind("0-3") == "0-3" and cpu_bind("auto")
 
 
-def test_served_checkpoint_is_verified_both_ways(tiny_model, tmp_path):
+def test_served_checkpoint_is_verified_both_ways(tiny_model, other_tiny_model):
     """A server on checkpoint A passes the probe for A and is refused for B, naming both; after the server is
     reloaded on B, moving the engine to B passes."""
     from bat.config.rollout import RolloutBudgets
-    from bat.policy.tiny import build_tiny_model
     from bat.rollout.probe import ServedModelMismatch
-    from conftest import TINY
 
-    other = build_tiny_model(tmp_path / "other", TINY, seed=7)
+    other = other_tiny_model
     server_engine = HFEngine(tiny_model)
     with CompletionsServer(server_engine) as srv:
         cfg = RolloutConfig(engine="openai", openai=OpenAIEngineConfig(base_url=srv.url),
