@@ -235,7 +235,8 @@ def synthesize(config: "BatConfig", layout: RunLayout) -> tuple[store.BankVersio
 def _generator_versions() -> dict[str, str]:
     """Versions of every generator whose output lands in the bank (bank, reduction grids, benchmark suite + grader)."""
     from bat.bank.reduction import GRIDS
-    from bat.benchmark import HARNESS_VERSION, SUITE_VERSION
+    from bat.benchmark import GENERATOR_VERSION, HARNESS_VERSION
 
+    # "benchmark_suite" names the practice generator: the bank holds practice instances, never held-out ones
     return {"bank": rows.GENERATOR_VERSION, "reduction_grids": ",".join(sorted(GRIDS)),
-            "benchmark_suite": SUITE_VERSION, "benchmark_grader": HARNESS_VERSION, "teacher": "bat.benchmark.agents"}
+            "benchmark_suite": GENERATOR_VERSION, "benchmark_grader": HARNESS_VERSION, "teacher": "bat.benchmark.agents"}

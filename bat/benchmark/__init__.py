@@ -19,12 +19,14 @@ Contract (reusable by the verifier so reward and evaluation cannot drift):
 Instances (seeded numpy/scipy generation; held-out and practice spaces share no identifiers):
 * `generate_instance(track, space: "heldout"|"practice", seed, *, n_cases=None, config=None) -> Instance`
   (`Instance.instance_id, .track, .space, .seed, .pitfalls, .case_ids, .fitting_model, ...`).
-* `heldout_suite(config, split="controller"|"final") -> list[SuiteRun]` (tracks x repeats; `SuiteRun(run_id,
-  track, repeat, instance_seed, sampling_seed)`; `suite_instance(run, config) -> Instance`).
+* `heldout_suite(config, split="controller"|"final"|"test", *, secret) -> list[SuiteRun]` (tracks x repeats;
+  `SuiteRun(run_id, track, repeat, instance_seed, sampling_seed)`; `suite_instance(run, config) -> Instance`).
+  `secret` is a `HeldoutSecret` (`bat.benchmark.secret`: `load_or_create_secret(path)`, a run's is
+  `RunLayout.heldout_secret`): without it the held-out instances cannot be rebuilt.
 * `practice_seed(track, index, config) -> int`, `practice_instance(track, seed, config=None) -> Instance`.
 * `materialize(instance, workspace_dir, grader_dir)` — inputs/cards/brief in the workspace, hidden truth in a
   grader dir that must lie outside it.
-* `fingerprint_entries(config) -> list[dict(kind, value, source)]` — held-out ids/paths/answers/texts for the
+* `fingerprint_entries(config, *, secret) -> list[dict(kind, value, source)]` — held-out ids/paths/answers/texts for the
   leakage index (kinds: identifier, path, answer, text, field); nothing else leaves the held-out side.
 
 Environment and tools:
@@ -45,7 +47,7 @@ Agents (scripted, through the same tools):
   `run_agent(env, instance, agent) -> Trajectory(turns=[Turn(thought, call, observation, stage)], outcome)`.
 * `run_episode(track, agent="expert", *, space="heldout", seed=0, workdir, config=None) -> Episode(score,
   trajectory, seconds)` — one full episode (used by `bat bench sandbox`).
-* `run_suite(agent, config, split=, tracks=) -> list[RunScore]`, `aggregate(scores)` (track means, then mean).
+* `run_suite(agent, config, *, secret, split=, tracks=) -> list[RunScore]`, `aggregate(scores)` (track means, then mean).
 * External evaluator: `run_external(checkpoint, workdir, config) -> list[RunScore]` runs
   `benchmark.external.command` (whole-argv placeholders {checkpoint} {request} {output}, no shell) and
   validates its cells strictly (`parse_cells`, `ExternalError`).
@@ -61,11 +63,13 @@ from __future__ import annotations
 import importlib
 from typing import Any
 
-SUITE_VERSION = "builtin-1"
-"""Version of the built-in suite (instance generation + tracks); bump when generated content changes."""
+SUITE_VERSION = "builtin-2"
+"""Version of the built-in held-out suite (instance generation + tracks); bump when its content changes.
+builtin-2: held-out instances derive from the run's held-out secret (128-bit seeds, ids that hide the seed)."""
 HARNESS_VERSION = "builtin-grader-1"
 """Version of the grader (rubric items, proxies, stage formulas)."""
-GENERATOR_VERSION = SUITE_VERSION
+GENERATOR_VERSION = "builtin-1"
+"""Version of practice instance generation (the Stage Bank's tasks); unchanged by builtin-2 of the held-out suite."""
 
 _EXPORTS = {
     "bat.benchmark.agents": ("AGENTS", "Trajectory", "Turn", "outcome_of", "run_agent"),
@@ -78,6 +82,7 @@ _EXPORTS = {
     "bat.benchmark.judging": ("config_judge",),
     "bat.benchmark.instance": ("PITFALLS", "Instance", "generate_instance", "load_grader", "materialize"),
     "bat.benchmark.score": ("RunScore",),
+    "bat.benchmark.secret": ("HeldoutSecret", "load_or_create_secret", "run_secret"),
     "bat.benchmark.suite": ("SPLITS", "SuiteRun", "aggregate", "fingerprint_entries", "heldout_suite", "instance_identifiers",
                             "practice_instance", "practice_seed", "run_suite", "suite_instance"),
     "bat.benchmark.tools.specs": ("TOOL_NAMES", "TOOL_SPECS", "tool_specs"),

@@ -18,7 +18,7 @@ import numpy as np
 from bat.benchmark.contract import STAGE_SKILLS
 from bat.benchmark.tracks import get_track
 from bat.benchmark.vocab import vocab
-from bat.seeds import derive_seed
+from bat.seeds import derive_seed, derive_wide_seed
 from bat.state.atomic import atomic_dir, dumps_json
 
 if TYPE_CHECKING:
@@ -134,6 +134,18 @@ def _add_models(inst: Instance, t: Any, rng: np.random.Generator, modalities: li
         inst.files[f"models/{name}/card.md"] = _card(name, t, mod, t.profiles[mod], alt, requires).encode()
 
 
+def _content_seed(seed: int, space: str, track: str) -> int:
+    """Seed of an instance's random content: 128-bit for held-out instances (no exhaustive search can match a
+    workspace to its seed), 31-bit for practice ones (the bank's tasks are public)."""
+    return derive_wide_seed(seed, space, track) if space == "heldout" else derive_seed(seed, space, track)
+
+
+def _id_suffix(seed: int, space: str, track: str) -> str:
+    """Last part of an instance id: a hash of the seed for held-out instances (the id is in the workspace and must
+    not reveal the seed), the seed itself in hex for practice ones."""
+    return f"{derive_seed(seed, space, track, 'instance_id'):08x}" if space == "heldout" else f"{seed:08x}"
+
+
 def generate_instance(track: str, space: str, seed: int, *, n_cases: int | None = None, config: "BenchmarkConfig | None" = None) -> Instance:
     """Build the instance of (`track`, `space`, `seed`) deterministically; `n_cases` overrides the config."""
     from bat.config.benchmark import BenchmarkConfig
@@ -143,7 +155,7 @@ def generate_instance(track: str, space: str, seed: int, *, n_cases: int | None 
     n = n_cases or cfg.cases_per_instance
     if n < 1:
         raise ValueError(f"n_cases must be >= 1, got {n}")
-    rng = np.random.default_rng(derive_seed(seed, space, track))
+    rng = np.random.default_rng(_content_seed(seed, space, track))
     modalities = list(t.profiles)
     modality = modalities[int(rng.integers(len(modalities)))]
     others = [m for m in modalities if m != modality]
@@ -154,7 +166,7 @@ def generate_instance(track: str, space: str, seed: int, *, n_cases: int | None 
     pit: dict[str, Any] = {k: bool(rng.random() < cfg.pitfall_probability) for k in PITFALLS}
     lo, span = (float(rng.choice([500, 1000, 1024])), float(rng.choice([2000, 3000, 4095]))) if pit["normalisation"] else (0.0, 1.0)
     inst = Instance(
-        instance_id=f"{v.instance_prefix}-{track[:4]}-{seed:08x}", track=track, space=space, seed=seed, modality=modality,
+        instance_id=f"{v.instance_prefix}-{track[:4]}-{_id_suffix(seed, space, track)}", track=track, space=space, seed=seed, modality=modality,
         case_ids=[], pitfalls=pit, fitting_model=names[0], candidates=sorted(names),
         required_package=pkgs[0] if pit["dependency"] else None, files={}, truths={}, extras={},
     )

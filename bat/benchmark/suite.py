@@ -1,7 +1,9 @@
 """The held-out suite (tracks x repeats per split), practice seeds, the fingerprint export and suite runs.
 
-Held-out instances derive from (heldout_seed, "heldout", split, track, repeat) and use the held-out
-vocabulary; practice instances from (practice_seed, "practice", track, index) and the practice vocabulary.
+Held-out instances derive from (heldout_seed, held-out secret, "heldout", split, track, repeat) as 128-bit seeds and
+use the held-out vocabulary; practice instances from (practice_seed, "practice", track, index) and the practice
+vocabulary. The secret (`bat.benchmark.secret`) keeps the held-out suite out of reach of anything that only has the
+config and the code.
 """
 
 from __future__ import annotations
@@ -15,16 +17,18 @@ import numpy as np
 
 from bat.benchmark.instance import Instance, brief_text, generate_instance
 from bat.benchmark.score import RunScore
+from bat.benchmark.secret import HeldoutSecret
 from bat.benchmark.tracks import get_track
 from bat.benchmark.vocab import vocab
-from bat.seeds import derive_seed
+from bat.seeds import derive_seed, derive_wide_seed
 
 SPLITS = ("controller", "final", "test")
 
 
 @dataclass(frozen=True)
 class SuiteRun:
-    """One held-out run: its track, repeat, fixed instance seed and sampling seed (for LLM agents)."""
+    """One held-out run: its track, repeat, fixed instance seed (128-bit, secret-derived) and sampling seed (for LLM
+    agents)."""
 
     run_id: str
     split: str
@@ -40,8 +44,9 @@ def _cfg(config: Any) -> Any:
     return config or BatConfig()
 
 
-def heldout_suite(config: Any = None, split: str = "controller", tracks: tuple[str, ...] | None = None) -> list[SuiteRun]:
-    """Runs of the held-out suite for `split` (splits are disjoint runs of the same tracks)."""
+def heldout_suite(config: Any = None, split: str = "controller", tracks: tuple[str, ...] | None = None, *,
+                  secret: HeldoutSecret) -> list[SuiteRun]:
+    """Runs of the held-out suite for `split` (splits are disjoint runs of the same tracks) under `secret`."""
     if split not in SPLITS:
         raise ValueError(f"unknown split {split!r}; valid: {list(SPLITS)}")
     bench = _cfg(config).benchmark
@@ -49,7 +54,8 @@ def heldout_suite(config: Any = None, split: str = "controller", tracks: tuple[s
     for t in chosen:
         get_track(t)
     return [
-        SuiteRun(f"{split}-{t}-r{r:02d}", split, t, r, derive_seed(bench.heldout_seed, "heldout", split, t, r),
+        SuiteRun(f"{split}-{t}-r{r:02d}", split, t, r,
+                 derive_wide_seed(bench.heldout_seed, secret.key, "heldout", split, t, r),
                  derive_seed(bench.heldout_seed, "sampling", split, t, r))
         for t in chosen for r in range(bench.repeats)
     ]
@@ -79,7 +85,7 @@ def instance_identifiers(inst: Instance) -> set[str]:
     return ids
 
 
-def fingerprint_entries(config: Any = None) -> list[dict[str, str]]:
+def fingerprint_entries(config: Any = None, *, secret: HeldoutSecret) -> list[dict[str, str]]:
     """Held-out fingerprints for the leakage index: identifiers, paths, answers, texts, eval field names.
 
     Answers are exported as `<case id>=<answer>` (bare labels such as "yes" or "benign" are shared
@@ -90,7 +96,7 @@ def fingerprint_entries(config: Any = None) -> list[dict[str, str]]:
     entries: dict[tuple[str, str], str] = {}
     v = vocab("heldout")
     for split in SPLITS:
-        for run in heldout_suite(cfg, split):
+        for run in heldout_suite(cfg, split, secret=secret):
             inst = suite_instance(run, cfg)
             src = run.run_id
             for ident in instance_identifiers(inst):
@@ -109,16 +115,16 @@ def fingerprint_entries(config: Any = None) -> list[dict[str, str]]:
     return [{"kind": k, "value": val, "source": src} for (k, val), src in sorted(entries.items())]
 
 
-def run_suite(agent: str, config: Any = None, *, split: str = "controller", tracks: tuple[str, ...] | None = None,
-              workdir: str | Path | None = None) -> list[RunScore]:
-    """Run a scripted agent on every run of the held-out split; returns one RunScore per run."""
+def run_suite(agent: str, config: Any = None, *, secret: HeldoutSecret, split: str = "controller",
+              tracks: tuple[str, ...] | None = None, workdir: str | Path | None = None) -> list[RunScore]:
+    """Run a scripted agent on every run of the held-out split under `secret`; returns one RunScore per run."""
     from bat.benchmark.episode import run_instance
 
     cfg = _cfg(config)
     scores = []
     with tempfile.TemporaryDirectory(prefix="bat-bench-") as tmp:
         base = Path(workdir) if workdir else Path(tmp)
-        for run in heldout_suite(cfg, split, tracks):
+        for run in heldout_suite(cfg, split, tracks, secret=secret):
             ep = run_instance(suite_instance(run, cfg), agent, base / run.run_id, cfg, run_id=run.run_id, repeat=run.repeat)
             scores.append(ep.score)
     return scores

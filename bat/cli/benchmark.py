@@ -1,11 +1,30 @@
-"""`bat benchmark run --agent expert|noop|skip-validate [--track T] [--json] [--config FILE]`: score a built-in
-agent on the held-out suite and print per-track and mean Overall / Agentic / Task (0-100, one decimal)."""
+"""`bat benchmark run --agent expert|noop|skip-validate [--track T] [--json] [--config FILE] [--state DIR]`: score a
+built-in agent on the held-out suite and print per-track and mean Overall / Agentic / Task (0-100, one decimal).
+
+The held-out suite is the one of the run at `--state` (its `heldout/SECRET`), else this user's standalone suite
+(`bat.state.layout.user_heldout_secret`, created on first use)."""
 
 from __future__ import annotations
 
 import argparse
 import json
 import sys
+from typing import Any
+
+
+def _secret(args: argparse.Namespace) -> Any:
+    """The held-out secret of the run at `--state` (which must have one), else the user's standalone secret."""
+    from bat.benchmark.secret import load_or_create_secret, read_secret
+    from bat.state.errors import StateFileError
+    from bat.state.layout import RunLayout, user_heldout_secret
+
+    if args.state:
+        path = RunLayout(args.state).heldout_secret
+        if not path.exists():
+            raise StateFileError(path, "not found", hint="--state must name a run directory that has been started "
+                                                         "(bat run creates its held-out secret)")
+        return read_secret(path)
+    return load_or_create_secret(user_heldout_secret())
 
 
 def _run(args: argparse.Namespace) -> int:
@@ -25,7 +44,8 @@ def _run(args: argparse.Namespace) -> int:
     if args.split not in SPLITS:
         print(f"bat benchmark: unknown split {args.split!r}; valid: {list(SPLITS)}", file=sys.stderr)
         return 2
-    scores = run_suite(args.agent, cfg, split=args.split, tracks=(args.track,) if args.track else None)
+    scores = run_suite(args.agent, cfg, secret=_secret(args), split=args.split,
+                       tracks=(args.track,) if args.track else None)
     agg = aggregate(scores)
     pct = lambda v: None if v is None else round(100 * v, 1)  # noqa: E731
     if args.json:
@@ -49,7 +69,7 @@ def _fingerprints(args: argparse.Namespace) -> int:
     from bat.state.jsonl import write_jsonl
 
     cfg = load_config(args.config, args.overrides) if (args.config or args.overrides) else BatConfig()
-    count = write_jsonl(args.out, fingerprint_entries(cfg))
+    count = write_jsonl(args.out, fingerprint_entries(cfg, secret=_secret(args)))
     print(f"wrote {count} held-out fingerprint entries to {args.out}")
     return 0
 
@@ -78,11 +98,15 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     run.add_argument("--json", action="store_true", help="print JSON instead of a table")
     run.add_argument("--config", default=None, help="YAML config (default: built-in defaults)")
     run.add_argument("--set", dest="overrides", action="append", default=[], metavar="KEY=VALUE", help="config override")
+    run.add_argument("--state", default="", help="use the held-out suite of this run directory (default: your own "
+                                                 "standalone suite, ~/.cache/bat/heldout_secret)")
     run.set_defaults(handler=_run)
     fp = sub.add_parser("fingerprints", help="export the held-out fingerprint entries (for the leakage index) as JSONL")
     fp.add_argument("--out", required=True, help="output JSONL file")
     fp.add_argument("--config", default=None, help="YAML config (default: built-in defaults)")
     fp.add_argument("--set", dest="overrides", action="append", default=[], metavar="KEY=VALUE", help="config override")
+    fp.add_argument("--state", default="", help="the held-out suite of this run directory (default: your own "
+                                                "standalone suite, ~/.cache/bat/heldout_secret)")
     fp.set_defaults(handler=_fingerprints)
     show = sub.add_parser("show", help="print one generated instance: brief, pitfalls, files (debugging aid)")
     show.add_argument("--track", required=True, help="track name")

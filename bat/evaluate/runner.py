@@ -24,13 +24,13 @@ if TYPE_CHECKING:
     from bat.config.root import BatConfig
 
 
-def suite_runs(cfg: "BatConfig", split: str) -> list[Any]:
-    """The suite's runs of `split` (tracks x repeats from the `benchmark` section)."""
-    from bat.benchmark import heldout_suite
+def suite_runs(cfg: "BatConfig", layout: RunLayout, split: str) -> list[Any]:
+    """The suite's runs of `split` (tracks x repeats from the `benchmark` section) under the run's held-out secret."""
+    from bat.benchmark import heldout_suite, run_secret
 
     if split not in SPLITS:
         raise ValueError(f"unknown split {split!r}; valid: {list(SPLITS)}")
-    return list(heldout_suite(cfg, split=split))
+    return list(heldout_suite(cfg, split=split, secret=run_secret(layout)))
 
 
 def _versions() -> tuple[str, str]:
@@ -101,7 +101,7 @@ def evaluate_split(
     if cfg.benchmark.kind == "external" and not checkpoint.startswith(SCRIPTED_PREFIX):
         records = external_records(cfg, checkpoint, split, heldout / "work")
     else:
-        runs = suite_runs(cfg, split)
+        runs = suite_runs(cfg, layout, split)
         done = play_runs(runs, driver, cfg, split, heldout / "work", partial)
         records = [done[r.run_id] for r in runs]
     suite_version, harness_version = _versions()

@@ -3,6 +3,8 @@
 Reads: the shared state dir `<experiment>/seed_<s>/_shared/`. Writes: that dir (through the ordinary driver), and
 each arm's state dir: a hard-linked copy (falling back to a copy) of the round-0 products, built under a temp name
 and renamed into place with `experiment_seed.json` inside (so an interrupted seeding is redone, never half-used).
+Every run of an experiment (bootstraps, arms, seeds) gets the experiment's one held-out secret
+(`<experiment>/HELDOUT_SECRET`), so all of them are evaluated on the same held-out suite.
 """
 
 from __future__ import annotations
@@ -13,6 +15,7 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
+from bat.benchmark.secret import install_secret
 from bat.experiment.spec import SHARED_NAME, ExperimentSpec, bootstrap_seed_of, shared_config
 from bat.state.atomic import atomic_dir, atomic_write_json, read_json
 from bat.state.layout import RunLayout
@@ -40,6 +43,11 @@ class SharedInfo:
     """Wall seconds of the shared bootstrap (0 when it was already complete)."""
     compute_s: float
     """Sum of the round-0 phases' `compute_s` (DONE.json)."""
+
+
+def experiment_secret(spec: ExperimentSpec) -> Path:
+    """The experiment's held-out secret, installed into every run it makes (`bat.benchmark.secret`)."""
+    return spec.root / "HELDOUT_SECRET"
 
 
 def seed_dir(spec: ExperimentSpec, seed: int) -> Path:
@@ -88,6 +96,7 @@ def run_shared(spec: ExperimentSpec, seed: int) -> SharedInfo:
     record_path = layout.root / SHARED_RECORD
     wall = 0.0
     if not record_path.exists():
+        install_secret(experiment_secret(spec), layout.heldout_secret)
         started = time.monotonic()
         code = run(cfg, layout, wait=executor_kind(cfg) == "slurm")
         wall = time.monotonic() - started
@@ -136,6 +145,7 @@ def seed_arm_state(shared: SharedInfo, root: Path, *, models_only: bool = False)
         for src, dst in pairs:
             dst.parent.mkdir(parents=True, exist_ok=True)
             _link_tree(src, dst)
+        install_secret(shared.layout.heldout_secret, target.heldout_secret)
         atomic_write_json(tmp / SEED_MARKER, {"shared": str(shared.layout.root), "seed": shared.seed,
                                               "sft_digest": shared.sft_digest, "models_only": models_only,
                                               "copied": [str(d.relative_to(target.root)) for _, d in pairs]})  # both resolved

@@ -14,7 +14,7 @@ Fingerprint index (published by the held-out side, read by the training side):
   (an unknown kind raises listing `KINDS`).
 * `save_index(index, path) -> Path` / `load_index(path, config) -> FingerprintIndex`: a directory
   (`entries.jsonl` + `INDEX.json` with counts and `digest`) written with `atomic_dir`.
-* `collect_heldout_entries(config: BatConfig) -> list[Entry]`: the held-out suite's fingerprints from
+* `collect_heldout_entries(config: BatConfig, secret: HeldoutSecret) -> list[Entry]`: the held-out suite's fingerprints from
   `bat.benchmark.fingerprint_entries(config)`. Training code never opens held-out files; it only reads the
   exported index at `RunLayout.fingerprint_index` (`state/<run>/fingerprints/`) or `leakage.index_path`.
 
@@ -39,7 +39,8 @@ Scanner:
   else removes any stale `ADMITTED` and writes `REJECTED.json`. `is_admitted(bank_dir) -> bool`,
   `read_report(bank_dir) -> LeakageReport | None`.
 * `scan_and_admit(layout, version, config: BatConfig, index=None) -> LeakageReport`: the whole preflight
-  for one version (`ensure_index(layout, config)` loads the index or builds + saves it from the benchmark);
+  for one version (`ensure_index(layout, config)` loads the index, exported at run start by
+  `export_index(layout, config)`, which builds + saves it from the benchmark under the run's held-out secret);
   a version already scanned with the same index, files (content digest) and settings is not rescanned.
   `LeakageRejected(report, path)` is raised by the phase when rejected and `leakage.fail_on_reject`.
 
@@ -55,7 +56,7 @@ from bat.leakage.bankscan import scan_bank_dir
 from bat.leakage.findings import FINDING_KINDS, Finding, RowFindings
 from bat.leakage.heldout import collect_heldout_entries
 from bat.leakage.index import KINDS, Entry, FingerprintIndex, build_index, load_index, save_index
-from bat.leakage.preflight import LeakageRejected, ensure_index, scan_and_admit
+from bat.leakage.preflight import LeakageRejected, ensure_index, export_index, scan_and_admit
 from bat.leakage.report import LeakageReport, is_admitted, read_report, write_verdict
 from bat.leakage.scanner import RowScan, Scanner
 
@@ -73,6 +74,7 @@ __all__ = [
     "build_index",
     "collect_heldout_entries",
     "ensure_index",
+    "export_index",
     "is_admitted",
     "load_index",
     "read_report",

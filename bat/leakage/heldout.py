@@ -1,6 +1,6 @@
 """Collect the held-out side's fingerprints from `bat.benchmark` (its only export to the training side).
 
-The benchmark publishes `fingerprint_entries(config) -> [{"kind", "value", "source"}]` (ids, paths,
+The benchmark publishes `fingerprint_entries(config, *, secret) -> [{"kind", "value", "source"}]` (ids, paths,
 answers, texts, eval-derived field names); this module validates them into `Entry` records.
 """
 
@@ -11,11 +11,12 @@ from typing import TYPE_CHECKING
 from bat.leakage.index import Entry, to_entry
 
 if TYPE_CHECKING:
+    from bat.benchmark.secret import HeldoutSecret
     from bat.config.root import BatConfig
 
 
-def collect_heldout_entries(config: "BatConfig") -> list[Entry]:
-    """Fingerprint entries of the held-out suite of `config` (raises when the benchmark exports none)."""
+def collect_heldout_entries(config: "BatConfig", secret: "HeldoutSecret") -> list[Entry]:
+    """Fingerprint entries of the held-out suite of `config` under `secret` (raises when the benchmark exports none)."""
     import bat.benchmark as benchmark
 
     export = getattr(benchmark, "fingerprint_entries", None)
@@ -24,7 +25,7 @@ def collect_heldout_entries(config: "BatConfig") -> list[Entry]:
             "bat.benchmark does not export fingerprint_entries(config); the leakage index cannot be built "
             "(set leakage.index_path to an exported index directory instead)"
         )
-    entries = [to_entry(item, position) for position, item in enumerate(export(config))]
+    entries = [to_entry(item, position) for position, item in enumerate(export(config, secret=secret))]
     if not entries:
         raise RuntimeError("bat.benchmark.fingerprint_entries returned no entries; refusing an empty index")
     return entries

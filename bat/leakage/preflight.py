@@ -19,6 +19,7 @@ from bat.leakage.scanner import Scanner
 from bat.state.layout import RunLayout
 
 if TYPE_CHECKING:
+    from bat.benchmark.secret import HeldoutSecret
     from bat.config.root import BatConfig
 
 
@@ -40,30 +41,46 @@ def index_dir(layout: RunLayout, config: "BatConfig") -> Path:
     return Path(config.leakage.index_path) if config.leakage.index_path else layout.fingerprint_index
 
 
-def benchmark_origin(config: "BatConfig") -> dict[str, str]:
-    """Origin label of an index exported from the built-in benchmark under `config.benchmark`."""
+def benchmark_origin(config: "BatConfig", secret: "HeldoutSecret") -> dict[str, str]:
+    """Origin label of an index exported from the built-in benchmark under `config.benchmark` and `secret` (named by
+    its fingerprint, never its key)."""
     text = json.dumps(config.benchmark.model_dump(mode="json"), sort_keys=True)
     return {"source": "bat.benchmark.fingerprint_entries",
-            "benchmark_config": "sha256:" + hashlib.sha256(text.encode("utf-8")).hexdigest()}
+            "benchmark_config": "sha256:" + hashlib.sha256(text.encode("utf-8")).hexdigest(),
+            "heldout_secret": secret.fingerprint}
 
 
-def ensure_index(layout: RunLayout, config: "BatConfig") -> FingerprintIndex:
-    """Load the index at `leakage.index_path` (must exist), or the run's own index at
-    `layout.fingerprint_index` when it was exported under the current benchmark config; otherwise build it
-    from the benchmark's held-out export and save it there (a changed held-out suite gets a fresh index)."""
+def export_index(layout: RunLayout, config: "BatConfig") -> FingerprintIndex:
+    """Held-out side, at run start (the driver, never a guarded phase): load the index at `leakage.index_path` (must
+    exist), or the run's own index at `layout.fingerprint_index` when it was exported under the current benchmark
+    config and held-out secret; otherwise build it from the benchmark's held-out export and save it there (a changed
+    held-out suite gets a fresh index). Reads the run's held-out secret."""
     path = index_dir(layout, config)
     if config.leakage.index_path:
         if read_index_meta(path) is None:
             raise FileNotFoundError(f"leakage.index_path={path} has no INDEX.json; export the index there first")
         return load_index(path, config.leakage)
-    origin = benchmark_origin(config)
+    from bat.benchmark.secret import run_secret
+
+    secret = run_secret(layout)
+    origin = benchmark_origin(config, secret)
     meta = read_index_meta(path)
     if meta is not None and meta.get("origin") in (origin, {}):
         return load_index(path, config.leakage)
-    index = build_index(collect_heldout_entries(config), config.leakage)
+    index = build_index(collect_heldout_entries(config, secret), config.leakage)
     index.origin = origin
     save_index(index, path)
     return index
+
+
+def ensure_index(layout: RunLayout, config: "BatConfig") -> FingerprintIndex:
+    """Training side (synthesis, scan): the index at `leakage.index_path` or the run's exported index, as it is;
+    exported first when the run has none yet (outside a guarded phase: in a phase the held-out guard stops that,
+    since the run's start exports it). Never checks freshness: `export_index` does, at every run start."""
+    path = index_dir(layout, config)
+    if read_index_meta(path) is not None:
+        return load_index(path, config.leakage)
+    return export_index(layout, config)
 
 
 def scan_and_admit(

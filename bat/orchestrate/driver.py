@@ -236,6 +236,17 @@ def after_route(config: "BatConfig", layout: RunLayout, r: int) -> str:
     return f"queued round {r + 1}: {jobs}"
 
 
+def export_heldout_side(config: "BatConfig", layout: RunLayout) -> None:
+    """At run start, before any phase: the run's held-out secret exists and the fingerprint index is exported under
+    it (the training phases read that index; the held-out guard keeps them from the secret)."""
+    from bat.benchmark.secret import run_secret
+    from bat.leakage.preflight import export_index
+
+    run_secret(layout)
+    if config.leakage.enabled and config.benchmark.kind == "builtin":
+        export_index(layout, config)
+
+
 def run(config: "BatConfig", layout: RunLayout, *, owner: str | None = None, wait: bool = False,
         allow_config_change: bool = False) -> int:
     """`bat run` / run_round.sh: queue (Slurm) or run (local) rounds until done; returns an exit code."""
@@ -249,6 +260,7 @@ def run(config: "BatConfig", layout: RunLayout, *, owner: str | None = None, wai
         return 0
     preflight(config, r)
     open_run(layout, config, allow_config_change=allow_config_change)
+    export_heldout_side(config, layout)
     kind = executor_kind(config)
     while r is not None:
         try:

@@ -7,6 +7,7 @@ state/<run>/
   checkpoints/sft/  checkpoints/round_NN/step_NNNNNN/  best.json
   round_NN/plan.json  round_NN/<phase>/DONE.json  report.md report.json events.log
   heldout/                      evaluation-private; never opened by training phases
+  heldout/SECRET                the run's held-out secret (0600): with benchmark.heldout_seed it derives the suite
   leases/                       driver leases
   jobs/                         submitit logs
 ```
@@ -33,6 +34,13 @@ def model_cache_root(configured: str | os.PathLike[str] | None = None) -> Path:
         return Path(os.environ["BAT_MODEL_CACHE"]).expanduser().resolve()
     cache = Path(os.environ["XDG_CACHE_HOME"]) if os.environ.get("XDG_CACHE_HOME") else Path.home() / ".cache"
     return (cache / "bat" / "models").resolve()
+
+
+def user_heldout_secret() -> Path:
+    """Held-out secret of standalone benchmark commands run outside a run (`bat benchmark run` without `--state`):
+    $XDG_CACHE_HOME/bat/heldout_secret, else ~/.cache/bat/heldout_secret."""
+    cache = Path(os.environ["XDG_CACHE_HOME"]) if os.environ.get("XDG_CACHE_HOME") else Path.home() / ".cache"
+    return (cache / "bat" / "heldout_secret").resolve()
 
 
 def pretrained_model_dir(name: str, configured: str | os.PathLike[str] | None = None) -> Path:
@@ -170,6 +178,12 @@ class RunLayout:
     def heldout_dir(self) -> Path:
         """Evaluation-private side: raw held-out runs. Training phases must never open it."""
         return self.root / "heldout"
+
+    @property
+    def heldout_secret(self) -> Path:
+        """The run's held-out secret (`heldout/SECRET`, mode 0600): with `benchmark.heldout_seed` it derives every
+        held-out instance. Only the evaluation and the fingerprint export read it; it is never mounted into a sandbox."""
+        return self.heldout_dir / "SECRET"
 
     def heldout_runs(self, round_index: int, split: str = "controller", variant: str | None = None) -> Path:
         """`heldout/round_NN/<split>`, or `heldout/round_NN/<variant>/<split>` for a variant (the base policy)."""

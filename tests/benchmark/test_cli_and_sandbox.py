@@ -8,14 +8,34 @@ from bat.config.root import BatConfig
 from bat.config.sandbox import SandboxConfig
 
 
-def test_cli_benchmark_run_json(capsys):
+def test_cli_benchmark_run_json(capsys, tmp_path, monkeypatch):
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
     code = main(["benchmark", "run", "--agent", "noop", "--track", "vqa", "--json", "--runtime", "inprocess", "--set", "benchmark.repeats=2"])
     assert code == 0
     out = json.loads(capsys.readouterr().out)
     assert out["runs"] == 2 and out["mean"]["overall"] == 0.0 and set(out["tracks"]) == {"vqa"}
+    assert (tmp_path / "cache" / "bat" / "heldout_secret").stat().st_mode & 0o077 == 0  # the user's standalone suite
 
 
-def test_cli_rejects_unknown_agent_and_track(capsys):
+def test_cli_benchmark_uses_a_runs_secret_and_names_a_missing_one(capsys, tmp_path):
+    from bat.benchmark.secret import run_secret
+    from bat.state.layout import RunLayout
+
+    args = ["benchmark", "fingerprints", "--set", "benchmark.repeats=1", "--set", "benchmark.tracks=[vqa]"]
+    assert main([*args, "--out", str(tmp_path / "x.jsonl"), "--state", str(tmp_path / "none")]) == 2
+    assert "heldout/SECRET: not found" in capsys.readouterr().err
+    outs = []
+    for name in ("a", "b"):
+        run_secret(RunLayout(tmp_path / name).ensure())
+        assert main([*args, "--out", str(tmp_path / f"{name}.jsonl"), "--state", str(tmp_path / name)]) == 0
+        outs.append((tmp_path / f"{name}.jsonl").read_text())
+    assert outs[0] != outs[1]  # two runs, two held-out suites
+    assert main([*args, "--out", str(tmp_path / "a2.jsonl"), "--state", str(tmp_path / "a")]) == 0
+    assert (tmp_path / "a2.jsonl").read_text() == outs[0]
+
+
+def test_cli_rejects_unknown_agent_and_track(capsys, tmp_path, monkeypatch):
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
     assert main(["benchmark", "run", "--agent", "genius", "--runtime", "inprocess"]) == 2
     assert "valid" in capsys.readouterr().err
     assert main(["benchmark", "run", "--track", "xray", "--runtime", "inprocess"]) == 2
@@ -30,9 +50,10 @@ def test_expert_episode_through_the_process_sandbox():
     assert ep.score.overall >= 0.95 and not ep.score.breach
 
 
-def test_cli_exports_fingerprints(tmp_path, capsys):
+def test_cli_exports_fingerprints(tmp_path, capsys, monkeypatch):
     from bat.state.jsonl import read_jsonl
 
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
     out = tmp_path / "fp.jsonl"
     assert main(["benchmark", "fingerprints", "--out", str(out), "--set", "benchmark.repeats=1"]) == 0
     rows = read_jsonl(out)

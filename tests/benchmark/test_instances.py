@@ -4,7 +4,10 @@ from bat.benchmark import (
     fingerprint_entries, generate_instance, heldout_suite, instance_identifiers, materialize, practice_instance, practice_seed,
     suite_instance,
 )
+from bat.benchmark.secret import HeldoutSecret
 from bat.benchmark.tracks import TRACKS
+
+SECRET = HeldoutSecret.from_text("tests")
 
 
 def test_generation_is_deterministic_and_seed_sensitive():
@@ -18,7 +21,7 @@ def test_generation_is_deterministic_and_seed_sensitive():
 def test_heldout_and_practice_share_no_identifiers(fast_config):
     heldout = set()
     for split in ("controller", "final", "test"):
-        for run in heldout_suite(fast_config, split):
+        for run in heldout_suite(fast_config, split, secret=SECRET):
             heldout |= instance_identifiers(suite_instance(run, fast_config))
     practice = set()
     for track in TRACKS:
@@ -29,11 +32,11 @@ def test_heldout_and_practice_share_no_identifiers(fast_config):
 
 
 def test_splits_are_disjoint_runs(fast_config):
-    controller = {r.instance_seed for r in heldout_suite(fast_config, "controller")}
-    final = {r.instance_seed for r in heldout_suite(fast_config, "final")}
+    controller = {r.instance_seed for r in heldout_suite(fast_config, "controller", secret=SECRET)}
+    final = {r.instance_seed for r in heldout_suite(fast_config, "final", secret=SECRET)}
     assert len(controller) == 7 * 3 and controller.isdisjoint(final)
     with pytest.raises(ValueError, match="valid"):
-        heldout_suite(fast_config, "train")
+        heldout_suite(fast_config, "train", secret=SECRET)
 
 
 def test_grader_dir_must_lie_outside_workspace(tmp_path):
@@ -46,11 +49,11 @@ def test_grader_dir_must_lie_outside_workspace(tmp_path):
 
 
 def test_fingerprint_entries_cover_heldout_only(fast_config):
-    entries = fingerprint_entries(fast_config)
+    entries = fingerprint_entries(fast_config, secret=SECRET)
     kinds = {e["kind"] for e in entries}
     assert kinds == {"identifier", "path", "answer", "text", "field"}
     values = {e["value"] for e in entries}
-    inst = suite_instance(heldout_suite(fast_config, "controller")[0], fast_config)
+    inst = suite_instance(heldout_suite(fast_config, "controller", secret=SECRET)[0], fast_config)
     assert set(inst.case_ids) <= values
     practice = practice_instance("vqa", practice_seed("vqa", 0, fast_config), fast_config)
     assert not (set(practice.case_ids) | set(practice.candidates)) & values
@@ -60,11 +63,11 @@ def test_practice_teacher_rows_scan_clean_against_the_heldout_index(fast_config,
     from bat.benchmark import run_instance
     from bat.leakage import Scanner, build_index
 
-    scanner = Scanner(build_index(fingerprint_entries(fast_config), fast_config.leakage))
+    scanner = Scanner(build_index(fingerprint_entries(fast_config, secret=SECRET), fast_config.leakage))
     practice = practice_instance("vqa", practice_seed("vqa", 1, fast_config), fast_config)
     ep = run_instance(practice, "recovery", tmp_path / "p", fast_config)
     row = {"brief": practice.files["task/README.md"].decode(),
            "turns": [{"thought": t.thought, "call": t.call, "observation": t.observation} for t in ep.trajectory.turns]}
     assert scanner.scan_row(row).findings == []
-    heldout = suite_instance(heldout_suite(fast_config, "controller")[0], fast_config)
+    heldout = suite_instance(heldout_suite(fast_config, "controller", secret=SECRET)[0], fast_config)
     assert scanner.scan_row({"brief": heldout.files["task/README.md"].decode()}).findings

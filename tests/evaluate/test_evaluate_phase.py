@@ -4,6 +4,7 @@ import json
 
 import pytest
 
+from bat.benchmark.secret import run_secret
 from bat.config import parse_config
 from bat.evaluate.episodes import EpisodeInfo, policy_driver, scripted_driver
 from bat.evaluate.phase import run_evaluate, run_final_test
@@ -85,6 +86,7 @@ def test_evaluation_resumes_from_partial_runs(layout):
     cfg = _cfg()
     done = EvalRun(run_id="controller-classification-r00", split="controller", track="classification", repeat=0, seed=1,
                    stages={k: 0.5 for k in cfg.stage_keys}, task=0.5, agentic=0.5, overall=0.5)
+    run_secret(layout)  # the run started (bat run creates the held-out secret) before its evaluation was cut off
     append_jsonl(partial_runs_path(layout, 2, "controller"), [done])
     played = []
     expert = scripted_driver("expert")

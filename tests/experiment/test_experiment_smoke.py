@@ -56,6 +56,9 @@ def test_two_arm_experiment_matched_budget_shared_sft(tmp_path: Path) -> None:
     manifest = shared / "bank" / "v0001" / "MANIFEST.json"
     assert os.stat(arm_root / "grpo" / "bank" / "v0001" / "MANIFEST.json").st_ino == os.stat(manifest).st_ino
     assert not (arm_root / "grpo" / "jobs" / "round_00" / "synthesize").exists()
+    # one held-out secret for the whole experiment: every run is evaluated on the same held-out suite
+    secret = (tmp_path / "state" / "t2" / "HELDOUT_SECRET").read_text()
+    assert all((root / "heldout" / "SECRET").read_text() == secret for root in (shared, arm_root / "grpo", arm_root / "bicurl"))
 
     plans = {n: read_json(arm_root / n / "round_01" / "plan.json") for n in runs}
     assert plans["grpo"]["reward_mode"] == "final" and set(plans["grpo"]["mixture"]) == {"E2E"}
