@@ -1,0 +1,83 @@
+"""Lint of the Apptainer recipe (`containers/bat.def`), parsed by spython's Singularity recipe parser.
+
+Apptainer cannot be installed on the development machines, so the image is never built there; this lint is what
+keeps the recipe honest: the sections a phase image needs, the files it copies exist, its pins match
+`pyproject.toml`, and the serving engine (which pins its own transformers/torch) lives in its own environment.
+
+Reads: the recipe and `pyproject.toml`. Writes nothing.
+"""
+
+from __future__ import annotations
+
+import re
+import tomllib
+from pathlib import Path
+
+from spython.main.parse.parsers import SingularityParser
+
+REQUIRED_FILES = ("pyproject.toml", "bat", "jobs", "configs", "run_round.sh")
+"""Repository paths a phase image must contain (the package, the job entry points, configs, the round script)."""
+REQUIRED_ENV = ("PYTHONNOUSERSITE=1", "HF_HUB_OFFLINE=1")
+"""Environment a phase needs inside the image: no ~/.local packages leaking in, no model hub at run time."""
+ENGINE_PYTHON_ENV = "BAT_VLLM_PYTHON"
+
+
+def _pins(pyproject: Path) -> dict[str, str]:
+    """`name -> version` of the `==` pins in `[project].dependencies`."""
+    data = tomllib.loads(pyproject.read_text(encoding="utf-8"))
+    pins = {}
+    for dep in data["project"]["dependencies"]:
+        match = re.fullmatch(r"\s*([A-Za-z0-9_.-]+)\s*==\s*([^\s;]+)\s*", dep)
+        if match:
+            pins[match.group(1).lower()] = match.group(2)
+    return pins
+
+
+def lint_recipe(recipe: str | Path, pyproject: str | Path, repo: str | Path | None = None) -> list[str]:
+    """Problems of the Apptainer `recipe` (empty when clean); file sources resolve against `repo` (default: the
+    recipe's parent's parent, i.e. the repository of `containers/bat.def`)."""
+    recipe, pyproject = Path(recipe), Path(pyproject)
+    repo = Path(repo) if repo is not None else recipe.resolve().parent.parent
+    text = recipe.read_text(encoding="utf-8")
+    parsed = SingularityParser(str(recipe)).recipe
+    if len(parsed) != 1:
+        return [f"{recipe}: expected one stage, found {len(parsed)}"]
+    stage = next(iter(parsed.values()))
+    problems: list[str] = []
+    if not re.search(r"^Bootstrap:\s*\S+", text, flags=re.M) or not stage.fromHeader:
+        problems.append(f"{recipe}: needs a `Bootstrap:` and a `From:` header")
+
+    copied = {}
+    for line in stage.files:
+        parts = line.split()
+        copied[parts[0]] = parts[-1]
+        if not (repo / parts[0]).exists():
+            problems.append(f"{recipe}: %files copies {parts[0]!r}, which is not in {repo}")
+    for required in REQUIRED_FILES:
+        if required not in copied:
+            problems.append(f"{recipe}: %files must copy {required!r} into the image")
+
+    post = "\n".join(stage.install)
+    pins = _pins(pyproject)
+    for name in ("torch",):
+        found = re.findall(rf"\b{name}==([^\s\"']+)", post)
+        if not found:
+            problems.append(f"{recipe}: %post must install {name}=={pins.get(name, '?')} (the pyproject pin)")
+        elif any(version != pins.get(name) for version in found):
+            problems.append(f"{recipe}: %post installs {name}=={found[0]}, pyproject.toml pins {name}=={pins.get(name)}")
+    if "/opt/bat" not in post or not re.search(r"pip install[^\n]*/opt/bat\b", post):
+        problems.append(f"{recipe}: %post must pip-install the project copied to /opt/bat")
+    if re.search(r"pip install[^\n]*/opt/bat\[[^\]]*(vllm|sglang)", post):
+        problems.append(f"{recipe}: %post installs a serving engine into bat's environment; vLLM and SGLang pin their "
+                        "own transformers/torch builds: give the engine its own venv (as scripts/bootstrap.sh does)")
+
+    environ = {line.strip().removeprefix("export ").strip() for line in stage.environ}
+    for required in REQUIRED_ENV:
+        if required not in environ:
+            problems.append(f"{recipe}: %environment must export {required}")
+    if re.search(r"pip install[^\n]*(\bvllm\b|\{\{\s*engine\s*\}\})", post) and not any(e.startswith(ENGINE_PYTHON_ENV + "=") for e in environ):
+        problems.append(f"{recipe}: the image installs vLLM but %environment does not export {ENGINE_PYTHON_ENV} "
+                        "(the interpreter bat starts the vLLM server with)")
+    if not stage.test:
+        problems.append(f"{recipe}: needs a %test section (run at build time)")
+    return problems
