@@ -72,8 +72,9 @@ def _counts(layout: RunLayout) -> dict[str, Any]:
 
 
 def _curve(layout: RunLayout) -> dict[str, list]:
-    """Per round: controller Overall (raw) and the retained best's controller score after that round."""
-    rounds, raw, best = [], [], []
+    """Per round: controller Overall (raw), the retained best's controller score after that round, and the round's
+    controller stage scores (`stages`, stage key -> 0-1 or None)."""
+    rounds, raw, best, stages = [], [], [], []
     for r in layout.rounds():
         agg = load_aggregate(layout, r, "controller")
         after = load_best_after(layout, r)
@@ -82,7 +83,8 @@ def _curve(layout: RunLayout) -> dict[str, list]:
         rounds.append(r)
         raw.append(agg.overall)
         best.append(after.score)
-    return {"rounds": rounds, "raw": raw, "best": best}
+        stages.append(dict(agg.stages))
+    return {"rounds": rounds, "raw": raw, "best": best, "stages": stages}
 
 
 def seed_result(spec: ExperimentSpec, arm_name: str, seed: int) -> dict[str, Any]:

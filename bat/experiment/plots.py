@@ -1,8 +1,10 @@
-"""Per-round curves per arm (matplotlib PNG): raw controller Overall and the best-so-far staircase.
+"""Per-round curves per arm (matplotlib PNGs): raw controller Overall, the best-so-far staircase, and the per-stage
+staircase (the paper's Fig. 1c shape).
 
 Reads the `curve` entries of collected results (controller split = the routing evaluation, never final/test).
-Writes one PNG (atomically) with two panels: raw per round (mean over seeds, thin lines per seed) and the
-retained best's score after each round (step plot, mean over seeds).
+Writes (atomically) `curves.png`, two panels: raw per round (mean over seeds, thin lines per seed) and the retained
+best's score after each round (step plot, mean over seeds); and `stages.png`, one panel per arm: each stage's
+controller score per round (mean over seeds).
 """
 
 from __future__ import annotations
@@ -57,10 +59,61 @@ def plot_curves(results: dict[str, Any], path: Path) -> Path:
         ax.set_xlabel("round")
         ax.grid(alpha=0.3)
     raw_ax.set_ylabel("Overall (0-100)")
-    best_ax.legend(fontsize=8, loc="best")
+    if best_ax.get_legend_handles_labels()[0]:
+        best_ax.legend(fontsize=8, loc="best")
     fig.suptitle(f"{results['experiment']}: mean over seeds {results['seeds']}")
+    return _save(fig, path)
+
+
+def _save(fig: Any, path: Path) -> Path:
+    import matplotlib.pyplot as plt
+
     fig.tight_layout()
     buf = io.BytesIO()
     fig.savefig(buf, format="png", dpi=110)
     plt.close(fig)
     return atomic_write_bytes(path, buf.getvalue())
+
+
+def stage_curve(seeds: list[dict[str, Any]], stage: str) -> tuple[list[int], list[float]]:
+    """(rounds, mean controller score 0-100 of `stage` over the seeds that have it) from collected seed results."""
+    by_round: dict[int, list[float]] = {}
+    for s in seeds:
+        curve = s.get("curve") or {}
+        for r, scores in zip(curve.get("rounds", []), curve.get("stages", [])):
+            if scores.get(stage) is not None:
+                by_round.setdefault(r, []).append(scores[stage])
+    rounds = sorted(by_round)
+    return rounds, [100.0 * sum(by_round[r]) / len(by_round[r]) for r in rounds]
+
+
+def plot_stage_staircase(results: dict[str, Any], path: Path) -> Path:
+    """Write one panel per arm with each stage's controller score per round (mean over seeds); returns `path`."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+    from matplotlib.ticker import MaxNLocator
+
+    arms = list(results["arms"].items())
+    cols = min(4, max(1, len(arms)))
+    rows = (len(arms) + cols - 1) // cols or 1
+    fig, axes = plt.subplots(rows, cols, figsize=(3.6 * cols, 3.0 * rows), sharey=True, squeeze=False)
+    for ax, (name, arm) in zip(axes.flat, arms):
+        for stage in results["stage_keys"]:
+            rounds, values = stage_curve(arm["seeds"], stage)
+            if rounds:
+                ax.plot(rounds, values, "o-", markersize=3, label=stage)
+        ax.set_title(name, fontsize=9)
+        ax.xaxis.set_major_locator(MaxNLocator(integer=True))
+        ax.set_xlabel("round")
+        ax.set_ylim(-2, 102)
+        ax.grid(alpha=0.3)
+    for ax in list(axes.flat)[len(arms):]:
+        ax.axis("off")
+    axes[0][0].set_ylabel("controller stage score (0-100)")
+    handles, labels = axes[0][0].get_legend_handles_labels()
+    if handles:
+        fig.legend(handles, labels, loc="upper right", fontsize=8)
+    fig.suptitle(f"{results['experiment']}: per-stage scores by round (mean over seeds {results['seeds']})")
+    return _save(fig, path)

@@ -12,7 +12,7 @@ from typing import Any
 
 from bat.config.curriculum import POOL_NAMES
 from bat.evaluate.aggregate import pct
-from bat.experiment.plots import plot_curves
+from bat.experiment.plots import plot_curves, plot_stage_staircase, stage_curve
 from bat.experiment.spec import ExperimentSpec
 from bat.state.atomic import atomic_write_json, atomic_write_text
 
@@ -143,9 +143,44 @@ def render_readme(results: dict[str, Any]) -> str:
                 cells = [_pool_cell(pools.get(p)) for p in POOL_NAMES]
                 out.append(f"| {name} | {x['seed']} | {s['round']} | " + " | ".join(cells) + " |")
     out += ["", "## Curves", "", "![curves](curves.png)", "",
-            "Controller split (the routing evaluation): raw Overall per round, and the retained best's score.", "",
+            "Controller split (the routing evaluation): raw Overall per round, and the retained best's score.", ""]
+    out += _stage_tables(results)
+    out += ["",
             "## Closing note", "", _ordering(results), ""]
     return "\n".join(out)
+
+
+def _stage_tables(results: dict[str, Any]) -> list[str]:
+    """The per-stage staircase (controller score of each stage per round, mean over seeds) and each arm's held-out
+    stage profile before RL (round 0, the SFT checkpoint) and after (its last round), with the change."""
+    stages = results["stage_keys"]
+    out = ["## Per-stage staircase", "", "![stages](stages.png)", "",
+           "Controller split, mean over seeds, 0-100: each stage's score per round.", "",
+           "| arm | round | " + " | ".join(stages) + " |", "|---|---|" + "---|" * len(stages)]
+    profile = []
+    for name, arm in results["arms"].items():
+        curves = {k: dict(zip(*stage_curve(arm["seeds"], k))) for k in stages}
+        rounds = sorted({r for c in curves.values() for r in c})
+        for r in rounds:
+            out.append(f"| {name} | {r} | " + " | ".join(_num(curves[k].get(r)) for k in stages) + " |")
+        if len(rounds) >= 2:
+            first, last = rounds[0], rounds[-1]
+            cells = []
+            for k in stages:
+                a, b = curves[k].get(first), curves[k].get(last)
+                cells.append("-" if a is None or b is None else f"{a:.1f} -> {b:.1f} ({b - a:+.1f})")
+            profile.append(f"| {name} | {first} -> {last} | " + " | ".join(cells) + " |")
+    out += ["", "Held-out stage profile before RL (round 0: the SFT checkpoint) and after (the arm's last round), "
+            "controller split, mean over seeds:", ""]
+    if profile:
+        out += ["| arm | rounds | " + " | ".join(stages) + " |", "|---|---|" + "---|" * len(stages), *profile]
+    else:
+        out.append("(no arm has evaluated rounds before and after RL yet)")
+    return out
+
+
+def _num(value: float | None) -> str:
+    return "-" if value is None else f"{value:.1f}"
 
 
 def _pool_cell(stats: dict[str, Any] | None) -> str:
@@ -164,6 +199,7 @@ def stamp(results: dict[str, Any], command: str) -> dict[str, Any]:
 def write_results(spec: ExperimentSpec, results: dict[str, Any], out_dir: Path | None = None) -> list[Path]:
     """Write stamped `results` as results.json, README.md and curves.png under `out_dir` (default spec.out_dir)."""
     out = Path(out_dir or spec.out_dir)
-    paths = [atomic_write_json(out / "results.json", results), plot_curves(results, out / "curves.png")]
+    paths = [atomic_write_json(out / "results.json", results), plot_curves(results, out / "curves.png"),
+             plot_stage_staircase(results, out / "stages.png")]
     paths.append(atomic_write_text(out / "README.md", render_readme(results)))
     return paths

@@ -56,3 +56,22 @@ def test_compare_paired_deltas_and_closing_note() -> None:
     note = _ordering(results)
     assert "bicurl (73.3) > grpo (33.3)" in note and "bicurl − grpo: +40.0 points ±" in note
     assert "bicurl is ahead" in note and "bicurl vs no-e2e: not comparable" in note
+
+
+def test_stage_staircase_table_profile_and_figure(tmp_path) -> None:
+    from bat.experiment.plots import plot_stage_staircase
+    from bat.experiment.write import _stage_tables
+
+    def seed(stages_by_round):
+        return {"curve": {"rounds": list(range(len(stages_by_round))), "stages": stages_by_round}}
+
+    results = {"experiment": "t", "seeds": [1, 2], "stage_keys": STAGES, "arms": {
+        "bicurl": {"seeds": [seed([{"S1": 0.2, "S2": 0.0}, {"S1": 0.6, "S2": 0.1}]),
+                             seed([{"S1": 0.4, "S2": None}, {"S1": 0.8, "S2": 0.3}])]},
+        "base": {"seeds": [{"status": "done"}]}}}
+    lines = "\n".join(_stage_tables(results))
+    assert "| bicurl | 0 | 30.0 | 0.0 |" in lines and "| bicurl | 1 | 70.0 | 20.0 |" in lines
+    assert "| bicurl | 0 -> 1 | 30.0 -> 70.0 (+40.0) | 0.0 -> 20.0 (+20.0) |" in lines
+    assert "| base |" not in lines  # an arm without rounds has no staircase
+    path = plot_stage_staircase(results, tmp_path / "stages.png")
+    assert path.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"

@@ -28,7 +28,7 @@ def test_two_arm_experiment_matched_budget_shared_sft(tmp_path: Path) -> None:
 
     out = tmp_path / "out"
     results = json.loads((out / "results.json").read_text())
-    assert (out / "curves.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    assert (out / "curves.png").read_bytes()[:8] == (out / "stages.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
     readme = (out / "README.md").read_text()
     assert "bat experiment --config" in readme and results["commit"] in readme and "| grpo |" in readme
 
@@ -44,6 +44,7 @@ def test_two_arm_experiment_matched_budget_shared_sft(tmp_path: Path) -> None:
         assert [s["round"] for s in run["signal"]] == [1] and 0.0 <= run["signal"][0]["reward_mean"] <= 1.0
         assert 0 <= run["signal"][0]["groups_identical"] <= run["signal"][0]["groups"]
     assert "train reward by round" in readme
+    assert "| grpo | 0 -> 1 |" in readme  # held-out stage profile before and after RL
 
     # one shared SFT checkpoint: evaluated in round 0 and used as round-1 start by both arms
     shared = tmp_path / "state" / "t2" / "seed_3" / "_shared"
