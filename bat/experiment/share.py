@@ -15,7 +15,7 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
-from bat.benchmark.secret import install_secret
+from bat.benchmark.secret import install_secret, run_secret
 from bat.experiment.spec import SHARED_NAME, ExperimentSpec, bootstrap_seed_of, shared_config
 from bat.state.atomic import atomic_dir, atomic_write_json, read_json
 from bat.state.layout import RunLayout
@@ -145,6 +145,7 @@ def seed_arm_state(shared: SharedInfo, root: Path, *, models_only: bool = False)
         for src, dst in pairs:
             dst.parent.mkdir(parents=True, exist_ok=True)
             _link_tree(src, dst)
+        run_secret(shared.layout)  # a bootstrap evaluated without a held-out secret cannot seed arms
         install_secret(shared.layout.heldout_secret, target.heldout_secret)
         atomic_write_json(tmp / SEED_MARKER, {"shared": str(shared.layout.root), "seed": shared.seed,
                                               "sft_digest": shared.sft_digest, "models_only": models_only,

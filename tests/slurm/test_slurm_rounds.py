@@ -3,6 +3,7 @@ scancel, SIGTERM + Slurm requeue, SIGKILL + resubmission) finishing with identic
 refused before queueing; concurrent drivers not double-queueing."""
 
 import os
+import shutil
 import signal
 import subprocess
 import threading
@@ -181,21 +182,103 @@ def test_concurrent_drivers_do_not_double_queue(slurm_cluster, tmp_path):
     assert outputs.count("held by") + log.count("not queueing again") >= 1  # the others were turned away
 
 
-@pytest.mark.slow
-def test_product_smoke_round_through_sbatch(slurm_cluster, tmp_path):
-    """The real eight phases (configs/smoke.yaml, tiny model) through `sbatch run_round.sh` on Slurm."""
+PRODUCT_TIMEOUT_S = float(os.environ.get("BAT_SLURM_PRODUCT_TIMEOUT", "1200"))
+
+
+def _product_config(tmp_path):
     from bat.config import load_config
 
     cfg = load_config(REPO / "configs" / "smoke.yaml", ["orchestrate.executor=slurm"])
     path = tmp_path / "smoke.yaml"
     path.write_text(yaml.safe_dump(resolved_dict(cfg)))
+    return cfg, path
+
+
+def _product_digests(root: Path) -> dict[str, str]:
+    """What a real round produced, path-free: weight digests of the SFT and round-1 exports, the content of every
+    rollout and reward shard (minus the state-dir paths they name), and every evaluation aggregate's scores."""
+    import hashlib
+    import json
+
+    from bat.state.jsonl import read_jsonl
+
+    out = {}
+    for export in ("checkpoints/sft/export", "checkpoints/round_01/export"):
+        out[export] = hashlib.sha256((root / export / "model.safetensors").read_bytes()).hexdigest()
+    for shard in sorted(root.glob("round_*/rollout/shard_*/rollouts.jsonl")) + sorted(root.glob("round_*/verify/shard_*/rewards.jsonl")):
+        rows = [{k: v for k, v in row.items() if k not in ("checkpoint", "evidence_dir")} for row in read_jsonl(shard)]
+        out[str(shard.relative_to(root))] = hashlib.sha256(json.dumps(rows, sort_keys=True).encode()).hexdigest()
+    for agg in sorted(root.glob("round_*/*/aggregate_*.json")):
+        data = json.loads(agg.read_text())
+        out[str(agg.relative_to(root))] = json.dumps({k: data[k] for k in ("overall", "task", "stages", "n_runs")}, sort_keys=True)
+    return out
+
+
+@pytest.fixture(scope="module")
+def product_run(slurm_cluster, tmp_path_factory):
+    """The real phases (configs/smoke.yaml, tiny model) through `sbatch run_round.sh`, uninterrupted."""
+    tmp_path = tmp_path_factory.mktemp("product")
+    cfg, path = _product_config(tmp_path)
     layout = RunLayout(tmp_path / "state")
     _sbatch(path, layout.root, tmp_path)
-    _wait_finished(cfg, layout, timeout_s=float(os.environ.get("BAT_SLURM_PRODUCT_TIMEOUT", "1200")))
+    _wait_finished(cfg, layout, timeout_s=PRODUCT_TIMEOUT_S)
+    return layout
+
+
+@pytest.mark.slow
+def test_product_smoke_round_through_sbatch(product_run):
+    """The real phases (configs/smoke.yaml, tiny model) through `sbatch run_round.sh` on Slurm."""
+    layout = product_run
     done = sorted(str(p.relative_to(layout.root)) for p in layout.root.glob("round_*/*/DONE.json"))
     assert done == sorted(f"round_00/{p}/DONE.json" for p in ("synthesize", "scan", "sft", "evaluate", "route")) + \
         sorted(f"round_01/{p}/DONE.json" for p in ("rollout", "verify", "grpo", "evaluate", "route"))
     assert (layout.phase_dir(1, "evaluate") / "aggregate_controller.json").exists()
+
+
+def _wait_for(condition, what: str, timeout_s: float = 600.0) -> None:
+    deadline = time.monotonic() + timeout_s
+    while not condition():
+        if time.monotonic() > deadline:
+            raise AssertionError(f"never happened within {timeout_s:.0f}s: {what}")
+        time.sleep(0.05)
+
+
+@pytest.mark.slow
+def test_real_phases_preempted_on_slurm_finish_with_identical_outputs(product_run, tmp_path):
+    """USR2 (preemption notice) to the real SFT job once it has saved a checkpoint, SIGKILL of the real rollout
+    process mid-shard then resubmission: the round finishes with the uninterrupted run's weights, rollouts,
+    rewards and aggregates."""
+    cfg, path = _product_config(tmp_path)
+    layout = RunLayout(tmp_path / "state")
+    layout.heldout_dir.mkdir(parents=True)  # the same held-out suite as the uninterrupted run
+    shutil.copy2(product_run.heldout_secret, layout.heldout_secret)
+    _sbatch(path, layout.root, tmp_path)
+
+    sft = layout.phase_dir(0, "sft")
+    _wait_for(lambda: (layout.sft_checkpoints / "step_000002").is_dir() and not (sft / "DONE.json").exists(),
+              "SFT saved step 2 and is still training", PRODUCT_TIMEOUT_S)
+    sft_job = read_job_record(layout, 0, "sft")["job_id"]
+    subprocess.run(["scancel", "--signal=USR2", sft_job], check=True)
+
+    shard = layout.phase_dir(1, "rollout") / "shard_0000"
+    _wait_for(lambda: toy_phases.event_pid(layout.root, 1, "rollout") is not None, "the rollout started", PRODUCT_TIMEOUT_S)
+    time.sleep(3.0)  # loading the policy and generating (the shard takes ~15 s here; its files land at its end)
+    assert not (shard / "DONE.json").exists(), "the rollout shard finished before it could be killed"
+    rollout_job = read_job_record(layout, 1, "rollout")["job_id"]
+    os.kill(toy_phases.event_pid(layout.root, 1, "rollout"), signal.SIGKILL)
+    _wait_for(lambda: slurm_job_state(rollout_job) not in (None, "RUNNING", "COMPLETING"), "the rollout job ended", 60)
+    assert slurm_job_state(rollout_job) == "FAILED"
+    _sbatch(path, layout.root, tmp_path)  # resubmitting queues only the unfinished phases
+
+    _wait_finished(cfg, layout, timeout_s=PRODUCT_TIMEOUT_S)
+    log = (layout.root / "events.log").read_text()
+    assert "r00 sft: interrupted (preemption)" in log
+    assert log.count("r00 sft: start") == 2 and log.count("r01 rollout: start") == 2
+    assert log.count("r00 synthesize: DONE") == 1
+    reference, resumed = _product_digests(product_run.root), _product_digests(layout.root)
+    assert {"round_01/rollout/shard_0000/rollouts.jsonl", "round_01/verify/shard_0000/rewards.jsonl",
+            "round_01/evaluate/aggregate_controller.json", "checkpoints/round_01/export"} <= set(reference)
+    assert resumed == reference
 
 
 def test_slurm_up_is_a_noop_when_the_cluster_is_up(slurm_cluster):
