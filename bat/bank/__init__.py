@@ -1,6 +1,6 @@
 """Stage Bank: data factory over fictional practice tasks -> SFT slices, stage sandbox states, E2E surrogates.
 
-Public API (team "bank"; record types in `bat.schemas.bank`; knobs in `bat.config.bank.BankConfig`, section `bank`).
+Public API (record types in `bat.schemas.bank`; knobs in `bat.config.bank.BankConfig`, section `bank`).
 
 Files of one immutable bank version `RunLayout.bank(v)` = `state/<run>/bank/vNNNN/`::
 
@@ -16,7 +16,7 @@ Files of one immutable bank version `RunLayout.bank(v)` = `state/<run>/bank/vNNN
     e2e_acceptance.json       Eq. 15 verdict per E2E candidate (boot, fits H, stage checks, validate, leak)
     states/<state_id>/        state package p in the sandbox format (`files/` + `package.json`, see
                               `bat.sandbox.package`) + `prior_records.jsonl` (the replayed prefix's records)
-    leakage.json, ADMITTED    written by team "leakage" (`bat bank scan`); rounds pin the newest ADMITTED version
+    leakage.json, ADMITTED    written by the leakage preflight (`bat bank scan`); rounds pin the newest ADMITTED version
 
 Functions others call:
 

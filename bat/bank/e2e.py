@@ -101,7 +101,7 @@ def accept(
 
 
 def check_leak(result: Acceptance, row: BankRow, scanner: Any) -> Acceptance:
-    """Leak(z) = 0 of Eq. 15: scan the row with the leakage team's scanner (RL rules on); updates `result`."""
+    """Leak(z) = 0 of Eq. 15: scan the row with the leakage scanner (RL rules on); updates `result`."""
     findings = scanner.scan_row(row.model_dump(mode="json"), rl_row=True).findings
     result.leak_clean = not findings
     if findings:

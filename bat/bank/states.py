@@ -1,4 +1,4 @@
-"""State packages p (Eq. 11) through the sandbox team's format (`bat.sandbox.package`): `files/` + `package.json`.
+"""State packages p (Eq. 11) in the sandbox package format (`bat.sandbox.package`): `files/` + `package.json`.
 
 Bank-side helpers: pack a replayed workspace, verify a stored package, materialise it into a fresh workspace,
 and the `sha256:<hex>` digest form used in `StateRef`.

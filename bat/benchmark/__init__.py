@@ -1,6 +1,6 @@
 """The staged benchmark: S1-S5 rubric contract + the built-in offline benchmark (7 synthetic tracks).
 
-Public API (team "benchmark"; import from `bat.benchmark`):
+Public API (import from `bat.benchmark`):
 
 Contract (reusable by the verifier so reward and evaluation cannot drift):
 * `TRACKS` — ("classification", "detection", "enhancement", "report", "segmentation", "synthesis", "vqa").

@@ -1,6 +1,6 @@
 """Outer loop of BiCuRL: router, mixture sampler, promotion gate, fallback, best-checkpoint tracking, domain shift.
 
-Public API (team "evaluate/curriculum"):
+Public API:
 
 * `bat.curriculum.router.route_target(scores, stage_keys, *, gate_held=False, reference=None) -> (stage, rule)` —
   target = lowest stage; after a held gate, the stage with the largest positive regression vs `reference`

@@ -1,6 +1,6 @@
 """Held-out evaluation: controller / final / test splits, two-level aggregation, manifests, held-out guard.
 
-Public API (team "evaluate/curriculum"):
+Public API:
 
 * `bat.evaluate.aggregate`:
   `run_metrics(stages, task, weights, breach=False) -> (agentic, overall)` — per-run Agentic (weights

@@ -1,7 +1,7 @@
 """Drive held-out episodes: suite run -> instance materialised on the held-out side -> agent -> RunScore -> EvalRun.
 
 Two drivers share one interface `Driver(prepared) -> list[EpisodeInfo]`: the policy driver runs a checkpoint
-through the rollout team's engine and agent loop (token in / token out, budgets from `rollout.budgets`);
+through the rollout engine and agent loop (token in / token out, budgets from `rollout.budgets`);
 the scripted driver runs one of the benchmark's scripted agents (reference points, tests, benches).
 """
 

@@ -1,6 +1,6 @@
 """Leakage preflight: a held-out fingerprint index and a scanner that admits or rejects a whole bank version.
 
-Public API (team "leakage"; knobs in `bat.config.leakage.LeakageConfig`, section `leakage`):
+Public API (knobs in `bat.config.leakage.LeakageConfig`, section `leakage`):
 
 Fingerprint index (published by the held-out side, read by the training side):
 

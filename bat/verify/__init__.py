@@ -1,6 +1,6 @@
 """Rubric verifier: binary item verdicts x evidence completeness -> reward (Eq. 4), optional LLM judge.
 
-Public API (team "rollout/verify"; record types in `bat.schemas.rollout`):
+Public API (record types in `bat.schemas.rollout`):
 
 * Phase function `bat.verify.phase.run_verify(ctx) -> PhaseResult` (alias `verify`, phase "verify").
   Reads the finished rollout shards of the round, `plan.json` (reward_mode `rubric` | `final`, bank version)
