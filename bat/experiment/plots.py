@@ -11,20 +11,25 @@ from __future__ import annotations
 
 import io
 from pathlib import Path
-from typing import Any
+from typing import Any, Callable
 
 from bat.state.atomic import atomic_write_bytes
 
 
-def _mean_curve(seeds: list[dict[str, Any]], key: str) -> tuple[list[int], list[float]]:
+def _mean_by_round(seeds: list[dict[str, Any]], pick: Callable[[dict[str, Any]], list[Any]]) -> tuple[list[int], list[float]]:
+    """(rounds, mean over seeds x 100) of the per-round values `pick(curve)` of each seed's curve (None skipped)."""
     by_round: dict[int, list[float]] = {}
     for s in seeds:
         curve = s.get("curve") or {}
-        for r, v in zip(curve.get("rounds", []), curve.get(key, [])):
+        for r, v in zip(curve.get("rounds", []), pick(curve)):
             if v is not None:
                 by_round.setdefault(r, []).append(v)
     rounds = sorted(by_round)
     return rounds, [100.0 * sum(by_round[r]) / len(by_round[r]) for r in rounds]
+
+
+def _mean_curve(seeds: list[dict[str, Any]], key: str) -> tuple[list[int], list[float]]:
+    return _mean_by_round(seeds, lambda curve: curve.get(key, []))
 
 
 def plot_curves(results: dict[str, Any], path: Path) -> Path:
@@ -77,14 +82,7 @@ def _save(fig: Any, path: Path) -> Path:
 
 def stage_curve(seeds: list[dict[str, Any]], stage: str) -> tuple[list[int], list[float]]:
     """(rounds, mean controller score 0-100 of `stage` over the seeds that have it) from collected seed results."""
-    by_round: dict[int, list[float]] = {}
-    for s in seeds:
-        curve = s.get("curve") or {}
-        for r, scores in zip(curve.get("rounds", []), curve.get("stages", [])):
-            if scores.get(stage) is not None:
-                by_round.setdefault(r, []).append(scores[stage])
-    rounds = sorted(by_round)
-    return rounds, [100.0 * sum(by_round[r]) / len(by_round[r]) for r in rounds]
+    return _mean_by_round(seeds, lambda curve: [scores.get(stage) for scores in curve.get("stages", [])])
 
 
 def plot_stage_staircase(results: dict[str, Any], path: Path) -> Path:

@@ -59,13 +59,12 @@ def lint_recipe(recipe: str | Path, pyproject: str | Path, repo: str | Path | No
 
     post = "\n".join(stage.install)
     pins = _pins(pyproject)
-    for name in ("torch",):
-        found = re.findall(rf"\b{name}==([^\s\"']+)", post)
-        if not found:
-            problems.append(f"{recipe}: %post must install {name}=={pins.get(name, '?')} (the pyproject pin)")
-        elif any(version != pins.get(name) for version in found):
-            problems.append(f"{recipe}: %post installs {name}=={found[0]}, pyproject.toml pins {name}=={pins.get(name)}")
-    if "/opt/bat" not in post or not re.search(r"pip install[^\n]*/opt/bat\b", post):
+    torch = re.findall(r"\btorch==([^\s\"']+)", post)  # the CUDA build is installed first, at the CPU pin's version
+    if not torch:
+        problems.append(f"{recipe}: %post must install torch=={pins.get('torch', '?')} (the pyproject pin)")
+    elif any(version != pins.get("torch") for version in torch):
+        problems.append(f"{recipe}: %post installs torch=={torch[0]}, pyproject.toml pins torch=={pins.get('torch')}")
+    if not re.search(r"pip install[^\n]*/opt/bat\b", post):
         problems.append(f"{recipe}: %post must pip-install the project copied to /opt/bat")
     if re.search(r"pip install[^\n]*/opt/bat\[[^\]]*(vllm|sglang)", post):
         problems.append(f"{recipe}: %post installs a serving engine into bat's environment; vLLM and SGLang pin their "
