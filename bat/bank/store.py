@@ -17,15 +17,10 @@ from bat.state.digest import sha256_file
 from bat.schemas.bank import BankIndex, BankManifest, BankRow, PracticeTask, SftRow, Trajectory
 from bat.state.atomic import atomic_write_json, plain_temp_dir, read_json
 from bat.state.jsonl import read_jsonl
+from bat.state.bank_layout import MANIFEST_NAME, SCAN_OUTPUTS, BankVersionLayout
 from bat.state.layout import RunLayout
 
-MANIFEST = "MANIFEST.json"
-NOT_DIGESTED = frozenset({MANIFEST, "leakage.json", "ADMITTED", "REJECTED.json"})
-TASKS, TRAJECTORIES = "tasks.jsonl", "trajectories.jsonl"
-SFT_SPLITS = {"train": "sft/train.jsonl", "validation": "sft/validation.jsonl"}
-SFT_REJECTED = "sft/rejected.json"
-RL_ROWS, RL_INDEX = "rl/rows.jsonl", "rl/index.json"
-STATES = "states"
+NOT_DIGESTED = SCAN_OUTPUTS | {MANIFEST_NAME}
 
 
 class BankNotFoundError(FileNotFoundError):
@@ -50,14 +45,18 @@ class BankVersion:
     path: Path
     version: int
 
+    @property
+    def files(self) -> BankVersionLayout:
+        return BankVersionLayout(self.path)
+
     def manifest(self) -> BankManifest:
-        return BankManifest.model_validate(read_json(self.path / MANIFEST))
+        return BankManifest.model_validate(read_json(self.files.manifest))
 
     def tasks(self) -> list[PracticeTask]:
-        return read_jsonl(self.path / TASKS, PracticeTask)
+        return read_jsonl(self.files.tasks, PracticeTask)
 
     def trajectories(self) -> list[Trajectory]:
-        return read_jsonl(self.path / TRAJECTORIES, Trajectory)
+        return read_jsonl(self.files.trajectories, Trajectory)
 
     def rows(self) -> list[BankRow]:
         return list(self._rows_by_id.values())
@@ -65,7 +64,7 @@ class BankVersion:
     @cached_property
     def _rows_by_id(self) -> dict[str, BankRow]:
         """RL rows keyed by state_id, read once per BankVersion (a version never changes)."""
-        return {row.state_id: row for row in read_jsonl(self.path / RL_ROWS, BankRow)}
+        return {row.state_id: row for row in read_jsonl(self.files.rl_rows, BankRow)}
 
     def row(self, state_id: str) -> BankRow:
         try:
@@ -74,25 +73,23 @@ class BankVersion:
             raise KeyError(f"state_id {state_id!r} not in bank v{self.version:04d} ({len(self._rows_by_id)} rows)") from None
 
     def sft_rows(self, split: str = "train") -> list[SftRow]:
-        if split not in SFT_SPLITS:
-            raise ValueError(f"unknown SFT split {split!r}; valid splits: {sorted(SFT_SPLITS)}")
-        return read_jsonl(self.path / SFT_SPLITS[split], SftRow)
+        return read_jsonl(self.files.sft_split(split), SftRow)
 
     def sft_rejected(self) -> dict[str, Any]:
-        return read_json(self.path / SFT_REJECTED)
+        return read_json(self.files.sft_rejected)
 
     def index(self) -> BankIndex:
-        return BankIndex.model_validate(read_json(self.path / RL_INDEX))
+        return BankIndex.model_validate(read_json(self.files.rl_index))
 
     def state_dir(self, state_id: str) -> Path:
-        path = self.path / STATES / state_id
+        path = self.files.state(state_id)
         if not path.is_dir():
             raise KeyError(f"no state package {state_id!r} in bank v{self.version:04d}")
         return path
 
     @property
     def admitted(self) -> bool:
-        return (self.path / "ADMITTED").exists()
+        return self.files.is_admitted()
 
     def verify(self) -> None:
         """Recompute every file digest and compare with the manifest; raises ValueError listing differences."""
@@ -105,14 +102,14 @@ class BankVersion:
 
 def complete_versions(layout: RunLayout) -> list[int]:
     """Versions on disk that have a MANIFEST.json, ascending."""
-    return [v for v in layout.bank_versions() if (layout.bank(v) / MANIFEST).is_file()]
+    return layout.complete_bank_versions()
 
 
 def open_bank(layout: RunLayout, version: int | None = None, *, admitted_only: bool = True) -> BankVersion:
     """Open `version`, or the newest admitted one (newest complete one when `admitted_only` is False)."""
     complete = complete_versions(layout)
     if version is None:
-        candidates = [v for v in complete if (layout.bank(v) / "ADMITTED").exists()] if admitted_only else complete
+        candidates = [v for v in complete if layout.bank_version(v).is_admitted()] if admitted_only else complete
         if not candidates:
             kind = "admitted " if admitted_only else ""
             raise BankNotFoundError(
@@ -171,7 +168,7 @@ def write_version(
         for attempt in range(100):
             version = (layout.bank_versions() or [0])[-1] + 1 + attempt
             manifest = BankManifest(version=version, counts=counts, digests=digests, **manifest_fields)
-            atomic_write_json(build / MANIFEST, manifest.model_dump(mode="json"))
+            atomic_write_json(BankVersionLayout(build).manifest, manifest.model_dump(mode="json"))
             _read_only(build)
             try:
                 os.rename(build, layout.bank(version))

@@ -25,6 +25,7 @@ from bat.bank.tasks import TaskResult
 from bat.schemas.bank import E2E, BankRow, PracticeTask, SftRow, Trajectory
 from bat.seeds import derive_seed
 from bat.state.atomic import atomic_write_json
+from bat.state.bank_layout import SFT_SPLIT_FILES, BankVersionLayout
 from bat.state.jsonl import write_jsonl
 from bat.state.layout import RunLayout
 
@@ -208,16 +209,17 @@ def synthesize(config: "BatConfig", layout: RunLayout) -> tuple[store.BankVersio
         return existing, True
 
     def fill(build: Path) -> dict[str, Any]:
-        out = collect(config, layout, build, layout.scratch_dir / f"bank-{fp[:16]}")
+        out = collect(config, layout, build, layout.bank_scratch(fp[:16]))
         sft_rows, stats = slice_sft(config, out)
-        write_jsonl(build / store.TASKS, out.tasks)
-        write_jsonl(build / store.TRAJECTORIES, out.trajectories)
-        for split, rel in store.SFT_SPLITS.items():
-            write_jsonl(build / rel, [r for r in sft_rows if r.split == split])
-        atomic_write_json(build / store.SFT_REJECTED, stats.as_dict())
-        write_jsonl(build / store.RL_ROWS, out.rows)
-        atomic_write_json(build / store.RL_INDEX, build_index(out.rows))
-        atomic_write_json(build / "e2e_acceptance.json", out.e2e["decisions"])
+        files = BankVersionLayout(build)
+        write_jsonl(files.tasks, out.tasks)
+        write_jsonl(files.trajectories, out.trajectories)
+        for split in SFT_SPLIT_FILES:
+            write_jsonl(files.sft_split(split), [r for r in sft_rows if r.split == split])
+        atomic_write_json(files.sft_rejected, stats.as_dict())
+        write_jsonl(files.rl_rows, out.rows)
+        atomic_write_json(files.rl_index, build_index(out.rows))
+        atomic_write_json(files.e2e_acceptance, out.e2e["decisions"])
         return _counts(config, out, sft_rows, stats)
 
     fields = {

@@ -12,11 +12,12 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from bat.bank import checks, e2e, practice, rows, store
+from bat.bank import checks, e2e, practice, rows
 from bat.bank.replay import replay_and_pack
 from bat.bank.teacher import TeacherRun, run_llm, run_scripted
 from bat.schemas.bank import E2E, BankRow, PracticeTask, Trajectory
 from bat.state.atomic import atomic_write_json, read_json
+from bat.state.bank_layout import BankVersionLayout
 
 if TYPE_CHECKING:
     from bat.config.root import BatConfig
@@ -99,7 +100,7 @@ def stage_task(task: PracticeTask, build: Path, scratch: Path, config: "BatConfi
         return result
     starts = checks.state_starts(outcome, run.turns, run.score, order)
     ids = {stage: f"{task.task_id}.{stage}" for stage in starts}
-    dests = {s: build / store.STATES / ids[s] for s in starts}
+    dests = {s: BankVersionLayout(build).state(ids[s]) for s in starts}
     meta = {s: _meta(ids[s], s, outcome, task) for s in starts}
     manifests = replay_and_pack(instance, run.turns, starts, scratch / "replay", config, dests, meta)
     for stage in sorted(starts, key=order.index):
@@ -118,7 +119,7 @@ def e2e_task(task: PracticeTask, build: Path, scratch: Path, config: "BatConfig"
     instance = practice.instance_for(task, config)
     run = _teach(task, instance, scratch / "teacher", config)
     state_id = f"{task.task_id}.{E2E}"
-    dest = build / store.STATES / state_id
+    dest = BankVersionLayout(build).state(state_id)
     manifest = replay_and_pack(instance, run.turns, {E2E: 0}, scratch / "replay", config, {E2E: dest},
                                {E2E: _meta(state_id, E2E, "success", task)})[E2E]
     trajectory_id = f"trj.{task.task_id}"

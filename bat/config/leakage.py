@@ -5,6 +5,7 @@ from __future__ import annotations
 from pydantic import Field, model_validator
 
 from bat.config.base import Section
+from bat.state.bank_layout import ADMITTED_NAME, LEAKAGE_REPORT_NAME, REJECTED_NAME
 
 DEFAULT_EVAL_FIELDS = (
     "heldout_score",
@@ -86,7 +87,7 @@ class LeakageConfig(Section):
     """Bank-relative globs of files whose lines are RL rows (checked for forbidden fields/roles)."""
     allowed_abs_path_prefixes: tuple[str, ...] = ("/workspace", "/dev/null", "/usr/bin/", "/bin/")
     """Absolute paths under these prefixes are not machine-specific (sandbox mount points, system tools)."""
-    skip_files: tuple[str, ...] = ("leakage.json", "ADMITTED", "REJECTED.json")
+    skip_files: tuple[str, ...] = (LEAKAGE_REPORT_NAME, ADMITTED_NAME, REJECTED_NAME)
     """Bank-relative file names the scanner does not read (its own outputs)."""
     max_findings_per_row: int = Field(20, ge=1, le=10_000)
     """Findings kept per row in the report (the count of the rest is recorded)."""

@@ -15,12 +15,12 @@ ROUTE_PHASE = "route"
 
 
 def decision_path(layout: RunLayout, round_index: int) -> Path:
-    return layout.phase_dir(round_index, ROUTE_PHASE) / "decision.json"
+    return layout.round(round_index).decision
 
 
 def best_after_path(layout: RunLayout, round_index: int) -> Path:
     """The retained best as it stood after round `round_index` (checkpoints/best.json is a copy of the newest)."""
-    return layout.phase_dir(round_index, ROUTE_PHASE) / "best.json"
+    return layout.round(round_index).best_after
 
 
 def load_decision(layout: RunLayout, round_index: int) -> RouteDecision | None:

@@ -109,7 +109,7 @@ def run_final_test(ctx: PhaseContext) -> PhaseResult:
     if best is None:
         raise FileNotFoundError(f"no retained best at {ctx.layout.best_json}; run the route phase first")
     checkpoint = str(best["checkpoint"])
-    marker = ctx.layout.heldout_dir / "test_split_used.json"
+    marker = ctx.layout.test_split_used
     if marker.exists():
         used = read_json(marker)
         if used.get("checkpoint") != checkpoint:

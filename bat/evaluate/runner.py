@@ -96,13 +96,13 @@ def evaluate_split(
 ) -> tuple[EvalAggregate, list[Path]]:
     """Evaluate `checkpoint` on `split`; returns the aggregate and every file written (a `variant`, e.g. the base
     policy in round 0, gets its own held-out folder and aggregate file beside the round's own)."""
-    heldout = layout.heldout_runs(round_index, split, variant)
+    work = layout.heldout_work(round_index, split, variant)
     partial = partial_runs_path(layout, round_index, split, variant)
     if cfg.benchmark.kind == "external" and not checkpoint.startswith(SCRIPTED_PREFIX):
-        records = external_records(cfg, checkpoint, split, heldout / "work")
+        records = external_records(cfg, checkpoint, split, work)
     else:
         runs = suite_runs(cfg, layout, split)
-        done = play_runs(runs, driver, cfg, split, heldout / "work", partial)
+        done = play_runs(runs, driver, cfg, split, work, partial)
         records = [done[r.run_id] for r in runs]
     suite_version, harness_version = _versions()
     digest = _digest(checkpoint)
@@ -121,5 +121,5 @@ def evaluate_split(
                             variant=variant)
     written.append(write_aggregate(layout, agg, phase, variant))
     partial.unlink(missing_ok=True)
-    shutil.rmtree(heldout / "work", ignore_errors=True)
+    shutil.rmtree(work, ignore_errors=True)
     return agg, written

@@ -28,19 +28,18 @@ def aggregate_path(layout: RunLayout, round_index: int, split: str, phase: str =
     """Training-side aggregate file: `round_NN/<phase>/aggregate_<split>.json` (`aggregate_<split>_<variant>.json`
     for a variant such as the base policy's)."""
     _check_split(split)
-    suffix = f"_{variant}" if variant else ""
-    return layout.phase_dir(round_index, phase) / f"aggregate_{split}{suffix}.json"
+    return layout.round(round_index).aggregate(split, phase, variant)
 
 
 def heldout_runs_path(layout: RunLayout, round_index: int, split: str, variant: str | None = None) -> Path:
     """Held-out raw run records: `heldout/round_NN/[<variant>/]<split>/runs.jsonl`."""
     _check_split(split)
-    return layout.heldout_runs(round_index, split, variant) / "runs.jsonl"
+    return layout.heldout_run_records(round_index, split, variant)
 
 
 def heldout_manifest_path(layout: RunLayout, round_index: int, split: str, variant: str | None = None) -> Path:
     _check_split(split)
-    return layout.heldout_runs(round_index, split, variant) / "manifest.json"
+    return layout.heldout_manifest(round_index, split, variant)
 
 
 def write_aggregate(layout: RunLayout, agg: EvalAggregate, phase: str = EVAL_PHASE, variant: str | None = None) -> Path:
@@ -81,4 +80,4 @@ def read_heldout_runs(layout: RunLayout, round_index: int, split: str, variant: 
 def partial_runs_path(layout: RunLayout, round_index: int, split: str, variant: str | None = None) -> Path:
     """Runs finished so far (appended one by one) so an interrupted evaluation resumes."""
     _check_split(split)
-    return layout.heldout_runs(round_index, split, variant) / "partial.jsonl"
+    return layout.heldout_partial(round_index, split, variant)

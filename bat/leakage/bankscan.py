@@ -17,9 +17,9 @@ from bat.leakage.report import LeakageReport, ReportBuilder
 from bat.leakage.scanner import Scanner
 from bat.state.digest import sha256_file
 from bat.state.jsonl import iter_jsonl
+from bat.state.bank_layout import BankVersionLayout
 
 _ID_KEYS = ("state_id", "row_id", "trajectory_id", "task_id", "id")
-MANIFEST_NAME = "MANIFEST.json"
 
 
 def bank_files(bank_dir: Path, skip: tuple[str, ...]) -> list[Path]:
@@ -103,5 +103,5 @@ def content_digest(bank_dir: Path, skip: tuple[str, ...]) -> str:
 
 def manifest_digest(bank_dir: Path) -> str:
     """`sha256:<hex>` of the version's MANIFEST.json, or "" when it has none."""
-    path = Path(bank_dir) / MANIFEST_NAME
+    path = BankVersionLayout(Path(bank_dir)).manifest
     return f"sha256:{sha256_file(path)}" if path.is_file() else ""

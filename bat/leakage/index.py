@@ -22,6 +22,7 @@ from bat.config.leakage import LeakageConfig
 from bat.leakage import text as T
 from bat.state.atomic import atomic_dir, atomic_write_json, read_json
 from bat.state.jsonl import read_jsonl, write_jsonl
+from bat.state.layout import FINGERPRINT_ENTRIES_NAME, FINGERPRINT_META_NAME
 
 Kind = Literal["identifier", "path", "answer", "text", "field"]
 KINDS: tuple[str, ...] = get_args(Kind)
@@ -194,9 +195,9 @@ def _add_text(index: FingerprintIndex, automaton: Any, position: int, value: str
 def save_index(index: FingerprintIndex, path: str | os.PathLike[str]) -> Path:
     """Write `entries.jsonl` and `INDEX.json` (schema_version, counts, digest, origin) into `path` atomically."""
     with atomic_dir(path) as tmp:
-        write_jsonl(tmp / "entries.jsonl", index.entries)
+        write_jsonl(tmp / FINGERPRINT_ENTRIES_NAME, index.entries)
         atomic_write_json(
-            tmp / "INDEX.json",
+            tmp / FINGERPRINT_META_NAME,
             {"schema_version": INDEX_SCHEMA_VERSION, "counts": index.counts(), "digest": index.digest,
              "origin": index.origin},
         )
@@ -205,7 +206,7 @@ def save_index(index: FingerprintIndex, path: str | os.PathLike[str]) -> Path:
 
 def read_index_meta(path: str | os.PathLike[str]) -> dict[str, Any] | None:
     """INDEX.json of an index directory, or None when there is none."""
-    meta = Path(path) / "INDEX.json"
+    meta = Path(path) / FINGERPRINT_META_NAME
     return read_json(meta) if meta.is_file() else None
 
 
@@ -216,7 +217,7 @@ def load_index(path: str | os.PathLike[str], config: LeakageConfig) -> Fingerpri
     match the recorded digest or schema version.
     """
     root = Path(path)
-    meta_path, entries_path = root / "INDEX.json", root / "entries.jsonl"
+    meta_path, entries_path = root / FINGERPRINT_META_NAME, root / FINGERPRINT_ENTRIES_NAME
     for needed in (meta_path, entries_path):
         if not needed.is_file():
             raise FileNotFoundError(f"fingerprint index {root} is incomplete: {needed.name} missing")

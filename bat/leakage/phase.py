@@ -7,19 +7,17 @@ rounds keep pinning the previous admitted version.
 
 from __future__ import annotations
 
-from bat.leakage.bankscan import MANIFEST_NAME
 from bat.leakage.preflight import LeakageRejected, index_dir, report_path, scan_and_admit
-from bat.leakage.report import ADMITTED_NAME, REJECTED_NAME
 from bat.orchestrate.context import PhaseContext, PhaseResult
 from bat.state.layout import RunLayout
 
 
 def newest_complete_version(layout: RunLayout) -> int:
     """The newest bank version with a MANIFEST.json; raises listing the versions on disk when none is."""
-    complete = [v for v in layout.bank_versions() if (layout.bank(v) / MANIFEST_NAME).is_file()]
+    complete = layout.complete_bank_versions()
     if not complete:
         raise FileNotFoundError(
-            f"no complete bank version (with {MANIFEST_NAME}) under {layout.bank_root}; versions on disk: "
+            f"no complete bank version (with MANIFEST.json) under {layout.bank_root}; versions on disk: "
             f"{layout.bank_versions()}; run the synthesize phase first"
         )
     return complete[-1]
@@ -29,12 +27,12 @@ def run_scan(ctx: PhaseContext) -> PhaseResult:
     """Scan the newest complete bank version and admit or reject it (see module docstring)."""
     version = newest_complete_version(ctx.layout)
     report = scan_and_admit(ctx.layout, version, ctx.config)
-    bank_dir = ctx.layout.bank(version)
+    files = ctx.layout.bank_version(version)
     path = report_path(ctx.layout, version)
-    marker = bank_dir / (ADMITTED_NAME if report.verdict == "admitted" else REJECTED_NAME)
+    marker = files.admitted_marker if report.verdict == "admitted" else files.rejected_marker
     if report.verdict == "rejected" and ctx.config.leakage.fail_on_reject:
         raise LeakageRejected(report, path)
-    inputs = [bank_dir / MANIFEST_NAME]
+    inputs = [files.manifest]
     if report.scanned:
         inputs.append(index_dir(ctx.layout, ctx.config))
     counts: dict[str, int | float] = {

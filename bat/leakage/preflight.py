@@ -14,7 +14,8 @@ from typing import TYPE_CHECKING
 from bat.leakage.bankscan import content_digest, manifest_digest, scan_bank_dir
 from bat.leakage.heldout import collect_heldout_entries
 from bat.leakage.index import FingerprintIndex, build_index, load_index, read_index_meta, save_index
-from bat.leakage.report import LeakageReport, read_report, unscanned_report, write_verdict, REPORT_NAME
+from bat.leakage.report import LeakageReport, read_report, unscanned_report, write_verdict
+from bat.state.bank_layout import BankVersionLayout
 from bat.leakage.scanner import Scanner
 from bat.state.layout import RunLayout
 
@@ -114,10 +115,14 @@ def _same_inputs(report: LeakageReport, index: FingerprintIndex, bank_dir: Path,
         and report.manifest_digest == manifest_digest(bank_dir)
         and report.content_digest == content_digest(bank_dir, config.leakage.skip_files)
         and report.settings == config.leakage.model_dump(mode="json")
-        and (bank_dir / ("ADMITTED" if report.verdict == "admitted" else "REJECTED.json")).exists()
+        and _verdict_marker(BankVersionLayout(Path(bank_dir)), report.verdict).exists()
     )
+
+
+def _verdict_marker(files: BankVersionLayout, verdict: str) -> Path:
+    return files.admitted_marker if verdict == "admitted" else files.rejected_marker
 
 
 def report_path(layout: RunLayout, version: int) -> Path:
     """Path of a version's leakage.json."""
-    return layout.bank(version) / REPORT_NAME
+    return layout.bank_version(version).leakage_report

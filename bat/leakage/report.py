@@ -18,10 +18,7 @@ from bat.config.leakage import LeakageConfig
 from bat.leakage.findings import FINDING_KINDS, RowFindings
 from bat.leakage.scanner import RowScan
 from bat.state.atomic import atomic_write_json, read_json
-
-REPORT_NAME = "leakage.json"
-ADMITTED_NAME = "ADMITTED"
-REJECTED_NAME = "REJECTED.json"
+from bat.state.bank_layout import BankVersionLayout
 REPORT_SCHEMA_VERSION = 1
 HISTOGRAM_EDGES = tuple(round(0.1 * i, 1) for i in range(11))
 
@@ -183,8 +180,8 @@ def unscanned_report(bank_version: str, config: LeakageConfig) -> LeakageReport:
 def write_verdict(bank_dir: Path, report: LeakageReport) -> Path:
     """Write `leakage.json`; when admitted write `ADMITTED` last (and drop a stale `REJECTED.json`),
     otherwise remove any `ADMITTED` first and write `REJECTED.json` with the counts by kind."""
-    bank_dir = Path(bank_dir)
-    admitted, rejected = bank_dir / ADMITTED_NAME, bank_dir / REJECTED_NAME
+    files = BankVersionLayout(Path(bank_dir))
+    admitted, rejected = files.admitted_marker, files.rejected_marker
     summary = {
         "verdict": report.verdict,
         "index_digest": report.index_digest,
@@ -198,7 +195,7 @@ def write_verdict(bank_dir: Path, report: LeakageReport) -> Path:
     }
     if report.verdict != "admitted":
         admitted.unlink(missing_ok=True)
-    path = atomic_write_json(bank_dir / REPORT_NAME, report)
+    path = atomic_write_json(files.leakage_report, report)
     if report.verdict == "admitted":
         rejected.unlink(missing_ok=True)
         atomic_write_json(admitted, summary)
@@ -209,16 +206,15 @@ def write_verdict(bank_dir: Path, report: LeakageReport) -> Path:
 
 def read_report(bank_dir: Path) -> LeakageReport | None:
     """The version's leakage report, or None when it was never scanned."""
-    path = Path(bank_dir) / REPORT_NAME
+    path = BankVersionLayout(Path(bank_dir)).leakage_report
     if not path.exists():
         return None
     return LeakageReport.model_validate(read_json(path))
 
 
 def is_admitted(bank_dir: Path) -> bool:
-    """True when the version carries an ADMITTED marker and its leakage.json says admitted."""
-    report = read_report(bank_dir)
-    return (Path(bank_dir) / ADMITTED_NAME).exists() and report is not None and report.verdict == "admitted"
+    """Whether the version is admitted (`BankVersionLayout.is_admitted`, the one rule: its ADMITTED marker)."""
+    return BankVersionLayout(Path(bank_dir)).is_admitted()
 
 
 def _now() -> str:

@@ -49,7 +49,7 @@ def _cell(layout: RunLayout, r: int, phase: str, query_slurm: bool) -> dict[str,
 
 
 def _scores(layout: RunLayout, r: int) -> dict[str, Any] | None:
-    path = layout.phase_dir(r, "evaluate") / "aggregate_controller.json"
+    path = layout.round(r).aggregate("controller")
     if not path.exists():
         return None
     agg = read_json(path)

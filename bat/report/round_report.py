@@ -33,7 +33,7 @@ def leakage_summary(layout: RunLayout, bank_version: int | None) -> dict[str, An
     """Verdict, scan counts and total hits of the pinned bank version's `leakage.json` (no findings text)."""
     if bank_version is None:
         return {}
-    path = layout.bank(bank_version) / "leakage.json"
+    path = layout.bank_version(bank_version).leakage_report
     if not path.exists():
         return {"bank_version": bank_version, "verdict": "not scanned"}
     data = read_json(path)

@@ -74,7 +74,7 @@ def run_rollout(ctx: PhaseContext) -> PhaseResult:
         round_index=ctx.round, open_env=bank_opener(bank, cfg), engine_factory=lambda: make_engine(rc, checkpoint),
         turn_tokens=lambda: TurnTokens(load_tokenizer(checkpoint), policy_tools(cfg.sft.render_tools)),
         settings=settings,
-        scratch=ctx.layout.scratch_dir / f"round_{ctx.round:02d}" / "rollout", keep_evidence=rc.keep_evidence,
+        scratch=ctx.layout.phase_scratch(ctx.round, "rollout"), keep_evidence=rc.keep_evidence,
         log=lambda msg: log_event(ctx.layout, ctx.round, ctx.phase, msg))
     reasons: dict[str, int] = {}
     for meta in summary.meta:

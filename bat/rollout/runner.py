@@ -93,7 +93,7 @@ def run_shards(phase_dir: Path, jobs: Sequence[StateJob], *, k: int, states_per_
         if engine is None:
             engine, tt = engine_factory(), turn_tokens()
             settings = fit_context(settings, getattr(engine, "max_context", None), log)
-        work = scratch / f"shard_{index:04d}"
+        work = shard_dir(scratch, index)
         shutil.rmtree(work, ignore_errors=True)
         specs, opened = [], []
         try:

@@ -3,9 +3,9 @@
 ```
 state/<run>/
   run.json                      resolved config, hash, code version
-  bank/vNNNN/                   immutable bank versions (MANIFEST.json, leakage.json, ADMITTED)
+  bank/vNNNN/                   immutable bank versions (files: `BankVersionLayout`, bank_layout.py)
   checkpoints/sft/  checkpoints/round_NN/step_NNNNNN/  best.json
-  round_NN/plan.json  round_NN/<phase>/DONE.json  report.md report.json events.log
+  round_NN/                     plan, phase markers, shards, aggregates, route records (`RoundLayout`, round_layout.py)
   heldout/                      evaluation-private; never opened by training phases
   heldout/SECRET                the run's held-out secret (0600): with benchmark.heldout_seed it derives the suite
   leases/                       driver leases
@@ -20,8 +20,13 @@ import re
 from dataclasses import dataclass
 from pathlib import Path
 
+from bat.state.bank_layout import BankVersionLayout
+from bat.state.round_layout import DONE_NAME, RoundLayout
+
 ROUND_PHASES = ("rollout", "verify", "grpo", "evaluate", "route")
 BOOTSTRAP_PHASES = ("synthesize", "scan", "sft", "evaluate", "route")
+FINGERPRINT_META_NAME = "INDEX.json"
+FINGERPRINT_ENTRIES_NAME = "entries.jsonl"
 _BANK_RE = re.compile(r"^v(\d{4})$")
 
 
@@ -87,6 +92,14 @@ class RunLayout:
     def scratch_dir(self) -> Path:
         return self.root / "scratch"
 
+    def phase_scratch(self, round_index: int, phase: str) -> Path:
+        """Disposable work folders of one phase (`scratch/round_NN/<phase>`): sandbox workspaces, state copies."""
+        return self.scratch_dir / f"round_{round_index:02d}" / phase
+
+    def bank_scratch(self, name: str) -> Path:
+        """Disposable build folder of a bank synthesis (`scratch/bank-<name>`)."""
+        return self.scratch_dir / f"bank-{name}"
+
     @property
     def models_dir(self) -> Path:
         """Locally built base models (e.g. the tiny model)."""
@@ -112,8 +125,16 @@ class RunLayout:
         found = (_BANK_RE.match(p.name) for p in self.bank_root.iterdir() if p.is_dir())
         return sorted(int(m.group(1)) for m in found if m)
 
+    def bank_version(self, version: int) -> BankVersionLayout:
+        """The files of bank version `version` (manifest, rows, states, scan verdict)."""
+        return BankVersionLayout(self.bank(version))
+
+    def complete_bank_versions(self) -> list[int]:
+        """Versions whose synthesis finished (MANIFEST.json present), ascending."""
+        return [v for v in self.bank_versions() if self.bank_version(v).is_complete()]
+
     def admitted_bank_versions(self) -> list[int]:
-        return [v for v in self.bank_versions() if (self.bank(v) / "ADMITTED").exists()]
+        return [v for v in self.bank_versions() if self.bank_version(v).is_admitted()]
 
     def newest_admitted_bank(self) -> int | None:
         admitted = self.admitted_bank_versions()
@@ -147,31 +168,35 @@ class RunLayout:
             raise ValueError(f"round index must be >= 0, got {round_index}")
         return self.root / f"round_{round_index:02d}"
 
+    def round(self, round_index: int) -> RoundLayout:
+        """The files of round `round_index` (plan, phase markers, shards, aggregates, route records, report)."""
+        return RoundLayout(self.round_dir(round_index), round_index)
+
     def rounds(self) -> list[int]:
         found = (re.match(r"^round_(\d+)$", p.name) for p in self.root.glob("round_*") if p.is_dir())
         return sorted(int(m.group(1)) for m in found if m)
 
     def plan(self, round_index: int) -> Path:
-        return self.round_dir(round_index) / "plan.json"
+        return self.round(round_index).plan
 
     def phase_dir(self, round_index: int, phase: str) -> Path:
         return self.round_dir(round_index) / phase
 
     def training_metrics(self, round_index: int, phase: str) -> Path:
         """`round_NN/<phase>/metrics.jsonl`: one line per optimizer step of a training phase (sft, grpo)."""
-        return self.phase_dir(round_index, phase) / "metrics.jsonl"
+        return self.round(round_index).metrics(phase)
 
     def done_marker(self, round_index: int, phase: str) -> Path:
-        return self.phase_dir(round_index, phase) / "DONE.json"
+        return self.phase_dir(round_index, phase) / DONE_NAME
 
     def report_md(self, round_index: int) -> Path:
-        return self.round_dir(round_index) / "report.md"
+        return self.round(round_index).report_md
 
     def report_json(self, round_index: int) -> Path:
-        return self.round_dir(round_index) / "report.json"
+        return self.round(round_index).report_json
 
     def round_events(self, round_index: int) -> Path:
-        return self.round_dir(round_index) / "events.log"
+        return self.round(round_index).events
 
     # held-out side -----------------------------------------------------------
     @property
@@ -190,6 +215,27 @@ class RunLayout:
         base = self.heldout_dir / f"round_{round_index:02d}"
         return (base / variant / split) if variant else (base / split)
 
+    def heldout_run_records(self, round_index: int, split: str, variant: str | None = None) -> Path:
+        """Raw held-out run records of one evaluation (`runs.jsonl`, kept when `evaluate.keep_raw_runs`)."""
+        return self.heldout_runs(round_index, split, variant) / "runs.jsonl"
+
+    def heldout_manifest(self, round_index: int, split: str, variant: str | None = None) -> Path:
+        """What one evaluation ran (instances, checkpoint digest, config) on the held-out side."""
+        return self.heldout_runs(round_index, split, variant) / "manifest.json"
+
+    def heldout_partial(self, round_index: int, split: str, variant: str | None = None) -> Path:
+        """Runs finished so far by an evaluation (appended one by one) so an interrupted one resumes."""
+        return self.heldout_runs(round_index, split, variant) / "partial.jsonl"
+
+    def heldout_work(self, round_index: int, split: str, variant: str | None = None) -> Path:
+        """Disposable workspaces of one evaluation's runs (removed when it finishes)."""
+        return self.heldout_runs(round_index, split, variant) / "work"
+
+    @property
+    def test_split_used(self) -> Path:
+        """Marker of the one allowed use of the untouched test split (`heldout/test_split_used.json`)."""
+        return self.heldout_dir / "test_split_used.json"
+
     # orchestration: submitit folders and job records ---------------------------
     def submitit_dir(self, round_index: int, phase: str) -> Path:
         """submitit folder of one phase's jobs (pickles, stdout/stderr per job id)."""
@@ -205,6 +251,15 @@ class RunLayout:
         """Held-out fingerprint index exported by the held-out side (ids, paths, answers, text n-grams);
         the only held-out product the training side (scan phase) reads."""
         return self.root / "fingerprints"
+
+    @property
+    def fingerprint_meta(self) -> Path:
+        """The index's metadata (`fingerprints/INDEX.json`: digest, counts, the secret's fingerprint)."""
+        return self.fingerprint_index / FINGERPRINT_META_NAME
+
+    @property
+    def fingerprint_entries(self) -> Path:
+        return self.fingerprint_index / FINGERPRINT_ENTRIES_NAME
 
     def ensure(self) -> "RunLayout":
         """Create the run root and the fixed top-level folders."""

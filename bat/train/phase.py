@@ -12,9 +12,10 @@ grpo reads `round_NN/plan.json` (start checkpoint), finished rollout shards
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
+from typing import Any, Callable
 
 from bat.orchestrate.context import PhaseContext, PhaseResult
+from bat.state.round_layout import ShardLayout, all_shards
 
 _SUMMARY_DROP = ("engine", "tokenizer", "last")
 
@@ -55,15 +56,10 @@ def run_sft(ctx: PhaseContext) -> PhaseResult:
     )
 
 
-def finished_shard_files(phase_dir: Path, name: str) -> tuple[list[Path], int]:
-    """`shard_*/<name>` files whose shard has a DONE.json, and the number of unfinished shards skipped."""
-    files, skipped = [], 0
-    for shard in sorted(Path(phase_dir).glob("shard_*")):
-        if (shard / "DONE.json").exists() and (shard / name).exists():
-            files.append(shard / name)
-        elif shard.is_dir():
-            skipped += 1
-    return files, skipped
+def finished_shard_files(shards: list[ShardLayout], pick: Callable[[ShardLayout], Path]) -> tuple[list[Path], int]:
+    """The `pick` file of every shard that has its DONE.json and that file, and the number of shards skipped."""
+    files = [pick(s) for s in shards if s.is_done() and pick(s).exists()]
+    return files, len(shards) - len(files)
 
 
 def run_grpo(ctx: PhaseContext) -> PhaseResult:
@@ -75,8 +71,9 @@ def run_grpo(ctx: PhaseContext) -> PhaseResult:
 
     cfg, layout = ctx.config, ctx.layout
     start = resolve_checkpoint(layout, load_plan(layout, ctx.round).start_checkpoint)
-    rollout_files, open_rollouts = finished_shard_files(layout.phase_dir(ctx.round, "rollout"), "rollouts.jsonl")
-    reward_files, open_rewards = finished_shard_files(layout.phase_dir(ctx.round, "verify"), "rewards.jsonl")
+    round_files = layout.round(ctx.round)
+    rollout_files, open_rollouts = finished_shard_files(all_shards(round_files.phase("rollout")), lambda s: s.rollouts)
+    reward_files, open_rewards = finished_shard_files(all_shards(round_files.phase("verify")), lambda s: s.rewards)
     if not rollout_files or not reward_files:
         raise FileNotFoundError(f"round {ctx.round}: no finished rollout ({len(rollout_files)}) or reward "
                                 f"({len(reward_files)}) shards under {layout.round_dir(ctx.round)}")

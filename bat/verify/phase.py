@@ -15,6 +15,7 @@ from bat.orchestrate.context import PhaseContext, PhaseResult
 from bat.rollout.shards import finished_shards, read_shard, read_timings
 from bat.schemas.rollout import RolloutRecord
 from bat.verify.shards import reward_meta, write_reward_shard
+from bat.state.round_layout import ShardLayout
 from bat.verify.verifier import StateTruth, Verifier
 
 if TYPE_CHECKING:
@@ -94,10 +95,10 @@ def run_verify(ctx: PhaseContext) -> PhaseResult:
     if not shards:
         raise FileNotFoundError(f"{rollout_dir}: no finished rollout shards to verify (run the rollout phase first)")
     outputs, metas = [], []
-    scratch_root = ctx.layout.scratch_dir / f"round_{ctx.round:02d}" / "verify"
+    scratch_root = ctx.layout.phase_scratch(ctx.round, "verify")
     for shard in shards:
         out = ctx.phase_dir / shard.name
-        if not (out / "DONE.json").is_file():
+        if not ShardLayout(out).is_done():
             scratch = scratch_root / shard.name
             shutil.rmtree(scratch, ignore_errors=True)
             try:

@@ -8,14 +8,15 @@ from bat.bank import store
 from bat.bank.pools import build_index
 from bat.state.atomic import atomic_write_json, current_umask
 from bat.state.jsonl import write_jsonl
+from bat.state.bank_layout import RL_INDEX_FILE, RL_ROWS_FILE, BankVersionLayout
 from bat.state.layout import RunLayout
 
 
 def _fill(rows):
     def fill(build):
-        write_jsonl(build / store.RL_ROWS, rows)
-        atomic_write_json(build / store.RL_INDEX, build_index(rows))
-        (build / store.STATES / rows[0].state_id / "files").mkdir(parents=True)
+        write_jsonl(BankVersionLayout(build).rl_rows, rows)
+        atomic_write_json(BankVersionLayout(build).rl_index, build_index(rows))
+        (BankVersionLayout(build).state(rows[0].state_id) / "files").mkdir(parents=True)
         return {"rl": len(rows)}
 
     return fill
@@ -36,9 +37,9 @@ def test_versions_are_numbered_and_immutable(tmp_path, row_factory):
     assert [r.state_id for r in v1.rows()] == ["a1", "e1"]
     assert v1.index().by_stage["E2E"] == ["e1"]
     assert v1.manifest().counts == {"rl": 2}
-    assert set(v1.manifest().digests) == {store.RL_ROWS, store.RL_INDEX}
-    assert not os.access(v1.path / store.RL_ROWS, os.W_OK) or os.geteuid() == 0
-    assert (os.stat(v1.path / store.RL_ROWS).st_mode & 0o222) == 0
+    assert set(v1.manifest().digests) == {RL_ROWS_FILE, RL_INDEX_FILE}
+    assert not os.access(v1.files.rl_rows, os.W_OK) or os.geteuid() == 0
+    assert (os.stat(v1.files.rl_rows).st_mode & 0o222) == 0
     assert os.stat(v1.path).st_mode & 0o777 == 0o777 & ~current_umask(), "a version dir is not mkdtemp-private"
     v1.verify()
     assert v1.state_dir("a1").is_dir()
@@ -48,7 +49,7 @@ def test_versions_are_numbered_and_immutable(tmp_path, row_factory):
 def test_tampering_is_detected(tmp_path, row_factory):
     layout = RunLayout(tmp_path / "run")
     bank = store.write_version(layout, _fill([row_factory("a1", "S1")]), _fields())
-    path = bank.path / store.RL_INDEX
+    path = bank.files.rl_index
     path.chmod(0o644)
     path.write_text("{}\n")
     with pytest.raises(ValueError, match="rl/index.json"):
@@ -64,7 +65,7 @@ def test_open_bank_pins_newest_admitted(tmp_path, row_factory):
     store.write_version(layout, _fill(rows), _fields("b"))
     with pytest.raises(store.BankNotFoundError, match="admitted"):
         store.open_bank(layout)
-    (layout.bank(1) / "ADMITTED").write_text("")
+    layout.bank_version(1).admitted_marker.write_text("")
     assert store.open_bank(layout).version == 1
     assert store.open_bank(layout, admitted_only=False).version == 2
     with pytest.raises(store.BankNotFoundError, match="not admitted"):

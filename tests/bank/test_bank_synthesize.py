@@ -145,7 +145,7 @@ def test_env_opened_on_a_recovery_row_grades_the_fix(bank, config, tmp_path):
 
 
 def test_rl_rows_carry_no_teacher_text(bank):
-    text = (bank.path / store.RL_ROWS).read_text()
+    text = (bank.files.rl_rows).read_text()
     assert "<tool_call>" not in text
     for traj in bank.trajectories():
         for turn in traj.turns:

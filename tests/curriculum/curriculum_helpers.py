@@ -9,6 +9,7 @@ from bat.bank.pools import build_index
 from bat.schemas.bank import BankRow, ChatMessage, PracticeTask, Provenance, StateRef
 from bat.schemas.evaluation import EvalAggregate, TrackAggregate
 from bat.state.atomic import atomic_write_json
+from bat.state.bank_layout import BankVersionLayout
 from bat.state.jsonl import write_jsonl
 
 STAGES = ("S1", "S2", "S3", "S4", "S5")
@@ -49,13 +50,13 @@ def make_bank(layout, per_stage=6):
     rows = [bank_row(f"{s.lower()}-{i}", s) for s in (*STAGES, "E2E") for i in range(per_stage)]
 
     def fill(build):
-        write_jsonl(build / store.RL_ROWS, rows)
-        atomic_write_json(build / store.RL_INDEX, build_index(rows))
+        write_jsonl(BankVersionLayout(build).rl_rows, rows)
+        atomic_write_json(BankVersionLayout(build).rl_index, build_index(rows))
         return {"rl": len(rows)}
 
     bank = store.write_version(layout, fill, dict(fingerprint="fp", generator_versions={"bank": "1"}, seeds={"bank": 1},
                                                   reduction_grid="v1", stages=list(STAGES), tracks=["classification"],
                                                   config={}))
     (bank.path / "leakage.json").write_text(json.dumps({"verdict": "admitted", "rows_scanned": len(rows)}))
-    (bank.path / "ADMITTED").write_text("")
+    (bank.files.admitted_marker).write_text("")
     return layout

@@ -47,7 +47,7 @@ def test_layout_bank_versions_and_rounds(tmp_path: Path) -> None:
     layout = RunLayout(tmp_path).ensure()
     for v in (1, 2, 3):
         layout.bank(v).mkdir(parents=True)
-    (layout.bank(2) / "ADMITTED").write_text("")
+    layout.bank_version(2).admitted_marker.write_text("")
     assert layout.bank_versions() == [1, 2, 3]
     assert layout.newest_admitted_bank() == 2
     layout.round_dir(0).mkdir()

@@ -13,6 +13,7 @@ from bat.schemas.routing import PlanRow, RoundPlan
 from bat.state.atomic import atomic_write_json
 from bat.state.checkpoints import CheckpointStore
 from bat.state.jsonl import read_jsonl, write_jsonl
+from bat.state.bank_layout import BankVersionLayout
 from bat.state.layout import RunLayout
 from bat.train.phase import run_grpo
 
@@ -79,13 +80,13 @@ def test_sft_phase_trains_on_the_admitted_bank(tiny_dir, sft_rows, tmp_path):
     layout = RunLayout(tmp_path / "run").ensure()
 
     def fill(build):
-        write_jsonl(build / store.SFT_SPLITS["train"], sft_rows(16, 1))
-        write_jsonl(build / store.SFT_SPLITS["validation"], sft_rows(4, 2, "validation"))
+        write_jsonl(BankVersionLayout(build).sft_split("train"), sft_rows(16, 1))
+        write_jsonl(BankVersionLayout(build).sft_split("validation"), sft_rows(4, 2, "validation"))
         return {"sft": 20}
 
     bank = store.write_version(layout, fill, dict(fingerprint="fp", generator_versions={"bank": "1"}, seeds={"bank": 1},
                                                   reduction_grid="v1", stages=["S1"], tracks=["classification"], config={}))
-    (bank.path / "ADMITTED").write_text("ok\n")
+    (bank.files.admitted_marker).write_text("ok\n")
     config = BatConfig.model_validate({
         "model": {"path": str(tiny_dir)},
         "sft": {"steps": 3, "lr": 1e-3, "global_batch": 8, "render_tools": False, "checkpoint_every": 2,
