@@ -7,7 +7,7 @@ exists (re-running is a no-op). The scan phase (`bat.leakage.phase:run_scan`) ad
 
 from __future__ import annotations
 
-from bat.orchestrate.context import PhaseContext, PhaseResult
+from bat.phase.context import PhaseContext, PhaseResult
 
 
 def run_synthesize(ctx: PhaseContext) -> PhaseResult:
@@ -32,7 +32,3 @@ def run_synthesize(ctx: PhaseContext) -> PhaseResult:
         },
         extra={"reused": reused, "fingerprint": bank.manifest().fingerprint, "bank_dir": bank.path.name},
     )
-
-
-run = synthesize = run_synthesize
-"""Aliases: the phase table may name `bat.bank.phase:run_synthesize`, `:synthesize` or `:run`."""

@@ -13,7 +13,7 @@ def _handler(args: argparse.Namespace) -> int:
     from bat.config.load import load_config
     from bat.orchestrate.driver import PhaseFailed, PhaseInputError, run
     from bat.state.layout import RunLayout
-    from bat.state.run_record import RunConfigMismatch
+    from bat.config.run_record import RunConfigMismatch
 
     overrides = list(args.overrides) + ([f"run.rounds={args.rounds}"] if args.rounds is not None else [])
     if args.executor:

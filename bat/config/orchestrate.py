@@ -7,9 +7,8 @@ from typing import Literal
 from pydantic import Field, field_validator, model_validator
 
 from bat.config.base import Section
+from bat.phase.order import PHASE_NAMES
 
-PHASE_NAMES = ("synthesize", "scan", "sft", "rollout", "verify", "grpo", "evaluate", "route", "final_test")
-"""Every phase of the graph (the table in `bat.orchestrate.graph` uses exactly these names)."""
 
 
 class PhaseResources(Section):

@@ -6,11 +6,11 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from bat.curriculum.plan import kl_probe_ids
-from bat.orchestrate.events import log_event
+from bat.phase.events import log_event
 from bat.schemas.routing import BestCheckpoint
 
 if TYPE_CHECKING:
-    from bat.orchestrate.context import PhaseContext
+    from bat.phase.context import PhaseContext
 
 
 def probe_prompts(ctx: "PhaseContext") -> list[list[dict]]:

@@ -14,10 +14,10 @@ from bat.curriculum.decide import NullCellsError, decide, snapshot
 from bat.curriculum.history import best_after_path, decision_path, previous_state, training_health
 from bat.curriculum.kl import measure_kl
 from bat.curriculum.plan import build_plan
-from bat.evaluate.guard import guard_phase
+from bat.phase.guard import guard_phase
 from bat.evaluate.store import aggregate_path, load_aggregate
-from bat.orchestrate.context import PhaseContext, PhaseResult
-from bat.orchestrate.events import log_event
+from bat.phase.context import PhaseContext, PhaseResult
+from bat.phase.events import log_event
 from bat.state.atomic import atomic_write_json
 from bat.state.checkpoints import write_best
 
@@ -76,7 +76,3 @@ def _route(ctx: PhaseContext) -> PhaseResult:
     return PhaseResult(outputs=outputs, inputs=[aggregate_path(layout, r, "controller")], counts=counts,
                        extra={"action": decision.action, "target_stage": decision.target_stage, "rule": decision.rule,
                               "next_round": decision.next_round})
-
-
-route = run_route
-"""Name used by the phase table (`bat.curriculum.phase:route`)."""

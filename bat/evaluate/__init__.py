@@ -12,7 +12,7 @@ Public API:
   cell is listed and `routable=False`; `pct(x)` / `pct_delta(a, b)` render 0-100 with one decimal.
 * `bat.evaluate.compare.paired_compare(a, b, metric="overall") -> PairedComparison` — per-track deltas b - a,
   mean, t half-width, one-sample t-test p-value on the deltas.
-* `bat.evaluate.guard`: `heldout_guard(layout, phase)` context manager (process-wide audit hook) raising
+* `bat.phase.guard`: `heldout_guard(layout, phase)` context manager (process-wide audit hook) raising
   `HeldoutAccessError` on open/listdir/scandir/... under `layout.heldout_dir`, and again at exit if a violation
   was swallowed; `guard_phase(ctx)` = that guard unless `ctx.phase` is in `evaluate.heldout_phases`
   (default `evaluate`, `final_test`). The phase runner should wrap every phase call in `with guard_phase(ctx):`.

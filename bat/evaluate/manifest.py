@@ -9,7 +9,7 @@ from typing import Sequence
 
 from bat.state.atomic import dumps_json
 from bat.state.digest import sha256_path
-from bat.state.run_record import code_version
+from bat.version import code_version
 from bat.schemas.evaluation import EvalManifest, RunEntry
 
 

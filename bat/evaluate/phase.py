@@ -14,8 +14,8 @@ from bat.config.load import config_hash
 from bat.evaluate.episodes import SCRIPTED_PREFIX, Driver, policy_driver, scripted_driver
 from bat.evaluate.runner import evaluate_split
 from bat.evaluate.store import BASE_VARIANT, load_aggregate
-from bat.orchestrate.context import PhaseContext, PhaseResult
-from bat.orchestrate.events import log_event
+from bat.phase.context import PhaseContext, PhaseResult
+from bat.phase.events import log_event
 from bat.schemas.evaluation import EvalAggregate
 from bat.state.atomic import atomic_write_json, read_json
 from bat.state.checkpoints import read_best
@@ -122,9 +122,3 @@ def run_final_test(ctx: PhaseContext) -> PhaseResult:
 
     result.outputs.extend(write_round_report(ctx.layout, ctx.round, ctx.config))
     return result
-
-
-evaluate = run_evaluate
-"""Name used by the phase table (`bat.evaluate.phase:evaluate`)."""
-final_test = run_final_test
-"""Name for a `final_test` phase row (`bat.evaluate.phase:final_test`)."""

@@ -7,7 +7,7 @@ the `final_test` phase does for trained arms (same splits, same suite, same budg
 
 from __future__ import annotations
 
-from bat.orchestrate.context import PhaseContext, PhaseResult
+from bat.phase.context import PhaseContext, PhaseResult
 
 
 def end_splits(ctx: PhaseContext) -> list[str]:

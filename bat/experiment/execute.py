@@ -20,7 +20,7 @@ from bat.state.markers import read_done
 
 ARM_RECORD = "experiment_arm.json"
 FINAL_PHASE = "final_test"
-TRAINED_TARGET = "bat.evaluate.phase:final_test"
+TRAINED_TARGET = "bat.evaluate.phase:run_final_test"
 """Retained best (`checkpoints/best.json`) on the final (+ test) split."""
 BASE_TARGET = "bat.experiment.base_eval:final_test_base"
 """Untrained base model on the same splits."""
@@ -63,7 +63,7 @@ def _run_trained(cfg: Any, layout: RunLayout) -> int:
 
 def _run_base(cfg: Any, layout: RunLayout) -> int:
     from bat.orchestrate.runner import run_phase
-    from bat.state.run_record import open_run
+    from bat.config.run_record import open_run
 
     open_run(layout, cfg)
     run_phase(cfg, layout, 0, FINAL_PHASE, table=final_table(cfg, BASE_TARGET))

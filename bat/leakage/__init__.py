@@ -44,7 +44,7 @@ Scanner:
   a version already scanned with the same index, files (content digest) and settings is not rescanned.
   `LeakageRejected(report, path)` is raised by the phase when rejected and `leakage.fail_on_reject`.
 
-Phase: `bat.leakage.phase:scan` (= `run_scan`, `run`; `(ctx) -> PhaseResult`, phase "scan"): scans the
+Phase: `bat.leakage.phase:run_scan` (`(ctx) -> PhaseResult`, phase "scan"): scans the
 newest complete bank version (with MANIFEST.json) under `ctx.layout.bank_root`, writes `leakage.json` and
 `ADMITTED` (clean) or `REJECTED.json` in that version directory; a rejected version raises `LeakageRejected`
 (admission stops; rounds keep pinning the previous admitted version).

@@ -8,7 +8,7 @@ rounds keep pinning the previous admitted version.
 from __future__ import annotations
 
 from bat.leakage.preflight import LeakageRejected, index_dir, report_path, scan_and_admit
-from bat.orchestrate.context import PhaseContext, PhaseResult
+from bat.phase.context import PhaseContext, PhaseResult
 from bat.state.layout import RunLayout
 
 
@@ -50,7 +50,3 @@ def run_scan(ctx: PhaseContext) -> PhaseResult:
         counts=counts,
         extra={"verdict": report.verdict, "scanned": report.scanned, "index_digest": report.index_digest},
     )
-
-
-scan = run = run_scan
-"""Aliases: the phase table names `bat.leakage.phase:scan`; `run_scan` and `run` are the same function."""

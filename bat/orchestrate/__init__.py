@@ -1,15 +1,10 @@
 """Phase graph, executors (submitit slurm/local/debug), Apptainer wrapping, preemption, launcher.
 
-Contract for phase authors (other teams)
+Contract for phase authors
 ----------------------------------------
-* A phase function is `def run(ctx: PhaseContext) -> PhaseResult` (see `bat.orchestrate.context`).
-  The product table `bat.orchestrate.graph.PHASES` points at (one line per phase)::
-
-      synthesize -> bat.bank.phase:synthesize      scan     -> bat.leakage.phase:scan
-      sft        -> bat.train.phase:sft            grpo     -> bat.train.phase:grpo
-      rollout    -> bat.rollout.phase:rollout      verify   -> bat.verify.phase:verify
-      evaluate   -> bat.evaluate.phase:evaluate    route    -> bat.curriculum.phase:route
-
+* A phase function is `def run_<phase>(ctx: PhaseContext) -> PhaseResult` (the contract lives below the phases,
+  in `bat.phase`). The product table `bat.orchestrate.graph.PHASES` names each function and the layout files it
+  reads and writes; `bat phases` prints it (copy in `docs/PHASES.md`, checked by the tests).
 * Write outputs under `ctx.phase_dir` (or the layout paths your phase owns), atomically, and resume
   from partial outputs found there: a phase may be killed (SIGKILL) or interrupted (USR2 ->
   requeue) at any moment and is then simply called again with the same context; the rerun must
@@ -28,7 +23,7 @@ Contract for phase authors (other teams)
 Public API (for the CLI, jobs/ and tests)
 -----------------------------------------
 * `graph.PHASES: dict[str, PhaseSpec]` (name, target, reads, writes, resources key; rows in data-flow
-  order), `graph.round_phases(r)`, `BOOTSTRAP_ORDER`, `ROUND_ORDER`, `ASYNC_ORDER`,
+  order), `graph.round_phases(r)`; the orders themselves are `bat.phase.order`;
   `graph.resolve_table(config)` (applies `orchestrate.phase_overrides`), `graph.load_phase_fn(target)`.
 * `runner.run_phase(config, layout, round, phase) -> PhaseResult | None` (None: already DONE); writes
   DONE.json last with `extra.compute_s`.
@@ -42,5 +37,5 @@ Public API (for the CLI, jobs/ and tests)
 * `container.apptainer_argv(container_cfg, state_root, command, scratch=None) -> list[str]`,
   `container.submitit_python(container_cfg, state_root) -> str` (submitit's `python=` hook).
 * `status.collect_status(layout) -> dict` (what `bat status --json` prints).
-* `events.log_event(layout, round, phase, message)`: one line in `events.log` and `round_NN/events.log`.
+* `bat.phase.events.log_event(layout, round, phase, message)`: one line in `events.log` and `round_NN/events.log`.
 """

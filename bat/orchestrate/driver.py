@@ -17,7 +17,7 @@ import time
 from pathlib import Path
 from typing import TYPE_CHECKING, Callable
 
-from bat.orchestrate.events import log_event
+from bat.phase.events import log_event
 from bat.orchestrate.executors import executor_kind, make_executor
 from bat.orchestrate.graph import ASYNC_ORDER, round_phases
 from bat.orchestrate.jobrecords import job_active, read_job_record, write_job_record
@@ -250,7 +250,7 @@ def export_heldout_side(config: "BatConfig", layout: RunLayout) -> None:
 def run(config: "BatConfig", layout: RunLayout, *, owner: str | None = None, wait: bool = False,
         allow_config_change: bool = False) -> int:
     """`bat run` / run_round.sh: queue (Slurm) or run (local) rounds until done; returns an exit code."""
-    from bat.state.run_record import open_run
+    from bat.config.run_record import open_run
 
     r = next_round(config, layout)
     if r is None:

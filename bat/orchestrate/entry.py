@@ -49,7 +49,7 @@ def launch_main(argv: Sequence[str] | None = None) -> int:
     from bat.orchestrate.driver import PhaseFailed, PhaseInputError, run
     from bat.orchestrate.graph import PHASES
     from bat.state.layout import RunLayout
-    from bat.state.run_record import RunConfigMismatch
+    from bat.config.run_record import RunConfigMismatch
 
     if args.phases is not None:
         expected = list(PHASES)  # the table's rows are in data-flow order

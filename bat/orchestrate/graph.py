@@ -1,19 +1,30 @@
-"""The phase graph: ONE table of phase -> phase function, what it reads/writes, its resources key.
+"""The phase graph: ONE table of phase -> phase function, the layout files it reads and writes, its resources key.
 
-Slurm dependencies (`afterok`), the round script's order and `bat status` columns derive from it.
+Slurm dependencies (`afterok`), `bat status` columns and the phase I/O table of the docs (`bat phases`,
+`bat.orchestrate.phase_table`) derive from it; the order comes from `bat.phase.order`.
 """
 
 from __future__ import annotations
 
 import importlib
 from dataclasses import dataclass, replace
-from typing import TYPE_CHECKING
+from pathlib import Path
+from typing import TYPE_CHECKING, Callable
 
-from bat.config.orchestrate import PHASE_NAMES
+from bat.phase.order import ASYNC_ORDER, BOOTSTRAP_ORDER, FINAL_ORDER, PHASE_NAMES, ROUND_ORDER
+from bat.state.bank_layout import BankVersionLayout
+from bat.state.layout import RunLayout
 
 if TYPE_CHECKING:
     from bat.config.root import BatConfig
-    from bat.orchestrate.context import PhaseFn
+    from bat.phase.context import PhaseFn
+
+__all__ = ["ASYNC_ORDER", "BOOTSTRAP_ORDER", "FINAL_ORDER", "PHASES", "ROUND_ORDER", "PhaseSpec", "check_round",
+           "is_final_round", "load_phase_fn", "resolve_table", "round_phases"]
+
+
+Files = Callable[[RunLayout, int], tuple["Path | str", ...]]
+"""What a phase reads or writes in round r of a run: layout paths, or a short phrase for what is not a file."""
 
 
 @dataclass(frozen=True)
@@ -22,49 +33,60 @@ class PhaseSpec:
 
     name: str
     target: str
-    """`module:function` of the phase function `run(ctx) -> PhaseResult`."""
-    reads: tuple[str, ...]
-    writes: tuple[str, ...]
+    """`module:function` of the phase function `(ctx: PhaseContext) -> PhaseResult`."""
+    reads: Files
+    writes: Files
     resources: str
     """Key into `config.orchestrate.resources`."""
+
+
+def _bank(layout: RunLayout) -> BankVersionLayout:
+    return layout.bank_version(1)
 
 
 PHASES: dict[str, PhaseSpec] = {
     spec.name: spec
     for spec in (
-        PhaseSpec("synthesize", "bat.bank.phase:synthesize", ("config", "bank seed space"),
-                  ("bank/vNNNN/ tasks, teacher trajectories, SFT rows, RL rows, states, MANIFEST",), "synthesize"),
-        PhaseSpec("scan", "bat.leakage.phase:scan", ("bank/vNNNN", "held-out fingerprint index"),
-                  ("bank/vNNNN/leakage.json", "bank/vNNNN/ADMITTED"), "scan"),
-        PhaseSpec("sft", "bat.train.phase:sft", ("admitted SFT rows", "base model"),
-                  ("checkpoints/sft/",), "sft"),
-        PhaseSpec("rollout", "bat.rollout.phase:rollout", ("round_NN/plan.json", "bank rows", "start checkpoint"),
-                  ("round_NN/rollout/ shards",), "rollout"),
-        PhaseSpec("verify", "bat.verify.phase:verify", ("round_NN/rollout/", "rubric contracts"),
-                  ("round_NN/verify/ reward shards",), "verify"),
-        PhaseSpec("grpo", "bat.train.phase:grpo", ("round_NN/rollout/", "round_NN/verify/", "start checkpoint"),
-                  ("checkpoints/round_NN/", "round_NN/grpo/ metrics, candidate"), "grpo"),
-        PhaseSpec("evaluate", "bat.evaluate.phase:evaluate", ("candidate checkpoint", "held-out suite"),
-                  ("round_NN/evaluate/ aggregates", "heldout/round_NN/ raw runs"), "evaluate"),
-        PhaseSpec("route", "bat.curriculum.phase:route", ("aggregates history", "gate thresholds"),
-                  ("round_NN/route/ decision", "round_NN+1/plan.json", "checkpoints/best.json"), "route"),
-        PhaseSpec("final_test", "bat.evaluate.phase:final_test", ("checkpoints/best.json", "held-out final + test splits"),
-                  ("round_NN/final_test/ aggregates", "heldout/round_NN/ raw runs"), "final_test"),
+        PhaseSpec("synthesize", "bat.bank.phase:run_synthesize",
+                  lambda L, r: ("config (bank, benchmark)", "practice seed space", "base tokenizer"),
+                  lambda L, r: (_bank(L).tasks, _bank(L).trajectories, _bank(L).sft_split("train"),
+                                _bank(L).sft_split("validation"), _bank(L).rl_rows, _bank(L).rl_index,
+                                _bank(L).states_dir, _bank(L).manifest), "synthesize"),
+        PhaseSpec("scan", "bat.leakage.phase:run_scan",
+                  lambda L, r: (_bank(L).path, L.fingerprint_meta, L.fingerprint_entries),
+                  lambda L, r: (_bank(L).leakage_report, _bank(L).admitted_marker, _bank(L).rejected_marker),
+                  "scan"),
+        PhaseSpec("sft", "bat.train.phase:run_sft",
+                  lambda L, r: (_bank(L).sft_split("train"), _bank(L).sft_split("validation"), "base model"),
+                  lambda L, r: (L.sft_checkpoints, L.candidate_model(0), L.training_metrics(0, "sft")), "sft"),
+        PhaseSpec("rollout", "bat.rollout.phase:run_rollout",
+                  lambda L, r: (L.plan(r), _bank(L).rl_rows, _bank(L).states_dir, "the plan's start checkpoint"),
+                  lambda L, r: (L.round(r).shard("rollout", 0).rollouts, L.round(r).shard("rollout", 0).timings,
+                                L.round(r).shard("rollout", 0).done), "rollout"),
+        PhaseSpec("verify", "bat.verify.phase:run_verify",
+                  lambda L, r: (L.plan(r), L.round(r).shard("rollout", 0).rollouts, _bank(L).states_dir),
+                  lambda L, r: (L.round(r).shard("verify", 0).rewards, L.round(r).shard("verify", 0).done), "verify"),
+        PhaseSpec("grpo", "bat.train.phase:run_grpo",
+                  lambda L, r: (L.plan(r), L.round(r).shard("rollout", 0).rollouts,
+                                L.round(r).shard("verify", 0).rewards, "the plan's start checkpoint"),
+                  lambda L, r: (L.round_checkpoints(r), L.candidate_model(r), L.training_metrics(r, "grpo")), "grpo"),
+        PhaseSpec("evaluate", "bat.evaluate.phase:run_evaluate",
+                  lambda L, r: (L.candidate_model(r), L.heldout_secret, "held-out suite"),
+                  lambda L, r: (L.round(r).aggregate("controller"), L.heldout_manifest(r, "controller"),
+                                L.heldout_run_records(r, "controller"), L.report_md(r), L.report_json(r)), "evaluate"),
+        PhaseSpec("route", "bat.curriculum.phase:run_route",
+                  lambda L, r: (L.round(r).aggregate("controller"), L.round(r - 1).decision,
+                                L.round(r - 1).best_after, _bank(L).rl_index),
+                  lambda L, r: (L.round(r).decision, L.round(r).best_after, L.best_json, L.plan(r + 1)), "route"),
+        PhaseSpec("final_test", "bat.evaluate.phase:run_final_test",
+                  lambda L, r: (L.best_json, L.heldout_secret, "held-out final + test suites"),
+                  lambda L, r: (L.round(r).aggregate("final", "final_test"), L.round(r).aggregate("test", "final_test"),
+                                L.heldout_manifest(r, "final"), L.heldout_manifest(r, "test"), L.test_split_used),
+                  "final_test"),
     )
 }
 
-BOOTSTRAP_ORDER = ("synthesize", "scan", "sft", "evaluate", "route")
-"""Round 0: build the first bank, cold-start SFT, evaluate it, route."""
-ROUND_ORDER = ("rollout", "verify", "grpo", "evaluate", "route")
-"""Rounds r >= 1: BiCuRL inner loop then the outer-loop decision."""
-ASYNC_ORDER = ("synthesize", "scan")
-"""Bank refresh beside a round (CPU resources, off the critical path)."""
-
-assert set(PHASES) == set(PHASE_NAMES), "graph table and config PHASE_NAMES disagree"
-
-
-FINAL_ORDER = ("final_test",)
-"""After the last round's route: the retained best on the untouched final + test splits, once per run."""
+assert tuple(PHASES) == PHASE_NAMES, "the graph table lists the phases of bat.phase.order, in its order"
 
 
 def is_final_round(config: "BatConfig | None", round_index: int) -> bool:

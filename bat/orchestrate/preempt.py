@@ -109,7 +109,7 @@ class PhaseJob(submitit.helpers.Checkpointable):
 
     def __call__(self) -> dict[str, Any]:
         """Run the phase (no-op when DONE); after `route`, queue the next round when `chain_next`."""
-        from bat.orchestrate.events import log_event
+        from bat.phase.events import log_event
         from bat.orchestrate.runner import run_phase
 
         config, layout = self._open()
@@ -138,7 +138,7 @@ class PhaseJob(submitit.helpers.Checkpointable):
 
     def checkpoint(self, *args: Any, **kwargs: Any) -> submitit.helpers.DelayedSubmission:
         """Flush progress, record why we were interrupted, resubmit the same job."""
-        from bat.orchestrate.events import log_event
+        from bat.phase.events import log_event
 
         flushed = run_flush_hooks()
         _, layout = self._open()

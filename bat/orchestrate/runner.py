@@ -9,8 +9,8 @@ from __future__ import annotations
 import time
 from typing import TYPE_CHECKING
 
-from bat.orchestrate.context import PhaseContext, PhaseResult
-from bat.orchestrate.events import log_event
+from bat.phase.context import PhaseContext, PhaseResult
+from bat.phase.events import log_event
 from bat.orchestrate.graph import PhaseSpec, load_phase_fn, resolve_table
 from bat.state.layout import RunLayout
 from bat.state.markers import read_done, write_done
@@ -38,7 +38,7 @@ def run_phase(
 ) -> PhaseResult | None:
     """Call the phase function for (round, phase) and write its DONE.json; None when already DONE."""
     from bat.config.load import config_hash
-    from bat.evaluate.guard import guard_phase
+    from bat.phase.guard import guard_phase
 
     table = table or resolve_table(config)
     if phase not in table:

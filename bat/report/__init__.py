@@ -1,6 +1,6 @@
 """Round reports: `round_NN/report.md` + `report.json` and matplotlib PNG plots beside them.
 
-Public API; event lines go through `bat.orchestrate.events.log_event`:
+Public API; event lines go through `bat.phase.events.log_event`:
 
 * `bat.report.round_report.write_round_report(layout, round, cfg) -> [report.json, report.md, overall.png,
   stages.png]` — stage table and Overall/Task/Agentic with half-widths and deltas vs the retained best, per-track

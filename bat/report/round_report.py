@@ -14,7 +14,8 @@ from bat.report.plots import plot_overall, plot_stages
 from bat.report.summary import RoundView, progress_rows, round_view, run_views
 from bat.schemas.evaluation import EvalAggregate
 from bat.state.atomic import atomic_write_json, atomic_write_text, read_json
-from bat.state.layout import BOOTSTRAP_PHASES, ROUND_PHASES, RunLayout
+from bat.phase.order import BOOTSTRAP_ORDER, ROUND_ORDER
+from bat.state.layout import RunLayout
 from bat.state.markers import read_done
 
 if TYPE_CHECKING:
@@ -49,7 +50,7 @@ def phase_times(layout: RunLayout, round_index: int) -> dict[str, dict[str, Any]
     """Per phase of the round: finished_at and seconds (DONE extra `compute_s` from the phase runner, else
     `wall_s`/`seconds`)."""
     out: dict[str, dict[str, Any]] = {}
-    for phase in BOOTSTRAP_PHASES if round_index == 0 else ROUND_PHASES:
+    for phase in BOOTSTRAP_ORDER if round_index == 0 else ROUND_ORDER:
         done = read_done(layout.phase_dir(round_index, phase))
         if done is None:
             out[phase] = {"status": "pending"}

@@ -30,7 +30,8 @@ class RoundView:
     """Round 0 only: the untrained base policy on the controller split (`evaluate.base_model`)."""
 
 
-def load_plan(layout: RunLayout, round_index: int) -> RoundPlan | None:
+def plan_if_written(layout: RunLayout, round_index: int) -> RoundPlan | None:
+    """The round plan, or None before the previous round routed."""
     path = layout.plan(round_index)
     return RoundPlan.model_validate(read_json(path)) if path.exists() else None
 
@@ -42,7 +43,7 @@ def round_view(layout: RunLayout, round_index: int) -> RoundView:
         final=load_aggregate(layout, round_index, "final"),
         decision=load_decision(layout, round_index),
         best=load_best_after(layout, round_index),
-        plan=load_plan(layout, round_index),
+        plan=plan_if_written(layout, round_index),
         end_of_run={split: agg for split in ("final", "test")
                     if (agg := load_aggregate(layout, round_index, split, phase="final_test")) is not None},
         base=load_aggregate(layout, round_index, "controller", variant=BASE_VARIANT),

@@ -6,27 +6,15 @@ writes `round_NN/rollout/shard_NNNN/` (see `bat.rollout.shards`). Launch: `bat r
 
 from __future__ import annotations
 
-from pathlib import Path
 from typing import TYPE_CHECKING
 
-from bat.orchestrate.context import PhaseContext, PhaseResult
+from bat.phase.context import PhaseContext, PhaseResult
+from bat.phase.events import log_event
+from bat.phase.plan import load_plan, resolve_checkpoint
 from bat.rollout.runner import StateJob
 
 if TYPE_CHECKING:
     from bat.schemas.routing import RoundPlan
-    from bat.state.layout import RunLayout
-
-
-def load_plan(layout: "RunLayout", round_index: int) -> "RoundPlan":
-    """The round plan; a missing plan raises naming the file and the rounds that have one."""
-    from bat.schemas.routing import RoundPlan
-    from bat.state.atomic import read_json
-
-    path = layout.plan(round_index)
-    if not path.is_file():
-        have = [r for r in layout.rounds() if layout.plan(r).is_file()]
-        raise FileNotFoundError(f"{path}: no round plan for round {round_index}; rounds with a plan: {have}")
-    return RoundPlan.model_validate(read_json(path))
 
 
 def plan_jobs(plan: "RoundPlan") -> tuple[list[StateJob], int]:
@@ -42,12 +30,6 @@ def plan_jobs(plan: "RoundPlan") -> tuple[list[StateJob], int]:
     return jobs, sum(listed.values()) - len(jobs)
 
 
-def resolve_checkpoint(layout: "RunLayout", checkpoint: str) -> Path:
-    """Absolute path of a checkpoint named in a plan (relative names are under the run root)."""
-    path = Path(checkpoint)
-    return path if path.is_absolute() else layout.root / path
-
-
 def run_rollout(ctx: PhaseContext) -> PhaseResult:
     """Roll out every state of the round plan K times; resumes from finished shards."""
     from bat.bank.store import open_bank
@@ -58,7 +40,6 @@ def run_rollout(ctx: PhaseContext) -> PhaseResult:
     from bat.rollout.envs import bank_opener
     from bat.rollout.loop import LoopSettings
     from bat.rollout.runner import run_shards
-    from bat.orchestrate.events import log_event
 
     cfg, rc = ctx.config, ctx.config.rollout
     plan = load_plan(ctx.layout, ctx.round)
@@ -88,7 +69,3 @@ def run_rollout(ctx: PhaseContext) -> PhaseResult:
                 "resumed_shards": len(summary.skipped)},
         extra={"end_reasons": reasons, "engine": rc.engine, "checkpoint": str(checkpoint),
                "bank_version": bank.version, "duplicate_plan_entries": dupes})
-
-
-rollout = run_rollout
-"""Name used by the phase table (`bat.rollout.phase:rollout`)."""

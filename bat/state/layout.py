@@ -23,8 +23,6 @@ from pathlib import Path
 from bat.state.bank_layout import BankVersionLayout
 from bat.state.round_layout import DONE_NAME, RoundLayout
 
-ROUND_PHASES = ("rollout", "verify", "grpo", "evaluate", "route")
-BOOTSTRAP_PHASES = ("synthesize", "scan", "sft", "evaluate", "route")
 FINGERPRINT_META_NAME = "INDEX.json"
 FINGERPRINT_ENTRIES_NAME = "entries.jsonl"
 _BANK_RE = re.compile(r"^v(\d{4})$")

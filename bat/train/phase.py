@@ -14,7 +14,8 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any, Callable
 
-from bat.orchestrate.context import PhaseContext, PhaseResult
+from bat.phase.context import PhaseContext, PhaseResult
+from bat.phase.plan import plan_start_checkpoint
 from bat.state.round_layout import ShardLayout, all_shards
 
 _SUMMARY_DROP = ("engine", "tokenizer", "last")
@@ -64,13 +65,12 @@ def finished_shard_files(shards: list[ShardLayout], pick: Callable[[ShardLayout]
 
 def run_grpo(ctx: PhaseContext) -> PhaseResult:
     """One GRPO block from the plan's start checkpoint; returns the candidate as `extra["candidate"]`."""
-    from bat.rollout.phase import load_plan, resolve_checkpoint
     from bat.schemas.rollout import RewardRecord, RolloutRecord
     from bat.train.grpo import train_grpo
     from bat.train.grpo_data import build_items, read_records
 
     cfg, layout = ctx.config, ctx.layout
-    start = resolve_checkpoint(layout, load_plan(layout, ctx.round).start_checkpoint)
+    start = plan_start_checkpoint(layout, ctx.round)
     round_files = layout.round(ctx.round)
     rollout_files, open_rollouts = finished_shard_files(all_shards(round_files.phase("rollout")), lambda s: s.rollouts)
     reward_files, open_rewards = finished_shard_files(all_shards(round_files.phase("verify")), lambda s: s.rewards)
@@ -86,7 +86,3 @@ def run_grpo(ctx: PhaseContext) -> PhaseResult:
     counts = _summary(summary) | {"unfinished_rollout_shards": open_rollouts, "unfinished_reward_shards": open_rewards}
     return PhaseResult(outputs=[export, metrics], inputs=[*rollout_files, *reward_files, start], counts=counts,
                        extra={"candidate": str(export), "start_checkpoint": str(start), "last_step": summary["last"]})
-
-
-sft = run_sft
-grpo = run_grpo

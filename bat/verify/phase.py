@@ -11,7 +11,9 @@ import shutil
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from bat.orchestrate.context import PhaseContext, PhaseResult
+from bat.phase.context import PhaseContext, PhaseResult
+from bat.phase.events import log_event
+from bat.phase.plan import load_plan
 from bat.rollout.shards import finished_shards, read_shard, read_timings
 from bat.schemas.rollout import RolloutRecord
 from bat.verify.shards import reward_meta, write_reward_shard
@@ -84,8 +86,6 @@ def verify_shard(verifier: Verifier, shard: Path, bank: Any, config: "BatConfig"
 def run_verify(ctx: PhaseContext) -> PhaseResult:
     """Verify every finished rollout shard that has no reward shard yet."""
     from bat.bank.store import open_bank
-    from bat.orchestrate.events import log_event
-    from bat.rollout.phase import load_plan
 
     plan = load_plan(ctx.layout, ctx.round)
     bank = open_bank(ctx.layout, plan.bank_version)
@@ -122,7 +122,3 @@ def run_verify(ctx: PhaseContext) -> PhaseResult:
                 "reward_mean": (sum(means) / valid) if valid else 0.0, "shards": len(outputs)},
         extra={"reward_version": ctx.config.verify.reward_version, "judge": verifier.judge_identity,
                "reward_mode": plan.reward_mode, "invalid_reasons": invalid})
-
-
-verify = run_verify
-"""Name used by the phase table (`bat.verify.phase:verify`)."""

@@ -182,7 +182,7 @@ def test_bad_track_lists_valid_ones(tmp_path):
 
 def test_phase_function_reuses_the_version(bank, config):
     from bat.bank.phase import run_synthesize
-    from bat.orchestrate.context import PhaseContext
+    from bat.phase.context import PhaseContext
 
     ctx = PhaseContext(config=config, layout=RunLayout(bank.path.parents[1]), round=0, phase="synthesize")
     result = run_synthesize(ctx)

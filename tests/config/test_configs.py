@@ -6,7 +6,7 @@ import pytest
 
 from bat.config import ConfigError, config_hash, load_config
 from bat.state.layout import RunLayout
-from bat.state.run_record import RunConfigMismatch, open_run
+from bat.config.run_record import RunConfigMismatch, open_run
 
 CONFIG_DIR = Path(__file__).resolve().parents[2] / "configs"
 EXPERIMENTS = CONFIG_DIR / "experiments"

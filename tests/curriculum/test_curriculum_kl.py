@@ -5,7 +5,7 @@ import pytest
 from bat.config.root import BatConfig
 from bat.curriculum.phase import run_route
 from bat.evaluate.store import write_aggregate
-from bat.orchestrate.context import PhaseContext
+from bat.phase.context import PhaseContext
 from bat.schemas.routing import RoundPlan
 from bat.state.atomic import read_json
 from bat.state.layout import RunLayout

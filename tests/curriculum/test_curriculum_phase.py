@@ -5,9 +5,9 @@ import pytest
 from bat.config.root import BatConfig
 from bat.curriculum.decide import NullCellsError
 from bat.curriculum.phase import run_route
-from bat.evaluate.guard import guard_phase
+from bat.phase.guard import guard_phase
 from bat.evaluate.store import write_aggregate
-from bat.orchestrate.context import PhaseContext
+from bat.phase.context import PhaseContext
 from bat.schemas.evaluation import NullCell
 from bat.schemas.routing import RoundPlan
 from bat.state.atomic import read_json

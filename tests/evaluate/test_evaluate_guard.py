@@ -5,8 +5,8 @@ import os
 import pytest
 
 from bat.config.root import BatConfig
-from bat.evaluate.guard import HeldoutAccessError, guard_phase, heldout_guard
-from bat.orchestrate.context import PhaseContext
+from bat.phase.guard import HeldoutAccessError, guard_phase, heldout_guard
+from bat.phase.context import PhaseContext
 from bat.state.layout import RunLayout
 
 

@@ -10,7 +10,7 @@ from bat.evaluate.episodes import EpisodeInfo, policy_driver, scripted_driver
 from bat.evaluate.phase import run_evaluate, run_final_test
 from bat.evaluate.runner import evaluate_split
 from bat.evaluate.store import heldout_manifest_path, heldout_runs_path, load_aggregate, partial_runs_path
-from bat.orchestrate.context import PhaseContext
+from bat.phase.context import PhaseContext
 from bat.schemas.evaluation import EvalManifest, EvalRun
 from bat.state.atomic import read_json
 from bat.state.checkpoints import write_best

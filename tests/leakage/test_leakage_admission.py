@@ -11,7 +11,7 @@ from leakage_fixtures import PLANTS, plant_answer, plant_file_name, plant_identi
 from bat.config.root import BatConfig
 from bat.leakage import LeakageRejected, is_admitted, read_report, save_index, scan_bank_dir, Scanner
 from bat.leakage.phase import run_scan
-from bat.orchestrate.context import PhaseContext
+from bat.phase.context import PhaseContext
 from bat.state.jsonl import CorruptRecordError
 from bat.state.layout import RunLayout
 

@@ -62,7 +62,7 @@ def test_short_heldout_question_and_answer_in_a_row(scanner):
 
 
 def test_ensure_index_builds_reuses_and_follows_the_heldout_suite(tmp_path, cfg):
-    from bat.evaluate.guard import heldout_guard
+    from bat.phase.guard import heldout_guard
     from bat.leakage import ensure_index, export_index
     from bat.state.layout import RunLayout
 
@@ -101,7 +101,7 @@ def test_every_exported_brief_is_caught_after_word_substitutions(scanner):
 def test_a_guarded_phase_cannot_export_the_index(tmp_path, cfg):
     """The export reads the held-out secret, which only the run's start (not a training phase) may do."""
     from bat.benchmark.secret import run_secret
-    from bat.evaluate.guard import HeldoutAccessError, heldout_guard
+    from bat.phase.guard import HeldoutAccessError, heldout_guard
     from bat.leakage import ensure_index
     from bat.state.layout import RunLayout
 

@@ -12,7 +12,7 @@ import os
 import time
 from pathlib import Path
 
-from bat.orchestrate.context import PhaseContext, PhaseResult
+from bat.phase.context import PhaseContext, PhaseResult
 from bat.state.digest import sha256_path
 from bat.state.jsonl import read_jsonl, write_jsonl
 

@@ -79,7 +79,7 @@ def test_rollout_then_verify_phases(run):
     # a lost reward shard is recomputed alone and comes back byte-identical
     import shutil
 
-    from bat.orchestrate.context import PhaseContext
+    from bat.phase.context import PhaseContext
     from bat.verify.phase import run_verify
 
     shard1 = layout.phase_dir(1, "verify") / "shard_0001"

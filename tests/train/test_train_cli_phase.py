@@ -8,7 +8,7 @@ import pytest
 
 from bat.cli.main import main
 from bat.config import BatConfig
-from bat.orchestrate.context import PhaseContext
+from bat.phase.context import PhaseContext
 from bat.schemas.routing import PlanRow, RoundPlan
 from bat.state.atomic import atomic_write_json
 from bat.state.checkpoints import CheckpointStore

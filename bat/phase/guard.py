@@ -20,7 +20,7 @@ from typing import TYPE_CHECKING, Iterator
 from bat.state.layout import RunLayout
 
 if TYPE_CHECKING:
-    from bat.orchestrate.context import PhaseContext
+    from bat.phase.context import PhaseContext
 
 _EVENTS = frozenset(
     {"open", "os.listdir", "os.scandir", "os.chdir", "shutil.copytree", "glob.glob", "os.rename", "os.remove",

@@ -7,39 +7,21 @@ unless the caller explicitly allows it; the previous record is then kept as `run
 from __future__ import annotations
 
 import datetime as _dt
-import subprocess
-from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
-from bat import __version__
+from bat.config.load import OUTPUT_NEUTRAL_SECTIONS, config_hash, resolved_dict
+from bat.config.root import BatConfig
 from bat.state.atomic import atomic_write_json, read_json
 from bat.state.layout import RunLayout
-
-if TYPE_CHECKING:
-    from bat.config.root import BatConfig
+from bat.version import code_version
 
 
 class RunConfigMismatch(RuntimeError):
     """The state directory belongs to a run with a different resolved config."""
 
 
-def code_version() -> str:
-    """Package version plus the git commit of the source tree when available."""
-    root = Path(__file__).resolve().parents[2]
-    try:
-        commit = subprocess.run(
-            ["git", "-C", str(root), "rev-parse", "--short=12", "HEAD"],
-            capture_output=True, text=True, timeout=5, check=False,
-        ).stdout.strip()
-    except (OSError, subprocess.SubprocessError):
-        commit = ""
-    return f"{__version__}+{commit}" if commit else __version__
-
-
-def open_run(layout: RunLayout, config: "BatConfig", *, allow_config_change: bool = False) -> dict[str, Any]:
+def open_run(layout: RunLayout, config: BatConfig, *, allow_config_change: bool = False) -> dict[str, Any]:
     """Create the layout and write `run.json` (or check it matches); returns the run record."""
-    from bat.config.load import OUTPUT_NEUTRAL_SECTIONS, config_hash, resolved_dict
-
     layout.ensure()
     resolved = resolved_dict(config)
     digest = config_hash(config)

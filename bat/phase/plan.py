@@ -1,0 +1,29 @@
+"""The round plan a training-side phase starts from, and the checkpoint it names (rollout, verify, grpo)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from bat.schemas.routing import RoundPlan
+from bat.state.atomic import read_json
+from bat.state.layout import RunLayout
+
+
+def load_plan(layout: RunLayout, round_index: int) -> RoundPlan:
+    """The round plan (`round_NN/plan.json`); a missing plan raises naming the file and the rounds that have one."""
+    path = layout.plan(round_index)
+    if not path.is_file():
+        have = [r for r in layout.rounds() if layout.plan(r).is_file()]
+        raise FileNotFoundError(f"{path}: no round plan for round {round_index}; rounds with a plan: {have}")
+    return RoundPlan.model_validate(read_json(path))
+
+
+def resolve_checkpoint(layout: RunLayout, checkpoint: str) -> Path:
+    """Absolute path of a checkpoint named in a plan (relative names are under the run root)."""
+    path = Path(checkpoint)
+    return path if path.is_absolute() else layout.root / path
+
+
+def plan_start_checkpoint(layout: RunLayout, round_index: int) -> Path:
+    """The absolute start checkpoint of round `round_index`'s plan."""
+    return resolve_checkpoint(layout, load_plan(layout, round_index).start_checkpoint)
