@@ -1,4 +1,4 @@
-"""`bat bench <name>`: discovers `bat/bench/<name>.py` modules (HELP, add_arguments, run) and runs one."""
+"""`bat bench <name>`: discovers `bat/perf/<name>.py` modules (HELP, add_arguments, run) and runs one."""
 
 from __future__ import annotations
 
@@ -6,7 +6,7 @@ import argparse
 import importlib
 import pkgutil
 
-import bat.bench as bench_pkg
+import bat.perf as bench_pkg
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
@@ -15,7 +15,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     for info in sorted(pkgutil.iter_modules(bench_pkg.__path__), key=lambda m: m.name):
         if info.name.startswith("_"):
             continue
-        module = importlib.import_module(f"bat.bench.{info.name}")
+        module = importlib.import_module(f"bat.perf.{info.name}")
         if not all(hasattr(module, attr) for attr in ("HELP", "add_arguments", "run")):
             continue
         bench = sub.add_parser(info.name, help=module.HELP)

@@ -49,7 +49,7 @@ newest complete bank version (with MANIFEST.json) under `ctx.layout.bank_root`, 
 `ADMITTED` (clean) or `REJECTED.json` in that version directory; a rejected version raises `LeakageRejected`
 (admission stops; rounds keep pinning the previous admitted version).
 CLI helper for `bat bank scan`: `bat.leakage.cli.add_scan_arguments(parser)` + `bat.leakage.cli.cli_scan(args) -> int`.
-Benchmark: `bat bench scan` (bat/bench/scan.py).
+Benchmark: `bat bench scan` (bat/perf/scan.py).
 """
 
 from bat.leakage.bankscan import scan_bank_dir

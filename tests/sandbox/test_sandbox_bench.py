@@ -7,7 +7,7 @@ import json
 
 import pytest
 
-from bat.bench import sandbox as bench
+from bat.perf import sandbox as bench
 from bat.sandbox import bwrap_available
 
 

@@ -72,7 +72,7 @@ def _config(runtime: str, track: str) -> Any:
 
 
 def _model(args: argparse.Namespace, tmp: Path) -> Path:
-    from bat.bench.engine import resolve_model
+    from bat.perf.engine import resolve_model
 
     if args.pretrained or args.model:
         return resolve_model(args.pretrained or args.model)
