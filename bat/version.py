@@ -14,7 +14,10 @@ def code_version() -> str:
     try:
         commit = subprocess.run(
             ["git", "-C", str(root), "rev-parse", "--short=12", "HEAD"],
-            capture_output=True, text=True, timeout=5, check=False,
+            capture_output=True,
+            text=True,
+            timeout=5,
+            check=False,
         ).stdout.strip()
     except (OSError, subprocess.SubprocessError):
         commit = ""

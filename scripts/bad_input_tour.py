@@ -17,8 +17,8 @@ import shutil
 import subprocess
 import sys
 import tempfile
+from collections.abc import Callable
 from pathlib import Path
-from typing import Callable
 
 REPO = Path(__file__).resolve().parents[1]
 BAT = [str(Path(sys.executable).parent / "bat")]
@@ -53,34 +53,86 @@ def cases() -> list[Case]:
         return None
 
     return [
-        ("empty config file (config check)", lambda r, w: (w / "empty.yaml").write_text(""),
-         lambda r, w: ["config", "check", str(w / "empty.yaml")]),
-        ("empty config file (run)", lambda r, w: (w / "empty.yaml").write_text(""),
-         lambda r, w: ["run", "--config", str(w / "empty.yaml"), "--state", str(r)]),
-        ("non-UTF-8 config file (run)", lambda r, w: (w / "latin1.yaml").write_bytes(b"run:\n  name: caf\xe9\n"),
-         lambda r, w: ["run", "--config", str(w / "latin1.yaml"), "--state", str(r)]),
+        (
+            "empty config file (config check)",
+            lambda r, w: (w / "empty.yaml").write_text(""),
+            lambda r, w: ["config", "check", str(w / "empty.yaml")],
+        ),
+        (
+            "empty config file (run)",
+            lambda r, w: (w / "empty.yaml").write_text(""),
+            lambda r, w: ["run", "--config", str(w / "empty.yaml"), "--state", str(r)],
+        ),
+        (
+            "non-UTF-8 config file (run)",
+            lambda r, w: (w / "latin1.yaml").write_bytes(b"run:\n  name: caf\xe9\n"),
+            lambda r, w: ["run", "--config", str(w / "latin1.yaml"), "--state", str(r)],
+        ),
         ("changed config on a finished run", nothing, lambda r, w: [*run_args(r, w), "--set", "grpo.lr=0.001"]),
-        ("evaluation into a finished round", nothing,
-         lambda r, w: ["evaluate", "run", "--config", SMOKE, "--state", str(r), "--agent", "noop"]),
-        ("truncated round_00/sft/DONE.json (run)", lambda r, w: truncate(r / "round_00" / "sft" / "DONE.json"), run_args),
-        ("truncated round_00/sft/DONE.json (status)", lambda r, w: truncate(r / "round_00" / "sft" / "DONE.json"),
-         status_args),
+        (
+            "evaluation into a finished round",
+            nothing,
+            lambda r, w: ["evaluate", "run", "--config", SMOKE, "--state", str(r), "--agent", "noop"],
+        ),
+        (
+            "truncated round_00/sft/DONE.json (run)",
+            lambda r, w: truncate(r / "round_00" / "sft" / "DONE.json"),
+            run_args,
+        ),
+        (
+            "truncated round_00/sft/DONE.json (status)",
+            lambda r, w: truncate(r / "round_00" / "sft" / "DONE.json"),
+            status_args,
+        ),
         ("DONE.json holding {}", lambda r, w: (r / "round_00" / "sft" / "DONE.json").write_text("{}"), run_args),
         ("truncated run.json", lambda r, w: truncate(r / "run.json"), run_args),
-        ("truncated model.safetensors (evaluate)", lambda r, w: truncate(first_export(r) / "model.safetensors"),
-         lambda r, w: ["evaluate", "run", "--config", SMOKE, "--state", str(r), "--round", "5",
-                       "--checkpoint", str(first_export(r))]),
-        ("checkpoint without config.json (evaluate)", lambda r, w: (first_export(r) / "config.json").unlink(),
-         lambda r, w: ["evaluate", "run", "--config", SMOKE, "--state", str(r), "--round", "5",
-                       "--checkpoint", str(first_export(r))]),
-        ("torn bank rows.jsonl (bank show)",
-         lambda r, w: truncate(next(r.glob("bank/v*/rl/rows.jsonl"))),
-         lambda r, w: ["bank", "show", "--config", SMOKE, "--state", str(r)]),
-        ("non-JSON bank rows.jsonl (bank show)",
-         lambda r, w: next(r.glob("bank/v*/rl/rows.jsonl")).write_text("not json\n"),
-         lambda r, w: ["bank", "show", "--config", SMOKE, "--state", str(r)]),
-        ("damaged held-out secret (evaluate)", lambda r, w: (r / "heldout" / "SECRET").write_text("xyz\n"),
-         lambda r, w: ["evaluate", "run", "--config", SMOKE, "--state", str(r), "--round", "5", "--agent", "noop"]),
+        (
+            "truncated model.safetensors (evaluate)",
+            lambda r, w: truncate(first_export(r) / "model.safetensors"),
+            lambda r, w: [
+                "evaluate",
+                "run",
+                "--config",
+                SMOKE,
+                "--state",
+                str(r),
+                "--round",
+                "5",
+                "--checkpoint",
+                str(first_export(r)),
+            ],
+        ),
+        (
+            "checkpoint without config.json (evaluate)",
+            lambda r, w: (first_export(r) / "config.json").unlink(),
+            lambda r, w: [
+                "evaluate",
+                "run",
+                "--config",
+                SMOKE,
+                "--state",
+                str(r),
+                "--round",
+                "5",
+                "--checkpoint",
+                str(first_export(r)),
+            ],
+        ),
+        (
+            "torn bank rows.jsonl (bank show)",
+            lambda r, w: truncate(next(r.glob("bank/v*/rl/rows.jsonl"))),
+            lambda r, w: ["bank", "show", "--config", SMOKE, "--state", str(r)],
+        ),
+        (
+            "non-JSON bank rows.jsonl (bank show)",
+            lambda r, w: next(r.glob("bank/v*/rl/rows.jsonl")).write_text("not json\n"),
+            lambda r, w: ["bank", "show", "--config", SMOKE, "--state", str(r)],
+        ),
+        (
+            "damaged held-out secret (evaluate)",
+            lambda r, w: (r / "heldout" / "SECRET").write_text("xyz\n"),
+            lambda r, w: ["evaluate", "run", "--config", SMOKE, "--state", str(r), "--round", "5", "--agent", "noop"],
+        ),
     ]
 
 
@@ -108,9 +160,16 @@ def main() -> int:
         lines = [line for line in result.stderr.splitlines() if line.strip()]
         traceback = any(line.startswith("Traceback") for line in lines)
         message = lines[-1] if lines else (result.stdout.strip().splitlines() or [""])[-1]
-        rows.append({"case": name, "command": "bat " + " ".join(argv), "exit": result.returncode,
-                     "traceback": traceback, "stderr_lines": len(lines),
-                     "message": message.replace(str(work), "<work>")})
+        rows.append(
+            {
+                "case": name,
+                "command": "bat " + " ".join(argv),
+                "exit": result.returncode,
+                "traceback": traceback,
+                "stderr_lines": len(lines),
+                "message": message.replace(str(work), "<work>"),
+            }
+        )
         print(f"[{result.returncode}] {name}: {rows[-1]['message']}", flush=True)
     (work / "tour.json").write_text(json.dumps(rows, indent=2) + "\n")
     bad = [r for r in rows if r["exit"] != 2 or r["traceback"]]

@@ -7,7 +7,8 @@ Reads only a trajectory's turns (tool names, stage tags, normalised records) and
 
 from __future__ import annotations
 
-from typing import Any, Sequence
+from collections.abc import Sequence
+from typing import Any
 
 from bat.schemas.bank import TrajectoryTurn
 
@@ -68,7 +69,9 @@ def check_run(outcome: str, score: Any, turns: Sequence[TrajectoryTurn], stages:
     weak = sorted(s for s in stages if s in score.stages and (score.stages[s] or 0.0) < 1.0)
     good = not weak and score.task >= SUCCESS_TASK_MIN
     if outcome in ("success", "recovery") and not good:
-        problems.append(f"{outcome} run must pass every stage and task >= {SUCCESS_TASK_MIN}: weak stages {weak}, task {score.task:.3f}")
+        problems.append(
+            f"{outcome} run must pass every stage and task >= {SUCCESS_TASK_MIN}: weak stages {weak}, task {score.task:.3f}"
+        )
     if outcome == "recovery":
         failed = failed_pilot_turns(turns)
         if not failed:

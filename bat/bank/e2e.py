@@ -6,9 +6,10 @@ validation passes stay within lambda_validate, and the leakage scan of the row i
 from __future__ import annotations
 
 import shutil
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Sequence
+from typing import TYPE_CHECKING, Any
 
 from bat.schemas.bank import BankRow, Reduction, TrajectoryTurn
 
@@ -34,11 +35,17 @@ class Acceptance:
         return not self.reasons
 
     def as_dict(self) -> dict[str, Any]:
-        return {"boot": self.boot, "fits_h": self.fits_h, "stage_checks": self.stage_checks,
-                "validate_ok": self.validate_ok, "leak_clean": self.leak_clean, "reasons": self.reasons}
+        return {
+            "boot": self.boot,
+            "fits_h": self.fits_h,
+            "stage_checks": self.stage_checks,
+            "validate_ok": self.validate_ok,
+            "leak_clean": self.leak_clean,
+            "reasons": self.reasons,
+        }
 
 
-def rollout_limit(config: "BatConfig") -> int:
+def rollout_limit(config: BatConfig) -> int:
     """H: `bank.rollout_limit_h`, or the rollout budgets' turn/tool-call limit when unset."""
     if config.bank.rollout_limit_h is not None:
         return config.bank.rollout_limit_h
@@ -51,7 +58,7 @@ def validation_passes(turns: Sequence[TrajectoryTurn]) -> int:
     return sum(1 for t in turns if t.stage == "S3" and isinstance(t.call, dict) and t.call.get("name") == "run_model")
 
 
-def boots(state_dir: Path, workdir: Path, config: "BatConfig") -> tuple[bool, str]:
+def boots(state_dir: Path, workdir: Path, config: BatConfig) -> tuple[bool, str]:
     """Boot(p): materialise the package into a fresh workspace (digest-checked), open the env and read the brief."""
     from bat.bank.states import materialize
     from bat.benchmark import StagedEnv
@@ -61,7 +68,7 @@ def boots(state_dir: Path, workdir: Path, config: "BatConfig") -> tuple[bool, st
         grader = Path(workdir) / "boot_grader"
         grader.mkdir(parents=True, exist_ok=True)
         brief = StagedEnv(None, workspace, grader, config).reset()
-    except Exception as exc:  # noqa: BLE001 - any failure to boot rejects the candidate with its reason
+    except Exception as exc:
         return False, f"{type(exc).__name__}: {exc}"
     finally:
         shutil.rmtree(Path(workdir) / "boot_ws", ignore_errors=True)
@@ -75,7 +82,7 @@ def accept(
     score: Any,
     reduction: Reduction,
     workdir: Path,
-    config: "BatConfig",
+    config: BatConfig,
 ) -> Acceptance:
     """Evaluate Eq. 15 except the leak term (see `check_leak`), plus lambda_validate, for one E2E candidate."""
     result = Acceptance()

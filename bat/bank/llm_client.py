@@ -12,8 +12,9 @@ import os
 import time
 import urllib.error
 import urllib.request
+from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any, Sequence
+from typing import Any
 
 from bat.config.bank import LlmTeacherConfig
 from bat.policy.codec import render_tool_call

@@ -19,7 +19,7 @@ MAX_SEED_PROBES = 64
 """Practice indices tried per task slot to find an instance where the variant's outcome can happen."""
 
 
-def instance_for(task: PracticeTask, config: "BatConfig") -> Any:
+def instance_for(task: PracticeTask, config: BatConfig) -> Any:
     """The benchmark instance of `task` (R_lambda applied: only `reduction.cases` cases are generated)."""
     from bat.benchmark import practice_instance
 
@@ -32,7 +32,7 @@ def instance_for(task: PracticeTask, config: "BatConfig") -> Any:
     return practice_instance(task.track, task.seed, config, n_cases=n_cases)
 
 
-def write_grader(task: PracticeTask, config: "BatConfig", workdir: Path) -> Path:
+def write_grader(task: PracticeTask, config: BatConfig, workdir: Path) -> Path:
     """Rebuild the task's hidden grader side under `workdir/grader` (outside any workspace); returns it.
 
     The instance is materialised into `workdir/_instance_ws` only to produce the grader files."""
@@ -51,7 +51,7 @@ def suits(instance: Any, outcome: str) -> bool:
     return True
 
 
-def plan_tasks(config: "BatConfig", bank_seed: int, tracks: list[str]) -> list[PracticeTask]:
+def plan_tasks(config: BatConfig, bank_seed: int, tracks: list[str]) -> list[PracticeTask]:
     """Practice tasks for every track x outcome x slot (attempt 0), deterministic in `bank_seed`."""
     return [
         find_task(config, bank_seed, track, outcome, slot, attempt=0)
@@ -62,7 +62,13 @@ def plan_tasks(config: "BatConfig", bank_seed: int, tracks: list[str]) -> list[P
 
 
 def find_task(
-    config: "BatConfig", bank_seed: int, track: str, outcome: str, slot: int, attempt: int, taken: set[str] = frozenset()
+    config: BatConfig,
+    bank_seed: int,
+    track: str,
+    outcome: str,
+    slot: int,
+    attempt: int,
+    taken: set[str] = frozenset(),
 ) -> PracticeTask:
     """The task of (track, outcome, slot, attempt): probe practice indices derived from the seed until an
     instance suits the outcome and its id is not `taken` (raises after MAX_SEED_PROBES, naming the slot).
@@ -77,10 +83,12 @@ def find_task(
             task = _task(track, seed, VARIANT_FOR[outcome], None, config, slot=slot, attempt=attempt)
             if task.task_id not in taken:
                 return task
-    raise RuntimeError(f"no practice instance suits {outcome!r} for {track} slot {slot} attempt {attempt} in {MAX_SEED_PROBES} probes")
+    raise RuntimeError(
+        f"no practice instance suits {outcome!r} for {track} slot {slot} attempt {attempt} in {MAX_SEED_PROBES} probes"
+    )
 
 
-def plan_e2e_tasks(config: "BatConfig", bank_seed: int, tracks: list[str]) -> list[PracticeTask]:
+def plan_e2e_tasks(config: BatConfig, bank_seed: int, tracks: list[str]) -> list[PracticeTask]:
     """E2E surrogate candidates: practice tasks reduced by R_lambda from the configured grid (expert teacher)."""
     from bat.bank.reduction import choose_reduction
     from bat.benchmark import practice_seed
@@ -91,17 +99,29 @@ def plan_e2e_tasks(config: "BatConfig", bank_seed: int, tracks: list[str]) -> li
         for slot in range(config.bank.e2e_per_track):
             seed = practice_seed(track, derive_seed(bank_seed, "e2e", track, slot), config)
             lam = choose_reduction(
-                config.bank.reduction_grid, track, config.benchmark.cases_per_instance, derive_seed(bank_seed, "lambda", track, slot)
+                config.bank.reduction_grid,
+                track,
+                config.benchmark.cases_per_instance,
+                derive_seed(bank_seed, "lambda", track, slot),
             )
             tasks.append(_task(track, seed, "expert", lam, config, slot=slot, attempt=0))
     return tasks
 
 
-def _task(track: str, seed: int, variant: str, reduction: Reduction | None, config: "BatConfig", *, slot: int, attempt: int) -> PracticeTask:
+def _task(
+    track: str, seed: int, variant: str, reduction: Reduction | None, config: BatConfig, *, slot: int, attempt: int
+) -> PracticeTask:
     from bat.benchmark import practice_instance
 
     n_cases = reduction.cases if reduction else None
     instance = practice_instance(track, seed, config, n_cases=n_cases)
     suffix = "e2e" if reduction else variant
-    return PracticeTask(task_id=f"{instance.instance_id}.{suffix}", track=track, seed=seed, variant=variant,
-                        reduction=reduction, slot=slot, attempt=attempt)
+    return PracticeTask(
+        task_id=f"{instance.instance_id}.{suffix}",
+        track=track,
+        seed=seed,
+        variant=variant,
+        reduction=reduction,
+        slot=slot,
+        attempt=attempt,
+    )

@@ -5,7 +5,7 @@ Both sides use these builders so SFT teaches exactly the prompt shape the rollou
 
 from __future__ import annotations
 
-from typing import Mapping, Sequence
+from collections.abc import Mapping, Sequence
 
 from bat.schemas.bank import ChatMessage, TrajectoryTurn
 
@@ -25,7 +25,9 @@ def skill_text(stage: str, skills: Mapping[str, str], stage_names: Mapping[str, 
     return f"{title}\n{skills[stage].strip()}"
 
 
-def e2e_skill_text(order: Sequence[str], skills: Mapping[str, str], stage_names: Mapping[str, str] | None = None) -> str:
+def e2e_skill_text(
+    order: Sequence[str], skills: Mapping[str, str], stage_names: Mapping[str, str] | None = None
+) -> str:
     """kappa for an E2E row: the ordered skills of every stage (Eq. 14's attached (kappa_s))."""
     return "\n\n".join(skill_text(stage, skills, stage_names) for stage in order)
 
@@ -49,7 +51,9 @@ def history_messages(turns: Sequence[TrajectoryTurn]) -> list[ChatMessage]:
     for turn in turns:
         messages.append(ChatMessage(role="assistant", content=turn.response))
         name = turn.call.get("name") if isinstance(turn.call, dict) else None
-        messages.append(ChatMessage(role="tool", content=turn.observation, name=name if isinstance(name, str) else None))
+        messages.append(
+            ChatMessage(role="tool", content=turn.observation, name=name if isinstance(name, str) else None)
+        )
     return messages
 
 

@@ -39,4 +39,6 @@ def choose_reduction(version: str, track: str, n_cases: int, seed: int) -> Reduc
         raise ValueError(f"a task needs at least {MIN_CASES} cases to reduce, got n_cases={n_cases}")
     candidates = grid_for(version, track)
     cases, fraction, passes = candidates[random.Random(seed).randrange(len(candidates))]
-    return Reduction(grid_version=version, cases=max(MIN_CASES, min(cases, n_cases)), input_fraction=fraction, validate_passes=passes)
+    return Reduction(
+        grid_version=version, cases=max(MIN_CASES, min(cases, n_cases)), input_fraction=fraction, validate_passes=passes
+    )

@@ -10,8 +10,9 @@ scratch (used to re-check a stored digest). The prefix's execution records are s
 from __future__ import annotations
 
 import shutil
+from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Mapping, Sequence
+from typing import TYPE_CHECKING, Any
 
 from bat.bank.states import pack_workspace
 from bat.bank.teacher import alias_text, normalise_record
@@ -37,7 +38,7 @@ def action_of(turn: TrajectoryTurn, offered: Sequence[str]) -> dict[str, Any]:
     return parse_tool_call(turn.response, offered).as_dict()
 
 
-def _env(instance: Any, workdir: Path, config: "BatConfig") -> tuple[Any, Path, Path]:
+def _env(instance: Any, workdir: Path, config: BatConfig) -> tuple[Any, Path, Path]:
     from bat.benchmark import StagedEnv
 
     workdir = Path(workdir)
@@ -49,7 +50,9 @@ def _env(instance: Any, workdir: Path, config: "BatConfig") -> tuple[Any, Path, 
     return env, workspace, grader
 
 
-def replay_prefix(instance: Any, turns: Sequence[TrajectoryTurn], upto: int, workdir: Path, config: "BatConfig") -> tuple[Path, list[dict[str, Any]]]:
+def replay_prefix(
+    instance: Any, turns: Sequence[TrajectoryTurn], upto: int, workdir: Path, config: BatConfig
+) -> tuple[Path, list[dict[str, Any]]]:
     """Execute the calls of turns[:upto] in a fresh workspace under `workdir`; returns (workspace, normalised records)."""
     env, workspace, grader = _env(instance, workdir, config)
     for turn in turns[:upto]:
@@ -62,7 +65,7 @@ def replay_and_pack(
     turns: Sequence[TrajectoryTurn],
     boundaries: Mapping[str, int],
     workdir: Path,
-    config: "BatConfig",
+    config: BatConfig,
     dest_for: Mapping[str, Path],
     metadata_for: Mapping[str, dict[str, Any]],
 ) -> dict[str, Any]:
@@ -80,7 +83,9 @@ def replay_and_pack(
         for key in sorted(by_turn.get(t, [])):
             meta = {**metadata_for.get(key, {}), "prefix_turns": t}
             out[key] = pack_workspace(workspace, dest_for[key], meta)
-            write_jsonl(Path(dest_for[key]) / PRIOR_RECORDS, [normalise_record(r, workspace, grader) for r in env.records])
+            write_jsonl(
+                Path(dest_for[key]) / PRIOR_RECORDS, [normalise_record(r, workspace, grader) for r in env.records]
+            )
         if t == last:
             break
         turn = turns[t]

@@ -6,8 +6,9 @@ The prompt holds only system/user text: stage skill(s), the task brief and a han
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Sequence
+from typing import TYPE_CHECKING, Any
 
 from bat.bank import prompts
 from bat.bank.states import materialize, prefixed
@@ -38,7 +39,9 @@ def contract_refs(stages: Sequence[str], track: str) -> tuple[list[RubricItemRef
     return items, evidence
 
 
-def handoff_note(stage: str, order: Sequence[str], prefix: Sequence[TrajectoryTurn], files: Sequence[str], limit: int) -> str:
+def handoff_note(
+    stage: str, order: Sequence[str], prefix: Sequence[TrajectoryTurn], files: Sequence[str], limit: int
+) -> str:
     """Where the work stands at the start of `stage`: done stages, workspace files, the last tool result."""
     done = list(order[: list(order).index(stage)]) if stage in order else []
     lines = [f"You start at stage {stage}. Earlier stages ran already: {', '.join(done) if done else 'none'}."]
@@ -47,7 +50,9 @@ def handoff_note(stage: str, order: Sequence[str], prefix: Sequence[TrajectoryTu
     if prefix:
         last = prefix[-1]
         name = last.call.get("name") if isinstance(last.call, dict) else "an invalid call"
-        text = last.observation if len(last.observation) <= limit else last.observation[: limit - 15] + "\n...[truncated]"
+        text = (
+            last.observation if len(last.observation) <= limit else last.observation[: limit - 15] + "\n...[truncated]"
+        )
         lines.append(f"Last tool result ({name}):\n{text}")
     lines.append(f"Do the work of stage {stage} now.")
     return "\n".join(lines)
@@ -65,7 +70,7 @@ def build_row(
     trajectory_id: str,
     teacher: str,
     seeds: dict[str, int],
-    config: "BatConfig",
+    config: BatConfig,
 ) -> BankRow:
     """Assemble one RL row for a state packed at `states/<state_id>` (manifest from the sandbox package)."""
     from bat.benchmark import STAGE_SKILLS
@@ -80,7 +85,9 @@ def build_row(
         skill = prompts.skill_text(stage, STAGE_SKILLS, names)
         items, evidence = contract_refs([stage], task.track)
         files = [f.path for f in manifest.files]
-        user = prompts.user_message(brief, handoff_note(stage, order, prefix, files, config.benchmark.max_observation_chars))
+        user = prompts.user_message(
+            brief, handoff_note(stage, order, prefix, files, config.benchmark.max_observation_chars)
+        )
     return BankRow(
         state_id=state_id,
         stage=stage,
@@ -112,7 +119,7 @@ def build_row(
     )
 
 
-def open_row_env(bank_dir: Path, row: BankRow, workdir: Path, config: "BatConfig") -> Any:
+def open_row_env(bank_dir: Path, row: BankRow, workdir: Path, config: BatConfig) -> Any:
     """A `StagedEnv` positioned at the row's start: fresh workspace from the state package (digest-checked),
     grader side rebuilt from the practice task outside it, prefix records as `prior_records`. Call `reset()`
     on the returned env to get the brief, then `step(...)`."""

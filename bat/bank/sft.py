@@ -9,8 +9,9 @@ from __future__ import annotations
 import math
 import random
 from collections import Counter
+from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Collection, Mapping, Protocol, Sequence
+from typing import Any, Protocol
 
 from bat.bank import prompts
 from bat.schemas.bank import E2E, ChatMessage, LossMaskSpec, SftRow, Trajectory

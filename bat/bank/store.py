@@ -8,16 +8,17 @@ from __future__ import annotations
 
 import os
 import shutil
+from collections.abc import Callable
 from dataclasses import dataclass
 from functools import cached_property
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
-from bat.state.digest import sha256_file
 from bat.schemas.bank import BankIndex, BankManifest, BankRow, PracticeTask, SftRow, Trajectory
 from bat.state.atomic import atomic_write_json, plain_temp_dir, read_json
-from bat.state.jsonl import read_jsonl
 from bat.state.bank_layout import MANIFEST_NAME, SCAN_OUTPUTS, BankVersionLayout
+from bat.state.digest import sha256_file
+from bat.state.jsonl import read_jsonl
 from bat.state.layout import RunLayout
 
 NOT_DIGESTED = SCAN_OUTPUTS | {MANIFEST_NAME}
@@ -70,7 +71,9 @@ class BankVersion:
         try:
             return self._rows_by_id[state_id]
         except KeyError:
-            raise KeyError(f"state_id {state_id!r} not in bank v{self.version:04d} ({len(self._rows_by_id)} rows)") from None
+            raise KeyError(
+                f"state_id {state_id!r} not in bank v{self.version:04d} ({len(self._rows_by_id)} rows)"
+            ) from None
 
     def sft_rows(self, split: str = "train") -> list[SftRow]:
         return read_jsonl(self.files.sft_split(split), SftRow)

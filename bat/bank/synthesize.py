@@ -12,15 +12,15 @@ import hashlib
 import json
 import multiprocessing
 import shutil
-from concurrent.futures import ProcessPoolExecutor
 from collections import Counter, defaultdict
+from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from bat.bank import checks, e2e, practice, rows, sft, store
-from bat.bank.pools import build_index
 from bat.bank import tasks as tasks_mod
+from bat.bank.pools import build_index
 from bat.bank.tasks import TaskResult
 from bat.schemas.bank import E2E, BankRow, PracticeTask, SftRow, Trajectory
 from bat.seeds import derive_seed
@@ -37,12 +37,12 @@ CONTENT_NEUTRAL = {"workers"}
 """Bank knobs that change how fast a bank is built, never its content (left out of the fingerprint)."""
 
 
-def bank_seed(config: "BatConfig") -> int:
+def bank_seed(config: BatConfig) -> int:
     """`bank.seed`, or the run seed when unset."""
     return config.run.seed if config.bank.seed is None else config.bank.seed
 
 
-def fingerprint(config: "BatConfig") -> str:
+def fingerprint(config: BatConfig) -> str:
     """Digest of everything that determines a bank's content: generator version, seed, and the bank, benchmark,
     sandbox (records name the runtime), leakage (E2E leak term) and stage config."""
     payload = {
@@ -58,7 +58,7 @@ def fingerprint(config: "BatConfig") -> str:
     return hashlib.sha256(json.dumps(payload, sort_keys=True).encode("utf-8")).hexdigest()
 
 
-def bank_tracks(config: "BatConfig") -> list[str]:
+def bank_tracks(config: BatConfig) -> list[str]:
     """Tracks to synthesise (bank.tracks or every benchmark track); unknown names raise listing the valid ones."""
     valid = list(config.benchmark.tracks)
     chosen = list(config.bank.tracks or valid)
@@ -77,7 +77,9 @@ class Collected:
     e2e_trajectory_ids: set[str] = field(default_factory=set)
     rows: list[BankRow] = field(default_factory=list)
     unchecked: Counter = field(default_factory=Counter)
-    e2e: dict[str, Any] = field(default_factory=lambda: {"candidates": 0, "accepted": 0, "rejected_by_reason": Counter(), "decisions": {}})
+    e2e: dict[str, Any] = field(
+        default_factory=lambda: {"candidates": 0, "accepted": 0, "rejected_by_reason": Counter(), "decisions": {}}
+    )
 
     def add(self, result: TaskResult, build: Path, scanner: Any | None) -> None:
         """Merge one task's result (in task order); E2E candidates get the leak term of Eq. 15 here."""
@@ -103,7 +105,7 @@ class Collected:
         self.rows.extend(result.rows)
 
 
-def _scanner(config: "BatConfig", layout: RunLayout) -> Any | None:
+def _scanner(config: BatConfig, layout: RunLayout) -> Any | None:
     if not config.leakage.enabled:
         return None
     from bat.leakage.preflight import ensure_index
@@ -112,7 +114,7 @@ def _scanner(config: "BatConfig", layout: RunLayout) -> Any | None:
     return Scanner(ensure_index(layout, config))
 
 
-def _run_missing(config: "BatConfig", tasks: list[PracticeTask], build: Path, scratch: Path) -> None:
+def _run_missing(config: BatConfig, tasks: list[PracticeTask], build: Path, scratch: Path) -> None:
     """Run every task without a finished marker in `build/.tasks/` (in `bank.workers` processes)."""
     todo = [(i, t) for i, t in enumerate(tasks) if not tasks_mod.marker(build, i).is_file()]
     if config.bank.workers == 1 or len(todo) <= 1:
@@ -121,10 +123,19 @@ def _run_missing(config: "BatConfig", tasks: list[PracticeTask], build: Path, sc
         return
     n = len(todo)
     with ProcessPoolExecutor(max_workers=config.bank.workers, mp_context=multiprocessing.get_context("spawn")) as pool:
-        list(pool.map(tasks_mod.run_and_mark, [i for i, _ in todo], [t for _, t in todo], [build] * n, [scratch] * n, [config] * n))
+        list(
+            pool.map(
+                tasks_mod.run_and_mark,
+                [i for i, _ in todo],
+                [t for _, t in todo],
+                [build] * n,
+                [scratch] * n,
+                [config] * n,
+            )
+        )
 
 
-def collect(config: "BatConfig", layout: RunLayout, build: Path, scratch: Path) -> Collected:
+def collect(config: BatConfig, layout: RunLayout, build: Path, scratch: Path) -> Collected:
     """Run every planned task, resuming from finished-task markers in `build/.tasks/`; a slot whose teacher
     trajectory fails its check gets up to `bank.retries` replacement tasks; merge in task order.
 
@@ -135,8 +146,13 @@ def collect(config: "BatConfig", layout: RunLayout, build: Path, scratch: Path) 
     shutil.rmtree(scratch, ignore_errors=True)
     _run_missing(config, out.tasks, build, scratch)
     for attempt in range(1, config.bank.retries + 1 if config.bank.teacher == "scripted" else 1):
-        failed = [t for i, t in enumerate(out.tasks) if t.reduction is None and t.attempt == attempt - 1
-                  and not tasks_mod.read_marker(build, i).trajectory.checked]
+        failed = [
+            t
+            for i, t in enumerate(out.tasks)
+            if t.reduction is None
+            and t.attempt == attempt - 1
+            and not tasks_mod.read_marker(build, i).trajectory.checked
+        ]
         if not failed:
             break
         taken = {t.task_id for t in out.tasks}
@@ -153,28 +169,44 @@ def collect(config: "BatConfig", layout: RunLayout, build: Path, scratch: Path) 
     return out
 
 
-def slice_sft(config: "BatConfig", out: Collected) -> tuple[list[SftRow], sft.SliceStats]:
+def slice_sft(config: BatConfig, out: Collected) -> tuple[list[SftRow], sft.SliceStats]:
     """SFT rows of every checked trajectory whose label is in `bank.sft_outcomes` (plus accepted E2E ones)."""
     from bat.benchmark import STAGE_SKILLS
 
     order = [s.key for s in config.stages]
     names = {s.key: s.name for s in config.stages}
     meter = _meter(config)
-    use = [t for t in out.trajectories if t.checked and (t.trajectory_id in out.e2e_trajectory_ids or
-                                                          (t.task.reduction is None and t.outcome in config.bank.sft_outcomes))]
-    splits = sft.split_by_trajectory([t.trajectory_id for t in use], config.bank.validation_fraction,
-                                     derive_seed(bank_seed(config), "sft_split"))
+    use = [
+        t
+        for t in out.trajectories
+        if t.checked
+        and (
+            t.trajectory_id in out.e2e_trajectory_ids
+            or (t.task.reduction is None and t.outcome in config.bank.sft_outcomes)
+        )
+    ]
+    splits = sft.split_by_trajectory(
+        [t.trajectory_id for t in use], config.bank.validation_fraction, derive_seed(bank_seed(config), "sft_split")
+    )
     stats = sft.SliceStats()
     sliced: list[SftRow] = []
     for traj in use:
-        sliced += sft.slice_trajectory(traj, skills=STAGE_SKILLS, stage_order=order, meter=meter,
-                                       max_length=config.bank.sft_max_length, split=splits[traj.trajectory_id],
-                                       stats=stats, stage_names=names, e2e=traj.trajectory_id in out.e2e_trajectory_ids,
-                                       skip=checks.flawed_pilot_turns(traj.turns) if traj.outcome == "recovery" else ())
+        sliced += sft.slice_trajectory(
+            traj,
+            skills=STAGE_SKILLS,
+            stage_order=order,
+            meter=meter,
+            max_length=config.bank.sft_max_length,
+            split=splits[traj.trajectory_id],
+            stats=stats,
+            stage_names=names,
+            e2e=traj.trajectory_id in out.e2e_trajectory_ids,
+            skip=checks.flawed_pilot_turns(traj.turns) if traj.outcome == "recovery" else (),
+        )
     return sliced, stats
 
 
-def _meter(config: "BatConfig") -> sft.LengthMeter:
+def _meter(config: BatConfig) -> sft.LengthMeter:
     if config.bank.sft_tokenizer is None:
         return sft.ApproxLengthMeter(config.bank.approx_chars_per_token)
     from bat.benchmark import TOOL_SPECS
@@ -183,7 +215,7 @@ def _meter(config: "BatConfig") -> sft.LengthMeter:
     return sft.TokenLengthMeter(load_tokenizer(config.bank.sft_tokenizer), TOOL_SPECS)
 
 
-def _counts(config: "BatConfig", out: Collected, sft_rows: list[SftRow], stats: sft.SliceStats) -> dict[str, Any]:
+def _counts(config: BatConfig, out: Collected, sft_rows: list[SftRow], stats: sft.SliceStats) -> dict[str, Any]:
     rl: dict[str, dict[str, Counter]] = defaultdict(lambda: defaultdict(Counter))
     for row in out.rows:
         rl[row.stage][row.track][row.outcome] += 1
@@ -194,14 +226,21 @@ def _counts(config: "BatConfig", out: Collected, sft_rows: list[SftRow], stats: 
         "tasks": len(out.tasks),
         "trajectories": len(out.trajectories),
         "trajectories_unchecked": dict(sorted(out.unchecked.items())),
-        "sft": {"train": sum(r.split == "train" for r in sft_rows), "validation": sum(r.split == "validation" for r in sft_rows),
-                "by_stage": dict(sorted(by_stage.items())), "rejected": stats.as_dict()},
-        "e2e": {"candidates": out.e2e["candidates"], "accepted": out.e2e["accepted"],
-                "rejected_by_reason": dict(sorted(out.e2e["rejected_by_reason"].items()))},
+        "sft": {
+            "train": sum(r.split == "train" for r in sft_rows),
+            "validation": sum(r.split == "validation" for r in sft_rows),
+            "by_stage": dict(sorted(by_stage.items())),
+            "rejected": stats.as_dict(),
+        },
+        "e2e": {
+            "candidates": out.e2e["candidates"],
+            "accepted": out.e2e["accepted"],
+            "rejected_by_reason": dict(sorted(out.e2e["rejected_by_reason"].items())),
+        },
     }
 
 
-def synthesize(config: "BatConfig", layout: RunLayout) -> tuple[store.BankVersion, bool]:
+def synthesize(config: BatConfig, layout: RunLayout) -> tuple[store.BankVersion, bool]:
     """Build the next bank version for `config` (or return the existing one with the same fingerprint, reused=True)."""
     fp = fingerprint(config)
     existing = store.find_by_fingerprint(layout, fp)
@@ -240,5 +279,10 @@ def _generator_versions() -> dict[str, str]:
     from bat.benchmark import GENERATOR_VERSION, HARNESS_VERSION
 
     # "benchmark_suite" names the practice generator: the bank holds practice instances, never held-out ones
-    return {"bank": rows.GENERATOR_VERSION, "reduction_grids": ",".join(sorted(GRIDS)),
-            "benchmark_suite": GENERATOR_VERSION, "benchmark_grader": HARNESS_VERSION, "teacher": "bat.benchmark.agents"}
+    return {
+        "bank": rows.GENERATOR_VERSION,
+        "reduction_grids": ",".join(sorted(GRIDS)),
+        "benchmark_suite": GENERATOR_VERSION,
+        "benchmark_grader": HARNESS_VERSION,
+        "teacher": "bat.benchmark.agents",
+    }

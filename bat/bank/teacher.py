@@ -55,7 +55,11 @@ def _host_roots() -> list[tuple[str, str]]:
 def _alias(value: Any, workspace: Path, grader: Path) -> Any:
     """`value` (JSON-able) with workspace/grader paths aliased and host install roots stripped (longest first)."""
     text = json.dumps(value, sort_keys=True)
-    pairs = [(str(Path(grader).resolve()), GRADER_ALIAS), (str(Path(workspace).resolve()), WORKSPACE_ALIAS), *_host_roots()]
+    pairs = [
+        (str(Path(grader).resolve()), GRADER_ALIAS),
+        (str(Path(workspace).resolve()), WORKSPACE_ALIAS),
+        *_host_roots(),
+    ]
     for real, alias in sorted(pairs, key=lambda pair: len(pair[0]), reverse=True):
         text = text.replace(json.dumps(real)[1:-1], alias)
     return json.loads(text)
@@ -66,14 +70,14 @@ def alias_text(text: str, workspace: Path, grader: Path) -> str:
     return _alias(text, workspace, grader)
 
 
-def _open_env(instance: Any, workdir: Path, config: "BatConfig") -> tuple[Any, Path, Path]:
+def _open_env(instance: Any, workdir: Path, config: BatConfig) -> tuple[Any, Path, Path]:
     from bat.benchmark import StagedEnv
 
     workspace, grader = Path(workdir) / "ws", Path(workdir) / "grader"
     return StagedEnv(instance, workspace, grader, config), workspace.resolve(), grader.resolve()
 
 
-def run_scripted(instance: Any, variant: str, workdir: Path, config: "BatConfig") -> TeacherRun:
+def run_scripted(instance: Any, variant: str, workdir: Path, config: BatConfig) -> TeacherRun:
     """Run the benchmark's scripted agent `variant` (expert / recovery / failure) on `instance` in `workdir`."""
     from bat.benchmark import AGENTS, run_agent
 
@@ -102,7 +106,7 @@ def run_scripted(instance: Any, variant: str, workdir: Path, config: "BatConfig"
     return TeacherRun(alias_text(brief, workspace, grader), turns, records, env.score(), f"scripted:{variant}")
 
 
-def run_llm(instance: Any, client: "ChatClient", workdir: Path, config: "BatConfig", max_turns: int) -> TeacherRun:
+def run_llm(instance: Any, client: ChatClient, workdir: Path, config: BatConfig, max_turns: int) -> TeacherRun:
     """Let an LLM behind an OpenAI-compatible endpoint run `instance` for at most `max_turns` responses.
 
     Context = preamble + ordered stage skills, the brief, then assistant/tool turns; malformed responses are
@@ -124,10 +128,22 @@ def run_llm(instance: Any, client: "ChatClient", workdir: Path, config: "BatConf
         text = alias_text(obs.text, workspace, grader)
         record = obs.record
         turns.append(
-            TrajectoryTurn(t=t, stage=record.stage or env.current_stage(), response=response, call=call,
-                           observation=text, record=normalise_record(record, workspace, grader), done=obs.done)
+            TrajectoryTurn(
+                t=t,
+                stage=record.stage or env.current_stage(),
+                response=response,
+                call=call,
+                observation=text,
+                record=normalise_record(record, workspace, grader),
+                done=obs.done,
+            )
         )
-        messages += [ChatMessage(role="assistant", content=response), ChatMessage(role="tool", content=text, name=call["name"] if call else None)]
+        messages += [
+            ChatMessage(role="assistant", content=response),
+            ChatMessage(role="tool", content=text, name=call["name"] if call else None),
+        ]
         if obs.done:
             break
-    return TeacherRun(alias_text(brief, workspace, grader), turns, list(env.records), env.score(), f"llm:{client.config.model}")
+    return TeacherRun(
+        alias_text(brief, workspace, grader), turns, list(env.records), env.score(), f"llm:{client.config.model}"
+    )

@@ -15,8 +15,9 @@ observations they see are what the Stage Bank records.
 
 from __future__ import annotations
 
+from collections.abc import Callable, Generator
 from dataclasses import dataclass, field
-from typing import Any, Callable, Generator
+from typing import Any
 
 from bat.benchmark.env import Observation, StagedEnv
 from bat.benchmark.instance import Instance
@@ -121,10 +122,16 @@ def recovery(inst: Instance) -> Script:
     obs = yield from _naive_pilot(inst)
     settings = dict(DEFAULTS)
     if obs is not None and "all checked outputs match the contract" not in obs.text:
-        yield "The check reports a problem; re-read the model card to diagnose it.", _call("read_file", path=f"models/{inst.fitting_model}/card.md")
+        yield (
+            "The check reports a problem; re-read the model card to diagnose it.",
+            _call("read_file", path=f"models/{inst.fitting_model}/card.md"),
+        )
         settings = _good_settings(inst)
         cases = _pilot_cases(inst)
-        yield "Fix normalisation, NaN handling and layout as the card says; re-pilot the same cases.", _call("run_model", cases=cases, **settings)
+        yield (
+            "Fix normalisation, NaN handling and layout as the card says; re-pilot the same cases.",
+            _call("run_model", cases=cases, **settings),
+        )
         yield "Check the re-pilot.", _call("check_outputs", cases=cases)
     yield from _finish(settings)
 
@@ -137,7 +144,11 @@ def failure(inst: Instance) -> Script:
 
 
 SCRIPTS: dict[str, Callable[[Instance], Script]] = {
-    "expert": expert, "noop": noop, "skip-validate": skip_validate, "recovery": recovery, "failure": failure,
+    "expert": expert,
+    "noop": noop,
+    "skip-validate": skip_validate,
+    "recovery": recovery,
+    "failure": failure,
 }
 
 

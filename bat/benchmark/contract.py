@@ -8,8 +8,8 @@ remaining stage weights are renormalised. All scores are on 0-1 and unrounded.
 
 from __future__ import annotations
 
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import Mapping, Sequence
 
 from bat.config.stages import DEFAULT_STAGES, StageSpec
 
@@ -65,43 +65,105 @@ EVIDENCE: dict[str, tuple[EvidenceSpec, ...]] = {
 def _items(track: str) -> dict[str, tuple[RubricItem, ...]]:
     return {
         "S1": (
-            RubricItem("s1a_plan_md", "S1", "A plan (plan.md) was written before inference.", ("e1_plan_artifact", "e1_plan_record")),
             RubricItem(
-                "s1b_plan_pipeline", "S1", "The plan describes the pipeline: setup, pilot/validation, full inference, submission.",
-                ("e1_plan_artifact",), judgment=True,
+                "s1a_plan_md",
+                "S1",
+                "A plan (plan.md) was written before inference.",
+                ("e1_plan_artifact", "e1_plan_record"),
+            ),
+            RubricItem(
+                "s1b_plan_pipeline",
+                "S1",
+                "The plan describes the pipeline: setup, pilot/validation, full inference, submission.",
+                ("e1_plan_artifact",),
+                judgment=True,
                 proxy="plan mentions >= 3 of 4 step groups: {setup|install|load}, {pilot|validate|check}, {inference|all cases|batch}, {submit}",
             ),
             RubricItem(
-                f"s1c_{track}_model", "S1", "The plan names the model that fits the task's modality.", ("e1_plan_artifact",),
-                judgment=True, proxy="plan.md contains the fitting model's exact name and no other candidate's name",
+                f"s1c_{track}_model",
+                "S1",
+                "The plan names the model that fits the task's modality.",
+                ("e1_plan_artifact",),
+                judgment=True,
+                proxy="plan.md contains the fitting model's exact name and no other candidate's name",
             ),
             RubricItem(
-                "s1d_researched_3", "S1", "Candidate models were researched before choosing (min(3, #candidates) cards read).",
+                "s1d_researched_3",
+                "S1",
+                "Candidate models were researched before choosing (min(3, #candidates) cards read).",
                 ("e1_research_records",),
             ),
         ),
         "S2": (
-            RubricItem("s2a_checkpoint_downloaded", "S2", "The fitting model's weights were obtained and loaded.", ("e2_setup_records",)),
-            RubricItem("s2b_compatibility_check", "S2", "Compatibility of the loaded model was checked before inference.", ("e2_setup_records",)),
-            RubricItem("s2c_env_setup_success", "S2", "The environment ended set up: required packages installed, model loads.", ("e2_setup_records", "e2_model_loaded")),
-            RubricItem("s2d_env_fail_within_5", "S2", "Setup succeeded within the allowed number of failed setup calls.", ("e2_setup_records",)),
-            RubricItem("s2e_model_loaded", "S2", "A model was loaded before the first inference run.", ("e2_model_loaded",)),
+            RubricItem(
+                "s2a_checkpoint_downloaded",
+                "S2",
+                "The fitting model's weights were obtained and loaded.",
+                ("e2_setup_records",),
+            ),
+            RubricItem(
+                "s2b_compatibility_check",
+                "S2",
+                "Compatibility of the loaded model was checked before inference.",
+                ("e2_setup_records",),
+            ),
+            RubricItem(
+                "s2c_env_setup_success",
+                "S2",
+                "The environment ended set up: required packages installed, model loads.",
+                ("e2_setup_records", "e2_model_loaded"),
+            ),
+            RubricItem(
+                "s2d_env_fail_within_5",
+                "S2",
+                "Setup succeeded within the allowed number of failed setup calls.",
+                ("e2_setup_records",),
+            ),
+            RubricItem(
+                "s2e_model_loaded", "S2", "A model was loaded before the first inference run.", ("e2_model_loaded",)
+            ),
         ),
         "S3": (
-            RubricItem("s3a_pilot_before_batch", "S3", "A pilot on a small case set ran before the batch run.", ("e3_pilot_record",)),
-            RubricItem("s3b_output_checked", "S3", "Pilot output format, shape and non-degeneracy were checked before the batch.", ("e3_check_record",)),
             RubricItem(
-                "s3c_failure_fixed", "S3", "A failing pilot was diagnosed, fixed and re-piloted cleanly (applies only when a pilot failed).",
+                "s3a_pilot_before_batch",
+                "S3",
+                "A pilot on a small case set ran before the batch run.",
+                ("e3_pilot_record",),
+            ),
+            RubricItem(
+                "s3b_output_checked",
+                "S3",
+                "Pilot output format, shape and non-degeneracy were checked before the batch.",
+                ("e3_check_record",),
+            ),
+            RubricItem(
+                "s3c_failure_fixed",
+                "S3",
+                "A failing pilot was diagnosed, fixed and re-piloted cleanly (applies only when a pilot failed).",
                 ("e3_pilot_record", "e3_check_record"),
             ),
         ),
         "S4": (
-            RubricItem("s4a_all_cases_run", "S4", "Inference produced persisted outputs for every case.", ("e4_batch_record", "e4_outputs")),
-            RubricItem("s4b_format_valid", "S4", "Every persisted output matches the output contract.", ("e4_outputs",)),
+            RubricItem(
+                "s4a_all_cases_run",
+                "S4",
+                "Inference produced persisted outputs for every case.",
+                ("e4_batch_record", "e4_outputs"),
+            ),
+            RubricItem(
+                "s4b_format_valid", "S4", "Every persisted output matches the output contract.", ("e4_outputs",)
+            ),
         ),
         "S5": (
-            RubricItem("s5a_has_valid_results", "S5", "A submission with a result for every case was made.", ("e5_submit_record", "e5_submission")),
-            RubricItem("s5b_format_valid", "S5", "Every submitted result matches the output contract.", ("e5_submission",)),
+            RubricItem(
+                "s5a_has_valid_results",
+                "S5",
+                "A submission with a result for every case was made.",
+                ("e5_submit_record", "e5_submission"),
+            ),
+            RubricItem(
+                "s5b_format_valid", "S5", "Every submitted result matches the output contract.", ("e5_submission",)
+            ),
         ),
     }
 
@@ -114,7 +176,9 @@ def check_stage_keys(stages: Sequence[StageSpec]) -> None:
     """Raise when a configured stage key has no built-in rubric (lists the valid keys)."""
     unknown = [s.key for s in stages if s.key not in BUILTIN_STAGE_KEYS]
     if unknown:
-        raise ValueError(f"stages {unknown} have no rubric in the built-in benchmark; valid keys: {list(BUILTIN_STAGE_KEYS)}")
+        raise ValueError(
+            f"stages {unknown} have no rubric in the built-in benchmark; valid keys: {list(BUILTIN_STAGE_KEYS)}"
+        )
 
 
 def rubric(stage_key: str, track: str) -> list[RubricItem]:
@@ -132,7 +196,9 @@ def evidence_requirements(stage_key: str) -> list[EvidenceSpec]:
     return list(EVIDENCE[stage_key])
 
 
-def stage_score(key: str, verdicts: Mapping[str, bool | None], measures: Mapping[str, float] | None = None) -> float | None:
+def stage_score(
+    key: str, verdicts: Mapping[str, bool | None], measures: Mapping[str, float] | None = None
+) -> float | None:
     """Score of one stage from its applicable item verdicts (None if any is null; None if no item applies -> NA).
 
     S3 is the ladder {0, 0.5, 1}; S4 = 0.5*completion_rate + 0.5*format_valid; S5 = 0.5*valid + 0.5*format;
@@ -150,11 +216,17 @@ def stage_score(key: str, verdicts: Mapping[str, bool | None], measures: Mapping
         completion = measures.get("completion_rate", 1.0 if verdicts.get("s4a_all_cases_run") else 0.0)
         return 0.5 * float(completion) + 0.5 * float(bool(verdicts.get("s4b_format_valid")))
     if key == "S5":
-        return 0.5 * float(bool(verdicts.get("s5a_has_valid_results"))) + 0.5 * float(bool(verdicts.get("s5b_format_valid")))
+        return 0.5 * float(bool(verdicts.get("s5a_has_valid_results"))) + 0.5 * float(
+            bool(verdicts.get("s5b_format_valid"))
+        )
     return sum(float(bool(v)) for v in verdicts.values()) / len(verdicts)
 
 
-def agentic(stage_scores: Mapping[str, float | None], stages: Sequence[StageSpec] = DEFAULT_STAGES, not_applicable: Sequence[str] = ()) -> float | None:
+def agentic(
+    stage_scores: Mapping[str, float | None],
+    stages: Sequence[StageSpec] = DEFAULT_STAGES,
+    not_applicable: Sequence[str] = (),
+) -> float | None:
     """Weighted stage mean; stages in `not_applicable` are dropped and weights renormalised; a null stage -> None."""
     used = [s for s in stages if s.key not in set(not_applicable)]
     if not used:

@@ -53,8 +53,16 @@ class StagedEnv:
     (e.g. a Stage Bank state package) and `prior_records` the replayed prefix it came from.
     Call `close()` (or use `with`) when done: a warm sandbox keeps a tool server per workspace."""
 
-    def __init__(self, instance: Instance | None, workspace_dir: str | Path, grader_dir: str | Path, config: Any = None,
-                 *, prior_records: list[ExecutionRecord] | None = None, runner: Runner | None = None) -> None:
+    def __init__(
+        self,
+        instance: Instance | None,
+        workspace_dir: str | Path,
+        grader_dir: str | Path,
+        config: Any = None,
+        *,
+        prior_records: list[ExecutionRecord] | None = None,
+        runner: Runner | None = None,
+    ) -> None:
         from bat.config.root import BatConfig
 
         self.config = config or BatConfig()
@@ -86,7 +94,7 @@ class StagedEnv:
         if self._given_runner is None:
             self._runner = None
 
-    def __enter__(self) -> "StagedEnv":
+    def __enter__(self) -> StagedEnv:
         return self
 
     def __exit__(self, *exc: object) -> None:
@@ -120,8 +128,16 @@ class StagedEnv:
         return self.current_stage()
 
     def _error(self, text: str, name: str, args: Any, stage: str) -> Observation:
-        record = ExecutionRecord(kind="tool", tool=name, args=args if isinstance(args, dict) else {"raw": repr(args)[:500]},
-                                 stage=stage, runtime="none", exit_status=2, ok=False, error=text)
+        record = ExecutionRecord(
+            kind="tool",
+            tool=name,
+            args=args if isinstance(args, dict) else {"raw": repr(args)[:500]},
+            stage=stage,
+            runtime="none",
+            exit_status=2,
+            ok=False,
+            error=text,
+        )
         self.records.append(record)
         self.done = self.done or len(self.records) >= self.config.benchmark.max_tool_calls
         return Observation(f"Error: {text}", record, self.done)
@@ -133,7 +149,12 @@ class StagedEnv:
             return self._error("the episode is over; no further calls are accepted", "<after_end>", {}, stage)
         name, arguments, invalid = _call_parts(call)
         if invalid:
-            return self._error(f"invalid action ({invalid}). Write exactly one tool call; valid tools: {list(self.offered)}", "<invalid>", {}, stage)
+            return self._error(
+                f"invalid action ({invalid}). Write exactly one tool call; valid tools: {list(self.offered)}",
+                "<invalid>",
+                {},
+                stage,
+            )
         try:
             tool, args = validate_call(name, arguments, self.offered)
         except ValueError as exc:
@@ -150,7 +171,11 @@ class StagedEnv:
             record.evidence.append(f"blocked path argument: {record.error[:200]}")
         self.records.append(record)
         text = self._observation_text(record)
-        if (name == "submit" and record.ok) or record.breach or len(self.records) >= self.config.benchmark.max_tool_calls:
+        if (
+            (name == "submit" and record.ok)
+            or record.breach
+            or len(self.records) >= self.config.benchmark.max_tool_calls
+        ):
             self.done = True
         return Observation(text, record, self.done)
 
@@ -171,5 +196,13 @@ class StagedEnv:
         """Grade the episode so far (see `bat.benchmark.grader.grade`; `judge` decides judgment items)."""
         from bat.benchmark.grader import grade
 
-        return grade(self.workspace, self.grader_dir, self.all_records, self.config, run_id=run_id, repeat=repeat,
-                     judge=judge, judge_name=judge_name)
+        return grade(
+            self.workspace,
+            self.grader_dir,
+            self.all_records,
+            self.config,
+            run_id=run_id,
+            repeat=repeat,
+            judge=judge,
+            judge_name=judge_name,
+        )

@@ -22,7 +22,9 @@ class Episode:
     instance: Instance
 
 
-def run_instance(instance: Instance, agent: str, workdir: str | Path, config: Any = None, *, run_id: str = "", repeat: int = 0) -> Episode:
+def run_instance(
+    instance: Instance, agent: str, workdir: str | Path, config: Any = None, *, run_id: str = "", repeat: int = 0
+) -> Episode:
     """Materialise `instance` under workdir/{workspace,grader}, run `agent`, grade; times the whole episode."""
     from bat.config.root import BatConfig
 
@@ -38,7 +40,9 @@ def run_instance(instance: Instance, agent: str, workdir: str | Path, config: An
     return Episode(score=score, trajectory=traj, seconds=time.perf_counter() - t0, instance=instance)
 
 
-def run_episode(track: str, agent: str = "expert", *, space: str = "heldout", seed: int = 0, workdir: str | Path, config: Any = None) -> Episode:
+def run_episode(
+    track: str, agent: str = "expert", *, space: str = "heldout", seed: int = 0, workdir: str | Path, config: Any = None
+) -> Episode:
     """Generate the (track, space, seed) instance and run one full episode of `agent` on it."""
     from bat.config.root import BatConfig
 

@@ -57,7 +57,9 @@ def build_argv(command: tuple[str, ...] | list[str], values: dict[str, str]) -> 
     return argv
 
 
-def parse_cells(path: str | Path, tracks: tuple[str, ...], repeats: int, stage_keys: tuple[str, ...]) -> list[ExternalCell]:
+def parse_cells(
+    path: str | Path, tracks: tuple[str, ...], repeats: int, stage_keys: tuple[str, ...]
+) -> list[ExternalCell]:
     """Read and validate the evaluator's output file; raises ExternalError naming the first problem."""
     p = Path(path)
     try:
@@ -89,7 +91,9 @@ def parse_cells(path: str | Path, tracks: tuple[str, ...], repeats: int, stage_k
         cells.append(cell)
     missing = sorted({(t, r) for t in tracks for r in range(repeats)} - {(c.track, c.repeat) for c in cells})
     if missing:
-        raise ExternalError(f"{p}: missing cells for (track, repeat) {missing[:10]}{' ...' if len(missing) > 10 else ''}")
+        raise ExternalError(
+            f"{p}: missing cells for (track, repeat) {missing[:10]}{' ...' if len(missing) > 10 else ''}"
+        )
     return cells
 
 
@@ -98,10 +102,25 @@ def cell_to_score(cell: ExternalCell, stages: Any) -> RunScore:
     stage_scores = {s.key: cell.stages[s.key] for s in stages}
     ag = agentic(stage_scores, stages) if cell.valid else None
     task = cell.task if cell.valid else None
-    nulls = [] if cell.valid and ag is not None and task is not None else [f"external cell {cell.track}/{cell.task_id}/{cell.repeat} is null or invalid"]
-    return RunScore(run_id=f"{cell.track}-{cell.task_id}-r{cell.repeat:02d}", track=cell.track, instance_id=cell.task_id, repeat=cell.repeat,
-                    stages=stage_scores, items={}, task=task, agentic=ag, overall=overall(task, ag), valid=not nulls,
-                    null_reasons=nulls, judge="external")
+    nulls = (
+        []
+        if cell.valid and ag is not None and task is not None
+        else [f"external cell {cell.track}/{cell.task_id}/{cell.repeat} is null or invalid"]
+    )
+    return RunScore(
+        run_id=f"{cell.track}-{cell.task_id}-r{cell.repeat:02d}",
+        track=cell.track,
+        instance_id=cell.task_id,
+        repeat=cell.repeat,
+        stages=stage_scores,
+        items={},
+        task=task,
+        agentic=ag,
+        overall=overall(task, ag),
+        valid=not nulls,
+        null_reasons=nulls,
+        judge="external",
+    )
 
 
 def run_external(checkpoint: str | Path, workdir: str | Path, config: Any = None) -> list[RunScore]:
@@ -113,8 +132,19 @@ def run_external(checkpoint: str | Path, workdir: str | Path, config: Any = None
     work = Path(workdir)
     request, output = work / "request.json", work / "cells.json"
     keys = tuple(s.key for s in cfg.stages)
-    atomic_write_json(request, {"checkpoint": str(checkpoint), "tracks": list(bench.tracks), "repeats": bench.repeats, "stages": list(keys), "output": str(output)})
-    argv = build_argv(bench.external.command, {"checkpoint": str(checkpoint), "request": str(request), "output": str(output)})
+    atomic_write_json(
+        request,
+        {
+            "checkpoint": str(checkpoint),
+            "tracks": list(bench.tracks),
+            "repeats": bench.repeats,
+            "stages": list(keys),
+            "output": str(output),
+        },
+    )
+    argv = build_argv(
+        bench.external.command, {"checkpoint": str(checkpoint), "request": str(request), "output": str(output)}
+    )
     try:
         proc = subprocess.run(argv, capture_output=True, text=True, timeout=bench.external.timeout_s, check=False)
     except FileNotFoundError as exc:

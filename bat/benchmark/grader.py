@@ -10,12 +10,19 @@ A breach flag on any record zeroes every stage, Task, Agentic and Overall (verdi
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
 from bat.benchmark.contract import (
-    EVIDENCE, RubricItem, agentic, check_stage_keys, overall, rubric, stage_score,
+    EVIDENCE,
+    RubricItem,
+    agentic,
+    check_stage_keys,
+    overall,
+    rubric,
+    stage_score,
 )
 from bat.benchmark.instance import load_grader
 from bat.benchmark.score import RunScore
@@ -26,7 +33,12 @@ from bat.benchmark.tracks import get_track
 from bat.sandbox.record import ExecutionRecord
 
 Judge = Callable[[RubricItem, str], "bool | None"]
-PLAN_GROUPS = (("setup", "install", "load"), ("pilot", "validat", "check"), ("inference", "batch", "all cases", "run"), ("submit",))
+PLAN_GROUPS = (
+    ("setup", "install", "load"),
+    ("pilot", "validat", "check"),
+    ("inference", "batch", "all cases", "run"),
+    ("submit",),
+)
 
 
 @dataclass
@@ -66,7 +78,9 @@ def _researched_model(e: Event) -> str | None:
     return parts[1] if e.name == "read_file" and len(parts) >= 3 and parts[0] == "models" else None
 
 
-def _s1(ev: list[Event], ws: Path, meta: dict[str, Any], first_run: int, track: str, judge: Judge | None) -> tuple[dict[str, bool | None], dict[str, bool]]:
+def _s1(
+    ev: list[Event], ws: Path, meta: dict[str, Any], first_run: int, track: str, judge: Judge | None
+) -> tuple[dict[str, bool | None], dict[str, bool]]:
     plan_path = ws / "plan.md"
     plan = plan_path.read_text(errors="replace") if plan_path.is_file() else ""
     low = plan.lower()
@@ -89,7 +103,9 @@ def _s1(ev: list[Event], ws: Path, meta: dict[str, Any], first_run: int, track: 
     return {i: v[i] for i in items}, evidence
 
 
-def _s2(ev: list[Event], meta: dict[str, Any], first_run: int, fail_limit: int) -> tuple[dict[str, bool | None], dict[str, bool]]:
+def _s2(
+    ev: list[Event], meta: dict[str, Any], first_run: int, fail_limit: int
+) -> tuple[dict[str, bool | None], dict[str, bool]]:
     pre = [e for e in ev if e.index < first_run]
     loads = [e for e in pre if e.name == "load_model" and e.ok]
     loaded = loads[-1].args.get("model") if loads else None
@@ -98,7 +114,9 @@ def _s2(ev: list[Event], meta: dict[str, Any], first_run: int, fail_limit: int) 
     failures = sum(1 for e in setup if not e.ok)
     right = loaded == meta["fitting_model"]
     v = {
-        "s2a_checkpoint_downloaded": any(e.name == "load_model" and e.ok and e.args.get("model") == meta["fitting_model"] for e in ev),
+        "s2a_checkpoint_downloaded": any(
+            e.name == "load_model" and e.ok and e.args.get("model") == meta["fitting_model"] for e in ev
+        ),
         "s2b_compatibility_check": loaded is not None and loaded in checked,
         "s2c_env_setup_success": right,
         "s2d_env_fail_within_5": right and failures <= fail_limit,
@@ -155,8 +173,17 @@ def _submission(ws: Path, cases: list[str]) -> tuple[dict[str, Any], bool]:
     return preds, bool(present) and not issues and not degenerate
 
 
-def grade(workspace_dir: str | Path, grader_dir: str | Path, records: list[ExecutionRecord], config: Any = None,
-          *, run_id: str = "", repeat: int = 0, judge: Judge | None = None, judge_name: str = "") -> RunScore:
+def grade(
+    workspace_dir: str | Path,
+    grader_dir: str | Path,
+    records: list[ExecutionRecord],
+    config: Any = None,
+    *,
+    run_id: str = "",
+    repeat: int = 0,
+    judge: Judge | None = None,
+    judge_name: str = "",
+) -> RunScore:
     """Score a run: stage items from records + artifacts, Task from hidden truth; breach zeroes the run."""
     from bat.config.root import BatConfig
 
@@ -185,19 +212,39 @@ def grade(workspace_dir: str | Path, grader_dir: str | Path, records: list[Execu
     not_applicable = [k for k in keys if not items[k]]
     keys = [k for k in keys if k not in not_applicable]
     stages = {k: stage_score(k, items[k], {"completion_rate": completion}) for k in keys}
-    task, metrics = (track.score(preds, truths, meta.get("extras", {})) if complete else (0.0, {}))
-    breach_reasons = [f"call {i}: {r.tool}: {', '.join(n for n in r.flags.raised() if n in ('access_outside', 'network', 'symlink_escape'))}"
-                      for i, r in enumerate(records) if r.breach]
+    task, metrics = track.score(preds, truths, meta.get("extras", {})) if complete else (0.0, {})
+    breach_reasons = [
+        f"call {i}: {r.tool}: {', '.join(n for n in r.flags.raised() if n in ('access_outside', 'network', 'symlink_escape'))}"
+        for i, r in enumerate(records)
+        if r.breach
+    ]
     nulls = [f"{k}: null item(s) {[i for i, v in items[k].items() if v is None]}" for k in keys if stages[k] is None]
     if breach_reasons:
-        stages, task = {k: 0.0 for k in keys}, 0.0
+        stages, task = dict.fromkeys(keys, 0.0), 0.0
     ag = agentic(stages, cfg.stages, not_applicable)
     eta = {k: sum(evidence[k].values()) / len(EVIDENCE[k]) for k in keys}
     return RunScore(
-        run_id=run_id, track=track.name, instance_id=meta["instance_id"], repeat=repeat, stages=stages, not_applicable=not_applicable,
+        run_id=run_id,
+        track=track.name,
+        instance_id=meta["instance_id"],
+        repeat=repeat,
+        stages=stages,
+        not_applicable=not_applicable,
         items={k: items[k] for k in keys},
-        evidence={k: evidence[k] for k in keys}, eta=eta, measures={"completion_rate": completion}, task=task, task_metrics=metrics,
-        agentic=ag, overall=overall(task, ag), breach=bool(breach_reasons), breach_reasons=breach_reasons, valid=not nulls,
-        null_reasons=nulls, judge=judge_name or ("judge" if judge else "proxy"),
-        details={"pilot_failed": any(_bad(e) for e in ev if e.name == "run_model" and e.stage == "S3"), "calls": len(records)},
+        evidence={k: evidence[k] for k in keys},
+        eta=eta,
+        measures={"completion_rate": completion},
+        task=task,
+        task_metrics=metrics,
+        agentic=ag,
+        overall=overall(task, ag),
+        breach=bool(breach_reasons),
+        breach_reasons=breach_reasons,
+        valid=not nulls,
+        null_reasons=nulls,
+        judge=judge_name or ("judge" if judge else "proxy"),
+        details={
+            "pilot_failed": any(_bad(e) for e in ev if e.name == "run_model" and e.stage == "S3"),
+            "calls": len(records),
+        },
     )

@@ -53,9 +53,16 @@ class Instance:
     def meta(self) -> dict[str, Any]:
         """Grader-side metadata (instance.json)."""
         return {
-            "instance_id": self.instance_id, "track": self.track, "space": self.space, "seed": self.seed,
-            "modality": self.modality, "case_ids": self.case_ids, "pitfalls": self.pitfalls,
-            "fitting_model": self.fitting_model, "candidates": self.candidates, "required_package": self.required_package,
+            "instance_id": self.instance_id,
+            "track": self.track,
+            "space": self.space,
+            "seed": self.seed,
+            "modality": self.modality,
+            "case_ids": self.case_ids,
+            "pitfalls": self.pitfalls,
+            "fitting_model": self.fitting_model,
+            "candidates": self.candidates,
+            "required_package": self.required_package,
             "extras": self.extras,
         }
 
@@ -67,13 +74,17 @@ def _npy(array: np.ndarray) -> bytes:
 
 
 def _card(name: str, track_obj: Any, modality: str, params: dict[str, Any], alt: bool, requires: list[str]) -> str:
-    layout = f"differs from the contract: {track_obj.alt_note}; run_model(match_contract=true) converts it" if alt else "matches the submission contract"
+    layout = (
+        f"differs from the contract: {track_obj.alt_note}; run_model(match_contract=true) converts it"
+        if alt
+        else "matches the submission contract"
+    )
     req = ", ".join(f"`{p}`" for p in requires) + " (install before load_model)" if requires else "no extra packages"
     return (
         f"# Model card: {name}\n\nTrack: {track_obj.name}. Modality: {modality}.\n"
         f"What it does: {track_obj.behaviour}.\n"
         "Input: intensities scaled to [0, 1] with the dataset's intensity_range from task/spec.json "
-        "(run_model normalize=\"unit_range\"); other scalings give meaningless output.\n"
+        '(run_model normalize="unit_range"); other scalings give meaningless output.\n'
         "Inputs must be finite: fill_nan=true replaces non-finite values by the case median.\n"
         f"Output layout: {layout}.\nRequires: {req}.\nParameters: {json.dumps(params, sort_keys=True)}\n"
     )
@@ -82,20 +93,38 @@ def _card(name: str, track_obj: Any, modality: str, params: dict[str, Any], alt:
 def brief_text(inst: Instance, track_obj: Any, v: Any) -> str:
     """The instance-specific paragraph of the brief, phrased in the space's own wording."""
     goal = v.goal_phrases[inst.seed % len(v.goal_phrases)]
-    return v.brief.format(intro=v.intro, goal=goal, n=len(inst.case_ids), modality=inst.modality, metric=track_obj.metric, title=track_obj.title)
+    return v.brief.format(
+        intro=v.intro,
+        goal=goal,
+        n=len(inst.case_ids),
+        modality=inst.modality,
+        metric=track_obj.metric,
+        title=track_obj.title,
+    )
 
 
 def _brief(inst: Instance, track_obj: Any, v: Any, tier: str, spec: dict[str, Any]) -> str:
-    lines = [f"# Task {inst.instance_id}: {track_obj.title}", "", brief_text(inst, track_obj, v), "",
-             f"Candidate models (cards in models/): {', '.join(inst.candidates)}."]
-    lines.append(f"Use model {inst.fitting_model}." if tier == "lite" else "Choose the candidate whose modality fits these cases.")
+    lines = [
+        f"# Task {inst.instance_id}: {track_obj.title}",
+        "",
+        brief_text(inst, track_obj, v),
+        "",
+        f"Candidate models (cards in models/): {', '.join(inst.candidates)}.",
+    ]
+    lines.append(
+        f"Use model {inst.fitting_model}."
+        if tier == "lite"
+        else "Choose the candidate whose modality fits these cases."
+    )
     lines += ["", "Workflow: plan -> setup -> validate on a pilot -> inference on all cases -> submit."]
     if tier == "lite":
         lines += ["", "Stage hints:"] + [f"- {k}: {text}" for k, text in STAGE_SKILLS.items()]
     return "\n".join(lines) + "\n"
 
 
-def _add_cases(inst: Instance, t: Any, v: Any, rng: np.random.Generator, n: int, lo: float, span: float) -> tuple[dict[str, str], tuple[int, ...]]:
+def _add_cases(
+    inst: Instance, t: Any, v: Any, rng: np.random.Generator, n: int, lo: float, span: float
+) -> tuple[dict[str, str], tuple[int, ...]]:
     """Generate the cases: input files (raw-scaled, one corrupted if drawn), truths, extras; returns (inputs, shape)."""
     for _ in range(n):
         inst.case_ids.append(v.case_id(rng, set(inst.case_ids)))
@@ -128,8 +157,15 @@ def _add_models(inst: Instance, t: Any, rng: np.random.Generator, modalities: li
             requires = [inst.required_package] if inst.required_package else []
         else:
             requires = [pkgs[1 + int(rng.integers(2))]] if rng.random() < 0.5 else []
-        weights = {"name": name, "track": t.name, "modality": mod, "params": t.profiles[mod], "expects": "unit_range",
-                   "native_layout": "alt" if alt else "contract", "requires": requires}
+        weights = {
+            "name": name,
+            "track": t.name,
+            "modality": mod,
+            "params": t.profiles[mod],
+            "expects": "unit_range",
+            "native_layout": "alt" if alt else "contract",
+            "requires": requires,
+        }
         inst.files[f"models/{name}/weights.json"] = json.dumps(weights, indent=2, sort_keys=True).encode()
         inst.files[f"models/{name}/card.md"] = _card(name, t, mod, t.profiles[mod], alt, requires).encode()
 
@@ -146,7 +182,9 @@ def _id_suffix(seed: int, space: str, track: str) -> str:
     return f"{derive_seed(seed, space, track, 'instance_id'):08x}" if space == "heldout" else f"{seed:08x}"
 
 
-def generate_instance(track: str, space: str, seed: int, *, n_cases: int | None = None, config: "BenchmarkConfig | None" = None) -> Instance:
+def generate_instance(
+    track: str, space: str, seed: int, *, n_cases: int | None = None, config: BenchmarkConfig | None = None
+) -> Instance:
     """Build the instance of (`track`, `space`, `seed`) deterministically; `n_cases` overrides the config."""
     from bat.config.benchmark import BenchmarkConfig
 
@@ -159,24 +197,46 @@ def generate_instance(track: str, space: str, seed: int, *, n_cases: int | None 
     modalities = list(t.profiles)
     modality = modalities[int(rng.integers(len(modalities)))]
     others = [m for m in modalities if m != modality]
-    chosen = [modality] + [others[i] for i in rng.permutation(len(others))[: min(cfg.candidate_models, len(modalities)) - 1]]
+    chosen = [modality] + [
+        others[i] for i in rng.permutation(len(others))[: min(cfg.candidate_models, len(modalities)) - 1]
+    ]
     taken: set[str] = set()
     names = [v.model_name(rng, taken) for _ in chosen]
     pkgs = [v.package_name(rng, taken) for _ in range(3)]
     pit: dict[str, Any] = {k: bool(rng.random() < cfg.pitfall_probability) for k in PITFALLS}
-    lo, span = (float(rng.choice([500, 1000, 1024])), float(rng.choice([2000, 3000, 4095]))) if pit["normalisation"] else (0.0, 1.0)
+    lo, span = (
+        (float(rng.choice([500, 1000, 1024])), float(rng.choice([2000, 3000, 4095])))
+        if pit["normalisation"]
+        else (0.0, 1.0)
+    )
     inst = Instance(
-        instance_id=f"{v.instance_prefix}-{track[:4]}-{_id_suffix(seed, space, track)}", track=track, space=space, seed=seed, modality=modality,
-        case_ids=[], pitfalls=pit, fitting_model=names[0], candidates=sorted(names),
-        required_package=pkgs[0] if pit["dependency"] else None, files={}, truths={}, extras={},
+        instance_id=f"{v.instance_prefix}-{track[:4]}-{_id_suffix(seed, space, track)}",
+        track=track,
+        space=space,
+        seed=seed,
+        modality=modality,
+        case_ids=[],
+        pitfalls=pit,
+        fitting_model=names[0],
+        candidates=sorted(names),
+        required_package=pkgs[0] if pit["dependency"] else None,
+        files={},
+        truths={},
+        extras={},
     )
     inputs, shape = _add_cases(inst, t, v, rng, n, lo, span)
     if not pit["corrupt_case"]:
         pit["corrupt_case"] = None
     _add_models(inst, t, rng, chosen, pkgs)
     spec = {
-        "instance_id": inst.instance_id, "track": track, "task": t.title, "modality": modality, "metric": t.metric,
-        "cases": inst.case_ids, "inputs": inputs, "intensity_range": [lo, lo + span],
+        "instance_id": inst.instance_id,
+        "track": track,
+        "task": t.title,
+        "modality": modality,
+        "metric": t.metric,
+        "cases": inst.case_ids,
+        "inputs": inputs,
+        "intensity_range": [lo, lo + span],
         "units": "scanner units" if pit["normalisation"] else "unit intensities",
         "output": {**t.contract(shape), "directory": "outputs/", "file": f"<case>.{t.output_kind}"},
         "notes": ["Inputs may contain non-finite values in rare corrupted cases."],
@@ -202,7 +262,9 @@ def materialize(instance: Instance, workspace_dir: str | Path, grader_dir: str |
     np.savez(buf, **arrays)
     with atomic_dir(gd) as tmp:
         (tmp / "instance.json").write_text(dumps_json(instance.meta()))
-        (tmp / "truth.json").write_text(dumps_json({c: v for c, v in instance.truths.items() if not isinstance(v, np.ndarray)}))
+        (tmp / "truth.json").write_text(
+            dumps_json({c: v for c, v in instance.truths.items() if not isinstance(v, np.ndarray)})
+        )
         (tmp / "truth.npz").write_bytes(buf.getvalue())
         (tmp / "SOURCE").write_text(f"{instance.space}:{instance.track}:{instance.seed}\n")
     return ws, gd

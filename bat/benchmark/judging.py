@@ -6,7 +6,8 @@ fails after its retries returns None, which makes the stage null (reported, neve
 
 from __future__ import annotations
 
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 from bat.benchmark.contract import RubricItem
 

@@ -6,7 +6,7 @@ A non-finite prediction scores 0 for its case; every function returns the per-ca
 from __future__ import annotations
 
 import re
-from typing import Iterable, Sequence
+from collections.abc import Iterable, Sequence
 
 import numpy as np
 

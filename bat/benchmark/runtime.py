@@ -22,9 +22,16 @@ if TYPE_CHECKING:
 
 
 SANDBOX_PRELOAD = (
-    "numpy", "scipy.ndimage", "bat.benchmark.tools.files", "bat.benchmark.tools.setup", "bat.benchmark.tools.infer",
-    "bat.benchmark.tools.submit", *(f"bat.benchmark.tracks.{t}" for t in
-                                     ("classification", "detection", "enhancement", "report", "segmentation", "synthesis", "vqa")),
+    "numpy",
+    "scipy.ndimage",
+    "bat.benchmark.tools.files",
+    "bat.benchmark.tools.setup",
+    "bat.benchmark.tools.infer",
+    "bat.benchmark.tools.submit",
+    *(
+        f"bat.benchmark.tracks.{t}"
+        for t in ("classification", "detection", "enhancement", "report", "segmentation", "synthesis", "vqa")
+    ),
 )
 """Modules a warm sandbox tool server imports once (used when `sandbox.warm` is on and `sandbox.preload` is empty)."""
 
@@ -32,7 +39,9 @@ SANDBOX_PRELOAD = (
 class Runner(Protocol):
     """What the environment needs from a runtime."""
 
-    def call_tool(self, tool: str, args: dict[str, Any] | None = None, *, stage: str | None = None) -> ExecutionRecord: ...
+    def call_tool(
+        self, tool: str, args: dict[str, Any] | None = None, *, stage: str | None = None
+    ) -> ExecutionRecord: ...
 
     def execute_code(self, language: str, code: str, *, stage: str | None = None) -> ExecutionRecord: ...
 
@@ -53,11 +62,19 @@ class InProcessRunner:
         result, error = None, None
         try:
             result = getattr(importlib.import_module(module), func)(self.workspace, **dict(args or {}))
-        except Exception as exc:  # noqa: BLE001 - a tool failure is data, not a crash
+        except Exception as exc:
             error = f"{type(exc).__name__}: {exc}"
         return ExecutionRecord(
-            kind="tool", tool=tool, args=dict(args or {}), stage=stage, runtime=self.name, exit_status=0 if error is None else 1,
-            duration_s=time.perf_counter() - t0, ok=error is None, result=result, error=error,
+            kind="tool",
+            tool=tool,
+            args=dict(args or {}),
+            stage=stage,
+            runtime=self.name,
+            exit_status=0 if error is None else 1,
+            duration_s=time.perf_counter() - t0,
+            ok=error is None,
+            result=result,
+            error=error,
             files_changed=diff(before, snapshot(self.workspace)),
         )
 
@@ -67,19 +84,31 @@ class InProcessRunner:
         before, t0 = snapshot(self.workspace), time.perf_counter()
         flags, error, status, out, err = LimitFlags(), None, None, "", ""
         try:
-            proc = subprocess.run(argv, cwd=self.workspace, capture_output=True, text=True, timeout=self.timeout_s, check=False)
+            proc = subprocess.run(
+                argv, cwd=self.workspace, capture_output=True, text=True, timeout=self.timeout_s, check=False
+            )
             status, out, err = proc.returncode, proc.stdout[-8192:], proc.stderr[-8192:]
             error = None if status == 0 else f"exit status {status}"
         except subprocess.TimeoutExpired:
             flags.timeout, error = True, f"timeout after {self.timeout_s} s"
         return ExecutionRecord(
-            kind="code", tool="execute_code", args={"language": language, "code": code}, stage=stage, runtime=self.name,
-            exit_status=status, duration_s=time.perf_counter() - t0, ok=error is None, error=error, stdout=out, stderr=err,
-            files_changed=diff(before, snapshot(self.workspace)), flags=flags,
+            kind="code",
+            tool="execute_code",
+            args={"language": language, "code": code},
+            stage=stage,
+            runtime=self.name,
+            exit_status=status,
+            duration_s=time.perf_counter() - t0,
+            ok=error is None,
+            error=error,
+            stdout=out,
+            stderr=err,
+            files_changed=diff(before, snapshot(self.workspace)),
+            flags=flags,
         )
 
 
-def make_runner(workspace: Path, grader_dir: Path, config: "BatConfig") -> Runner:
+def make_runner(workspace: Path, grader_dir: Path, config: BatConfig) -> Runner:
     """The runner chosen by `config.benchmark.runtime` (sandbox runtime from `config.sandbox`)."""
     if config.benchmark.runtime == "inprocess":
         return InProcessRunner(workspace, timeout_s=config.sandbox.timeout_s)

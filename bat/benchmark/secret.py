@@ -46,11 +46,11 @@ class HeldoutSecret:
         return hashlib.sha256(("bat-heldout-secret:" + self.key).encode("ascii")).hexdigest()[:16]
 
     @classmethod
-    def generate(cls) -> "HeldoutSecret":
+    def generate(cls) -> HeldoutSecret:
         return cls(secrets.token_hex(KEY_HEX_CHARS // 2))
 
     @classmethod
-    def from_text(cls, label: str) -> "HeldoutSecret":
+    def from_text(cls, label: str) -> HeldoutSecret:
         """A fixed secret derived from `label`: for tests and benches that need a reproducible suite, never for runs."""
         return cls(hashlib.sha256(("bat-heldout-label:" + label).encode("utf-8")).hexdigest())
 
@@ -62,9 +62,12 @@ def read_secret(path: str | os.PathLike[str]) -> HeldoutSecret:
         text = path.read_text(encoding="ascii").strip()
         return HeldoutSecret(text)
     except (UnicodeDecodeError, ValueError):
-        raise StateFileError(path, f"not a held-out secret ({KEY_HEX_CHARS} hex characters)",
-                             hint="restore it from a backup; without it this run's held-out suite cannot be rebuilt, "
-                                  "so start a new --state directory otherwise") from None
+        raise StateFileError(
+            path,
+            f"not a held-out secret ({KEY_HEX_CHARS} hex characters)",
+            hint="restore it from a backup; without it this run's held-out suite cannot be rebuilt, "
+            "so start a new --state directory otherwise",
+        ) from None
 
 
 def _write_new(path: Path, secret: HeldoutSecret) -> bool:
@@ -103,13 +106,15 @@ def install_secret(source: str | os.PathLike[str], target: str | os.PathLike[str
     if not target.exists() and _write_new(target, secret):
         return secret
     if read_secret(target) != secret:
-        raise StateFileError(target, f"holds a different held-out secret than {source}",
-                             hint="the two runs would be evaluated on different held-out suites; "
-                                  "start a new --state directory")
+        raise StateFileError(
+            target,
+            f"holds a different held-out secret than {source}",
+            hint="the two runs would be evaluated on different held-out suites; start a new --state directory",
+        )
     return secret
 
 
-def run_secret(layout: "RunLayout") -> HeldoutSecret:
+def run_secret(layout: RunLayout) -> HeldoutSecret:
     """The held-out secret of the run at `layout` (`heldout/SECRET`), created on the run's first held-out use.
 
     A run whose held-out side already has evaluations but no secret was evaluated on a suite that cannot be rebuilt
@@ -117,8 +122,10 @@ def run_secret(layout: "RunLayout") -> HeldoutSecret:
     """
     path = layout.heldout_secret
     if not path.exists() and any(layout.heldout_dir.glob("round_*")):
-        raise StateFileError(path, "is missing, but this run already has held-out evaluations (made by a bat version "
-                                   "without held-out secrets, or the file was deleted)",
-                             hint="later rounds would be evaluated on a different held-out suite; start a new "
-                                  "--state directory")
+        raise StateFileError(
+            path,
+            "is missing, but this run already has held-out evaluations (made by a bat version "
+            "without held-out secrets, or the file was deleted)",
+            hint="later rounds would be evaluated on a different held-out suite; start a new --state directory",
+        )
     return load_or_create_secret(path)

@@ -44,8 +44,9 @@ def _cfg(config: Any) -> Any:
     return config or BatConfig()
 
 
-def heldout_suite(config: Any = None, split: str = "controller", tracks: tuple[str, ...] | None = None, *,
-                  secret: HeldoutSecret) -> list[SuiteRun]:
+def heldout_suite(
+    config: Any = None, split: str = "controller", tracks: tuple[str, ...] | None = None, *, secret: HeldoutSecret
+) -> list[SuiteRun]:
     """Runs of the held-out suite for `split` (splits are disjoint runs of the same tracks) under `secret`."""
     if split not in SPLITS:
         raise ValueError(f"unknown split {split!r}; valid: {list(SPLITS)}")
@@ -54,10 +55,16 @@ def heldout_suite(config: Any = None, split: str = "controller", tracks: tuple[s
     for t in chosen:
         get_track(t)
     return [
-        SuiteRun(f"{split}-{t}-r{r:02d}", split, t, r,
-                 derive_wide_seed(bench.heldout_seed, secret.key, "heldout", split, t, r),
-                 derive_seed(bench.heldout_seed, "sampling", split, t, r))
-        for t in chosen for r in range(bench.repeats)
+        SuiteRun(
+            f"{split}-{t}-r{r:02d}",
+            split,
+            t,
+            r,
+            derive_wide_seed(bench.heldout_seed, secret.key, "heldout", split, t, r),
+            derive_seed(bench.heldout_seed, "sampling", split, t, r),
+        )
+        for t in chosen
+        for r in range(bench.repeats)
     ]
 
 
@@ -115,8 +122,15 @@ def fingerprint_entries(config: Any = None, *, secret: HeldoutSecret) -> list[di
     return [{"kind": k, "value": val, "source": src} for (k, val), src in sorted(entries.items())]
 
 
-def run_suite(agent: str, config: Any = None, *, secret: HeldoutSecret, split: str = "controller",
-              tracks: tuple[str, ...] | None = None, workdir: str | Path | None = None) -> list[RunScore]:
+def run_suite(
+    agent: str,
+    config: Any = None,
+    *,
+    secret: HeldoutSecret,
+    split: str = "controller",
+    tracks: tuple[str, ...] | None = None,
+    workdir: str | Path | None = None,
+) -> list[RunScore]:
     """Run a scripted agent on every run of the held-out split under `secret`; returns one RunScore per run."""
     from bat.benchmark.episode import run_instance
 
@@ -125,7 +139,9 @@ def run_suite(agent: str, config: Any = None, *, secret: HeldoutSecret, split: s
     with tempfile.TemporaryDirectory(prefix="bat-bench-") as tmp:
         base = Path(workdir) if workdir else Path(tmp)
         for run in heldout_suite(cfg, split, tracks, secret=secret):
-            ep = run_instance(suite_instance(run, cfg), agent, base / run.run_id, cfg, run_id=run.run_id, repeat=run.repeat)
+            ep = run_instance(
+                suite_instance(run, cfg), agent, base / run.run_id, cfg, run_id=run.run_id, repeat=run.repeat
+            )
             scores.append(ep.score)
     return scores
 

@@ -68,7 +68,11 @@ HELDOUT = Vocab(
     intro="This study asks you to analyse the scans below.",
     brief="{intro} {goal} a result for each of the {n} {modality} scans (see data/ and task/spec.json); the {title} is "
     "graded by {metric}. The required result format is task/spec.json, key output.",
-    questions={"count": "How many lesions are visible?", "presence": "Is any lesion visible?", "side": "On which side is the largest lesion?"},
+    questions={
+        "count": "How many lesions are visible?",
+        "presence": "Is any lesion visible?",
+        "side": "On which side is the largest lesion?",
+    },
 )
 
 PRACTICE = Vocab(
@@ -83,7 +87,11 @@ PRACTICE = Vocab(
     intro="In this practice exercise you work through the images listed below.",
     brief="{intro} {goal} per-image outputs for all {n} images of modality {modality}; scoring uses {metric} "
     "for this {title} exercise. Follow the output section of task/spec.json exactly.",
-    questions={"count": "Count the bright spots in this image.", "presence": "Does this image show a spot?", "side": "Which half holds the biggest spot?"},
+    questions={
+        "count": "Count the bright spots in this image.",
+        "presence": "Does this image show a spot?",
+        "side": "Which half holds the biggest spot?",
+    },
 )
 
 SPACES = {"heldout": HELDOUT, "practice": PRACTICE}

@@ -40,8 +40,10 @@ def _show(args: argparse.Namespace) -> int:
     try:
         bank.verify()
     except ValueError as exc:
-        print(f"bat bank show: {bank.path}: {exc}; the version is damaged: synthesize a new one "
-              f"(move {bank.path} aside and rerun `bat run`)")
+        print(
+            f"bat bank show: {bank.path}: {exc}; the version is damaged: synthesize a new one "
+            f"(move {bank.path} aside and rerun `bat run`)"
+        )
         return 2
     status = "admitted" if bank.admitted else "not admitted (run `bat bank scan`)"
     print(f"bank v{bank.version:04d}  {status}  fingerprint {bank.manifest().fingerprint[:16]}")

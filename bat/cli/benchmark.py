@@ -21,8 +21,11 @@ def _secret(args: argparse.Namespace) -> Any:
     if args.state:
         path = RunLayout(args.state).heldout_secret
         if not path.exists():
-            raise StateFileError(path, "not found", hint="--state must name a run directory that has been started "
-                                                         "(bat run creates its held-out secret)")
+            raise StateFileError(
+                path,
+                "not found",
+                hint="--state must name a run directory that has been started (bat run creates its held-out secret)",
+            )
         return read_secret(path)
     return load_or_create_secret(user_heldout_secret())
 
@@ -44,21 +47,33 @@ def _run(args: argparse.Namespace) -> int:
     if args.split not in SPLITS:
         print(f"bat benchmark: unknown split {args.split!r}; valid: {list(SPLITS)}", file=sys.stderr)
         return 2
-    scores = run_suite(args.agent, cfg, secret=_secret(args), split=args.split,
-                       tracks=(args.track,) if args.track else None)
+    scores = run_suite(
+        args.agent, cfg, secret=_secret(args), split=args.split, tracks=(args.track,) if args.track else None
+    )
     agg = aggregate(scores)
     pct = lambda v: None if v is None else round(100 * v, 1)  # noqa: E731
     if args.json:
-        out = {"agent": args.agent, "split": args.split, "runs": len(scores), "nulls": agg["nulls"],
-               "mean": {m: pct(agg[m]) for m in ("overall", "agentic", "task")},
-               "tracks": {t: {m: pct(v) for m, v in row.items()} for t, row in agg["tracks"].items()}}
+        out = {
+            "agent": args.agent,
+            "split": args.split,
+            "runs": len(scores),
+            "nulls": agg["nulls"],
+            "mean": {m: pct(agg[m]) for m in ("overall", "agentic", "task")},
+            "tracks": {t: {m: pct(v) for m, v in row.items()} for t, row in agg["tracks"].items()},
+        }
         print(json.dumps(out, indent=2, sort_keys=True))
         return 0
     print(f"agent {args.agent} on the held-out {args.split} split: {len(scores)} runs ({agg['nulls']} null)")
     print(f"{'track':<16}{'Overall':>9}{'Agentic':>9}{'Task':>9}")
     for track, row in agg["tracks"].items():
-        print(f"{track:<16}" + "".join(f"{pct(row[m]) if row[m] is not None else 'null':>9}" for m in ("overall", "agentic", "task")))
-    print(f"{'mean':<16}" + "".join(f"{pct(agg[m]) if agg[m] is not None else 'null':>9}" for m in ("overall", "agentic", "task")))
+        print(
+            f"{track:<16}"
+            + "".join(f"{pct(row[m]) if row[m] is not None else 'null':>9}" for m in ("overall", "agentic", "task"))
+        )
+    print(
+        f"{'mean':<16}"
+        + "".join(f"{pct(agg[m]) if agg[m] is not None else 'null':>9}" for m in ("overall", "agentic", "task"))
+    )
     return 0
 
 
@@ -78,7 +93,10 @@ def _show(args: argparse.Namespace) -> int:
     from bat.benchmark import TRACKS, generate_instance
 
     if args.track not in TRACKS or args.space not in ("heldout", "practice"):
-        print(f"bat benchmark: track must be one of {list(TRACKS)} and space one of ['heldout', 'practice']", file=sys.stderr)
+        print(
+            f"bat benchmark: track must be one of {list(TRACKS)} and space one of ['heldout', 'practice']",
+            file=sys.stderr,
+        )
         return 2
     inst = generate_instance(args.track, args.space, args.seed)
     print(inst.files["task/README.md"].decode())
@@ -91,22 +109,34 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     parser = subparsers.add_parser("benchmark", help="score a built-in scripted agent on the held-out suite")
     sub = parser.add_subparsers(dest="benchmark_command", metavar="ACTION", required=True)
     run = sub.add_parser("run", help="run a scripted agent on the held-out suite and print Overall/Agentic/Task")
-    run.add_argument("--agent", default="expert", help="expert | noop | skip-validate (teacher variants: recovery, failure)")
+    run.add_argument(
+        "--agent", default="expert", help="expert | noop | skip-validate (teacher variants: recovery, failure)"
+    )
     run.add_argument("--track", default="", help="only this track (default: every track of the suite)")
     run.add_argument("--split", default="controller", help="held-out split: controller | final | test")
     run.add_argument("--runtime", default="", choices=["", "sandbox", "inprocess"], help="override benchmark.runtime")
     run.add_argument("--json", action="store_true", help="print JSON instead of a table")
     run.add_argument("--config", default=None, help="YAML config (default: built-in defaults)")
-    run.add_argument("--set", dest="overrides", action="append", default=[], metavar="KEY=VALUE", help="config override")
-    run.add_argument("--state", default="", help="use the held-out suite of this run directory (default: your own "
-                                                 "standalone suite, ~/.cache/bat/heldout_secret)")
+    run.add_argument(
+        "--set", dest="overrides", action="append", default=[], metavar="KEY=VALUE", help="config override"
+    )
+    run.add_argument(
+        "--state",
+        default="",
+        help="use the held-out suite of this run directory (default: your own "
+        "standalone suite, ~/.cache/bat/heldout_secret)",
+    )
     run.set_defaults(handler=_run)
     fp = sub.add_parser("fingerprints", help="export the held-out fingerprint entries (for the leakage index) as JSONL")
     fp.add_argument("--out", required=True, help="output JSONL file")
     fp.add_argument("--config", default=None, help="YAML config (default: built-in defaults)")
     fp.add_argument("--set", dest="overrides", action="append", default=[], metavar="KEY=VALUE", help="config override")
-    fp.add_argument("--state", default="", help="the held-out suite of this run directory (default: your own "
-                                                "standalone suite, ~/.cache/bat/heldout_secret)")
+    fp.add_argument(
+        "--state",
+        default="",
+        help="the held-out suite of this run directory (default: your own "
+        "standalone suite, ~/.cache/bat/heldout_secret)",
+    )
     fp.set_defaults(handler=_fingerprints)
     show = sub.add_parser("show", help="print one generated instance: brief, pitfalls, files (debugging aid)")
     show.add_argument("--track", required=True, help="track name")

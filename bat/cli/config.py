@@ -10,7 +10,11 @@ def add_config_arguments(parser: argparse.ArgumentParser, *, required: bool = Fa
     """The shared `--config FILE` / `--set key=value` flags every command that reads config uses."""
     parser.add_argument("--config", required=required, help="YAML config (default: built-in defaults)")
     parser.add_argument(
-        "--set", dest="overrides", action="append", default=[], metavar="KEY=VALUE",
+        "--set",
+        dest="overrides",
+        action="append",
+        default=[],
+        metavar="KEY=VALUE",
         help="dotted override, repeatable, e.g. --set grpo.lr=1e-6",
     )
 

@@ -29,11 +29,16 @@ def _run(args: argparse.Namespace) -> int:
     if bool(args.agent) == bool(args.checkpoint):
         print("bat evaluate run: give exactly one of --checkpoint DIR or --agent NAME")
         return 2
-    recorded = [p for p in (aggregate_path(layout, args.round, args.split), heldout_runs_path(layout, args.round, args.split))
-                if p.exists()]
+    recorded = [
+        p
+        for p in (aggregate_path(layout, args.round, args.split), heldout_runs_path(layout, args.round, args.split))
+        if p.exists()
+    ]
     if recorded:
-        print(f"bat evaluate run: round {args.round} already has a {args.split} evaluation ({recorded[0]}); recorded "
-              f"results are never overwritten: evaluate into another run directory (--state DIR) or round (--round N)")
+        print(
+            f"bat evaluate run: round {args.round} already has a {args.split} evaluation ({recorded[0]}); recorded "
+            f"results are never overwritten: evaluate into another run directory (--state DIR) or round (--round N)"
+        )
         return 2
     layout.ensure()
     close = None
@@ -43,12 +48,16 @@ def _run(args: argparse.Namespace) -> int:
         checkpoint = str(Path(args.checkpoint).resolve())
         driver, close = policy_driver(cfg, Path(checkpoint))
     try:
-        agg, written = evaluate_split(cfg, layout, args.round, args.split, checkpoint, driver, config_hash=config_hash(cfg))
+        agg, written = evaluate_split(
+            cfg, layout, args.round, args.split, checkpoint, driver, config_hash=config_hash(cfg)
+        )
     finally:
         if close:
             close()
-    print(f"{args.split} round {args.round}: Overall {pct(agg.overall)} Task {pct(agg.task)} Agentic {pct(agg.agentic)} "
-          f"({agg.n_runs} runs, {len(agg.null_cells)} null cells)")
+    print(
+        f"{args.split} round {args.round}: Overall {pct(agg.overall)} Task {pct(agg.task)} Agentic {pct(agg.agentic)} "
+        f"({agg.n_runs} runs, {len(agg.null_cells)} null cells)"
+    )
     for key in cfg.stage_keys:
         if key in agg.stages:
             print(f"  {key} {pct(agg.stages[key])}")
@@ -65,8 +74,10 @@ def _compare(args: argparse.Namespace) -> int:
     a = load_aggregate(layout, args.a, args.split)
     b = load_aggregate(layout, args.b, args.split)
     if a is None or b is None:
-        print(f"bat evaluate compare: rounds with a {args.split} aggregate: "
-              f"{[r for r in layout.rounds() if load_aggregate(layout, r, args.split)]}")
+        print(
+            f"bat evaluate compare: rounds with a {args.split} aggregate: "
+            f"{[r for r in layout.rounds() if load_aggregate(layout, r, args.split)]}"
+        )
         return 2
     cmp = paired_compare(a, b, args.metric, confidence=cfg.evaluate.confidence)
     print(json.dumps(cmp.model_dump(mode="json"), indent=2))
@@ -80,8 +91,12 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     add_config_arguments(run)
     run.add_argument("--state", help="run state directory (default state/<run.name>)")
     run.add_argument("--round", type=int, default=0, help="round the evaluation is filed under")
-    run.add_argument("--split", choices=["controller", "final"], default="controller",
-                     help="the test split is evaluated only by the final_test phase, once per run")
+    run.add_argument(
+        "--split",
+        choices=["controller", "final"],
+        default="controller",
+        help="the test split is evaluated only by the final_test phase, once per run",
+    )
     run.add_argument("--checkpoint", help="HF checkpoint directory to evaluate")
     run.add_argument("--agent", help="scripted benchmark agent to evaluate instead (expert, noop, skip-validate, ...)")
     run.set_defaults(handler=_run)

@@ -29,13 +29,19 @@ def _handler(args: argparse.Namespace) -> int:
     except ExperimentError as exc:
         print(f"bat experiment: {exc}", file=sys.stderr)
         return 2
-    results = run_experiment(spec, only=args.only, seeds=args.seeds, command=_command(args), out_dir=args.out,
-                             collect_only=args.collect_only)
+    results = run_experiment(
+        spec, only=args.only, seeds=args.seeds, command=_command(args), out_dir=args.out, collect_only=args.collect_only
+    )
     out = args.out or spec.out_dir
     print(f"bat experiment: wrote {out}/README.md, {out}/results.json, {out}/curves.png")
     selected = {a.name for a in arms}
-    bad = [(name, s["seed"], s.get("status")) for name, arm in results["arms"].items() if name in selected
-           for s in arm["seeds"] if s["seed"] in seeds and s.get("status") != "done"]
+    bad = [
+        (name, s["seed"], s.get("status"))
+        for name, arm in results["arms"].items()
+        if name in selected
+        for s in arm["seeds"]
+        if s["seed"] in seeds and s.get("status") != "done"
+    ]
     for name, seed, status in bad:
         print(f"bat experiment: arm {name} seed {seed}: {status}")
     return 1 if bad or results.get("shared_failures") else 0
@@ -44,8 +50,12 @@ def _handler(args: argparse.Namespace) -> int:
 def register(subparsers: argparse._SubParsersAction) -> None:
     parser = subparsers.add_parser("experiment", help="compare arms (base/SFT/GRPO/BiCuRL/ablations) x seeds")
     parser.add_argument("--config", required=True, help="experiment file, e.g. configs/experiments/arms_local.yaml")
-    parser.add_argument("--only", action="append", metavar="ARM", help="run only this arm (repeatable); results "
-                        "still cover every arm already on disk")
+    parser.add_argument(
+        "--only",
+        action="append",
+        metavar="ARM",
+        help="run only this arm (repeatable); results still cover every arm already on disk",
+    )
     parser.add_argument("--seeds", type=_seeds, help="comma-separated subset of the experiment's seeds")
     parser.add_argument("--out", help="results directory (default: the experiment's out_dir)")
     parser.add_argument("--collect-only", action="store_true", help="only re-collect results from the state dirs")

@@ -10,7 +10,7 @@ import argparse
 import importlib
 import pkgutil
 import sys
-from typing import Sequence
+from collections.abc import Sequence
 
 import bat.cli as cli_pkg
 

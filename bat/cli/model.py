@@ -8,24 +8,30 @@ import argparse
 
 def register(subparsers: argparse._SubParsersAction) -> None:
     from bat.cli.config import add_config_arguments
-
     from bat.policy.pretrained import REGISTRY
 
     parser = subparsers.add_parser("model", help="policy models: import a pretrained one, build the tiny one")
     sub = parser.add_subparsers(dest="model_command", metavar="ACTION", required=True)
     imp = sub.add_parser("import", help="convert a named pretrained model from its installed package to an HF folder")
     imp.add_argument("name", choices=sorted(REGISTRY), help="registered pretrained model")
-    imp.add_argument("--out", default=None,
-                     help="output folder (default: the model cache, $BAT_MODEL_CACHE or ~/.cache/bat/models/NAME); "
-                          "a folder already holding this conversion is reused")
+    imp.add_argument(
+        "--out",
+        default=None,
+        help="output folder (default: the model cache, $BAT_MODEL_CACHE or ~/.cache/bat/models/NAME); "
+        "a folder already holding this conversion is reused",
+    )
     imp.set_defaults(handler=_import)
     template = sub.add_parser("install-template", help="install bat's tool-rendering chat template into a model folder")
     template.add_argument("folder", help="local HF model folder")
     template.set_defaults(handler=_install_template)
     build = sub.add_parser("build-tiny", help="train the byte-level BPE and write a random-init Qwen3 HF directory")
     build.add_argument("--out", required=True, help="output directory (replaced atomically)")
-    build.add_argument("--preset", choices=["config", "tiny", "10m"], default="config",
-                       help="shape: `config` = model.tiny from --config/--set; `tiny` ~3.7M; `10m` ~11M parameters")
+    build.add_argument(
+        "--preset",
+        choices=["config", "tiny", "10m"],
+        default="config",
+        help="shape: `config` = model.tiny from --config/--set; `tiny` ~3.7M; `10m` ~11M parameters",
+    )
     build.add_argument("--seed", type=int, default=None, help="weights seed (default: run.seed)")
     add_config_arguments(build)
     build.set_defaults(handler=_build_tiny)
@@ -59,9 +65,11 @@ def _import(args: argparse.Namespace) -> int:
     except PretrainedUnavailable as exc:
         raise ConfigError(str(exc)) from None
     record = read_record(folder)
-    print(f"{args.name}: {folder} ({record['parameters']:,} parameters, {record['positions']} positions, "
-          f"source {record['source_package']} {record['source_version']}, output sha256 {record['output_sha256']}, "
-          f"{time.perf_counter() - started:.1f} s)")
+    print(
+        f"{args.name}: {folder} ({record['parameters']:,} parameters, {record['positions']} positions, "
+        f"source {record['source_package']} {record['source_version']}, output sha256 {record['output_sha256']}, "
+        f"{time.perf_counter() - started:.1f} s)"
+    )
     return 0
 
 

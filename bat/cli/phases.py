@@ -28,8 +28,10 @@ def _handler(args: argparse.Namespace) -> int:
         return 2
     if args.check:
         if block_of(text) != table:
-            print(f"bat phases: {path}: the phase table differs from the code; run `bat phases --write {path}`",
-                  file=sys.stderr)
+            print(
+                f"bat phases: {path}: the phase table differs from the code; run `bat phases --write {path}`",
+                file=sys.stderr,
+            )
             return 1
         print(f"{path}: the phase table matches the code")
         return 0

@@ -36,13 +36,17 @@ def _report(args: argparse.Namespace) -> int:
     for column in ("round", "overall", "task", "agentic", "best", "action", "target", "nulls"):
         table.add_column(column, justify="right" if column not in ("action", "target") else "left")
     for row in rows:
-        table.add_row(*(str(row[c]) for c in ("round", "overall", "task", "agentic", "best", "action", "target", "nulls")))
+        table.add_row(
+            *(str(row[c]) for c in ("round", "overall", "task", "agentic", "best", "action", "target", "nulls"))
+        )
     Console().print(table)
     return 0
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
-    parser = subparsers.add_parser("report", help="write round reports (report.md/json + PNG plots) and print the run table")
+    parser = subparsers.add_parser(
+        "report", help="write round reports (report.md/json + PNG plots) and print the run table"
+    )
     add_config_arguments(parser)
     parser.add_argument("--state", help="run state directory (default state/<run.name>)")
     parser.add_argument("--round", type=int, help="only this round (default: every round on disk)")

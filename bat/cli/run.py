@@ -11,9 +11,9 @@ import argparse
 
 def _handler(args: argparse.Namespace) -> int:
     from bat.config.load import load_config
+    from bat.config.run_record import RunConfigMismatch
     from bat.orchestrate.driver import PhaseFailed, PhaseInputError, run
     from bat.state.layout import RunLayout
-    from bat.config.run_record import RunConfigMismatch
 
     overrides = list(args.overrides) + ([f"run.rounds={args.rounds}"] if args.rounds is not None else [])
     if args.executor:
@@ -39,9 +39,13 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     add_config_arguments(parser)
     parser.add_argument("--state", required=True, help="run state directory, e.g. state/local")
     parser.add_argument("--rounds", type=int, default=None, help="round budget (overrides run.rounds)")
-    parser.add_argument("--executor", choices=["auto", "slurm", "local", "debug"], default=None,
-                        help="override orchestrate.executor")
+    parser.add_argument(
+        "--executor", choices=["auto", "slurm", "local", "debug"], default=None, help="override orchestrate.executor"
+    )
     parser.add_argument("--wait", action="store_true", help="on Slurm, wait until every round is DONE")
-    parser.add_argument("--allow-config-change", action="store_true",
-                        help="continue a run whose state was written with a different config")
+    parser.add_argument(
+        "--allow-config-change",
+        action="store_true",
+        help="continue a run whose state was written with a different config",
+    )
     parser.set_defaults(handler=_handler)

@@ -55,8 +55,10 @@ def _selftest(args: argparse.Namespace) -> int:
     else:
         for row in rows:
             status = "ok  " if row.passed else "FAIL"
-            print(f"{status} {row.name:<24} expects {row.flag:<18} raised {','.join(row.raised) or '-':<32}"
-                  f" contained={row.contained} next_call={row.next_call_ok} {row.seconds:.2f}s")
+            print(
+                f"{status} {row.name:<24} expects {row.flag:<18} raised {','.join(row.raised) or '-':<32}"
+                f" contained={row.contained} next_call={row.next_call_ok} {row.seconds:.2f}s"
+            )
     return 0 if all(row.passed for row in rows) else 1
 
 

@@ -7,8 +7,14 @@ import json
 import time
 from typing import Any
 
-STYLE = {"done": "green", "running": "bold yellow", "queued": "cyan", "partial": "yellow", "failed": "bold red",
-         "pending": "dim"}
+STYLE = {
+    "done": "green",
+    "running": "bold yellow",
+    "queued": "cyan",
+    "partial": "yellow",
+    "failed": "bold red",
+    "pending": "dim",
+}
 
 
 def render(data: dict[str, Any]) -> Any:
@@ -33,7 +39,9 @@ def render(data: dict[str, Any]) -> Any:
             cells.append(f"[{STYLE[cell['status']]}]{text}[/]")
         scores = row["scores"] or {}
         overall = scores.get("overall")
-        stages = " ".join(f"{k}={'null' if v is None else f'{100 * v:.1f}'}" for k, v in (scores.get("stages") or {}).items())
+        stages = " ".join(
+            f"{k}={'null' if v is None else f'{100 * v:.1f}'}" for k, v in (scores.get("stages") or {}).items()
+        )
         table.add_row(str(row["round"]), *cells, "" if overall is None else f"{100 * overall:.1f}", stages)
     return table
 

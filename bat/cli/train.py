@@ -63,11 +63,25 @@ def _sft(args: argparse.Namespace) -> int:
 
     cfg = load_config(args.config, args.overrides)
     out = Path(args.out)
-    data = prepare_sft(read_sft_rows(args.train), read_sft_rows(args.val), load_tokenizer(args.model), cfg.sft.max_seq_len,
-                       tools=None if cfg.sft.render_tools else [], pack=cfg.sft.pack_prefixes)
+    data = prepare_sft(
+        read_sft_rows(args.train),
+        read_sft_rows(args.val),
+        load_tokenizer(args.model),
+        cfg.sft.max_seq_len,
+        tools=None if cfg.sft.render_tools else [],
+        pack=cfg.sft.pack_prefixes,
+    )
     seed = cfg.run.seed if args.seed is None else args.seed
-    summary = train_sft(args.model, data, cfg.sft, seed=seed, ckpt_root=out / "checkpoints", export_dir=out / "export",
-                        metrics_path=out / "metrics.jsonl", stop_after=args.stop_after)
+    summary = train_sft(
+        args.model,
+        data,
+        cfg.sft,
+        seed=seed,
+        ckpt_root=out / "checkpoints",
+        export_dir=out / "export",
+        metrics_path=out / "metrics.jsonl",
+        stop_after=args.stop_after,
+    )
     return _finish(out, summary, summary["engine"].global_rank == 0)
 
 
@@ -79,9 +93,22 @@ def _grpo(args: argparse.Namespace) -> int:
 
     cfg = load_config(args.config, args.overrides)
     out = Path(args.out)
-    data = build_items(read_records(args.rollouts, RolloutRecord), read_records(args.rewards, RewardRecord),
-                       max_seq_len=cfg.grpo.max_seq_len, normalize_std=cfg.grpo.normalize_std, adv_eps=cfg.grpo.adv_eps)
+    data = build_items(
+        read_records(args.rollouts, RolloutRecord),
+        read_records(args.rewards, RewardRecord),
+        max_seq_len=cfg.grpo.max_seq_len,
+        normalize_std=cfg.grpo.normalize_std,
+        adv_eps=cfg.grpo.adv_eps,
+    )
     seed = cfg.run.seed if args.seed is None else args.seed
-    summary = train_grpo(args.model, data, cfg.grpo, seed=seed, ckpt_root=out / "checkpoints", export_dir=out / "export",
-                         metrics_path=out / "metrics.jsonl", stop_after=args.stop_after)
+    summary = train_grpo(
+        args.model,
+        data,
+        cfg.grpo,
+        seed=seed,
+        ckpt_root=out / "checkpoints",
+        export_dir=out / "export",
+        metrics_path=out / "metrics.jsonl",
+        stop_after=args.stop_after,
+    )
     return _finish(out, summary, summary["engine"].global_rank == 0)

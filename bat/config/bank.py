@@ -65,7 +65,7 @@ class BankConfig(Section):
     """Outcome labels whose teacher trajectories become SFT rows (failure runs only seed RL failure states)."""
 
     @model_validator(mode="after")
-    def _check(self) -> "BankConfig":
+    def _check(self) -> BankConfig:
         if not self.outcomes:
             raise ValueError("bank.outcomes is empty; valid labels: success, recovery, failure")
         if len(set(self.outcomes)) != len(self.outcomes):

@@ -9,7 +9,15 @@ from pydantic import Field, model_validator
 from bat.config.base import Section
 
 TrackName = Literal["classification", "detection", "enhancement", "report", "segmentation", "synthesis", "vqa"]
-ALL_TRACKS: tuple[str, ...] = ("classification", "detection", "enhancement", "report", "segmentation", "synthesis", "vqa")
+ALL_TRACKS: tuple[str, ...] = (
+    "classification",
+    "detection",
+    "enhancement",
+    "report",
+    "segmentation",
+    "synthesis",
+    "vqa",
+)
 
 
 class ExternalEvaluatorConfig(Section):
@@ -59,11 +67,13 @@ class BenchmarkConfig(Section):
     """External evaluator adapter (used when kind = external)."""
 
     @model_validator(mode="after")
-    def _check(self) -> "BenchmarkConfig":
+    def _check(self) -> BenchmarkConfig:
         if self.heldout_seed == self.practice_seed:
             raise ValueError(f"benchmark.heldout_seed and practice_seed must differ, both are {self.heldout_seed}")
         if len(set(self.tracks)) != len(self.tracks) or not self.tracks:
-            raise ValueError(f"benchmark.tracks must be non-empty and unique, got {list(self.tracks)}; valid: {list(ALL_TRACKS)}")
+            raise ValueError(
+                f"benchmark.tracks must be non-empty and unique, got {list(self.tracks)}; valid: {list(ALL_TRACKS)}"
+            )
         if self.kind == "external" and not self.external.command:
             raise ValueError("benchmark.kind = 'external' needs benchmark.external.command (an argv list)")
         return self

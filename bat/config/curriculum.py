@@ -66,7 +66,7 @@ class CurriculumConfig(Section):
     """Domain-shift detector: a track dropping this much while the mean of tracks does not drop is a shift."""
 
     @model_validator(mode="after")
-    def _check(self) -> "CurriculumConfig":
+    def _check(self) -> CurriculumConfig:
         unknown = sorted(set(self.rho) - set(POOL_NAMES))
         if unknown:
             raise ValueError(f"curriculum.rho has unknown pools {unknown}; valid: {list(POOL_NAMES)}")
@@ -78,5 +78,7 @@ class CurriculumConfig(Section):
         if missing:
             raise ValueError(f"curriculum.rho needs a positive weight for enabled pools {missing}; got {self.rho}")
         if self.arm == "grpo" and tuple(self.pools) not in (("E2E",), POOL_NAMES):
-            raise ValueError(f"arm 'grpo' trains on E2E rows only; leave pools at default or set ['E2E'], got {list(self.pools)}")
+            raise ValueError(
+                f"arm 'grpo' trains on E2E rows only; leave pools at default or set ['E2E'], got {list(self.pools)}"
+            )
         return self

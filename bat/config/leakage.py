@@ -95,7 +95,7 @@ class LeakageConfig(Section):
     """Flagged rows listed in leakage.json (all are counted; the rest are summarised by count)."""
 
     @model_validator(mode="after")
-    def _check_thresholds(self) -> "LeakageConfig":
+    def _check_thresholds(self) -> LeakageConfig:
         if self.audit_floor > self.jaccard_threshold:
             raise ValueError(
                 f"leakage.audit_floor={self.audit_floor} must be <= leakage.jaccard_threshold={self.jaccard_threshold}"

@@ -9,8 +9,9 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+from collections.abc import Iterable
 from pathlib import Path
-from typing import Any, Iterable
+from typing import Any
 
 import yaml
 from pydantic import ValidationError
@@ -121,8 +122,10 @@ def load_config(path: str | os.PathLike[str] | None, overrides: Iterable[str] = 
         except yaml.YAMLError as exc:
             raise ConfigError(f"{p}: not valid YAML: {exc}") from exc
         if loaded is None:
-            raise ConfigError(f"{p}: the config file is empty; give at least one section (e.g. `run: {{name: my-run}}`), "
-                              "or omit --config for the built-in defaults")
+            raise ConfigError(
+                f"{p}: the config file is empty; give at least one section (e.g. `run: {{name: my-run}}`), "
+                "or omit --config for the built-in defaults"
+            )
         data = loaded
         if not isinstance(data, dict):
             raise ConfigError(f"{p}: top level must be a mapping of sections, got {type(data).__name__}")

@@ -33,7 +33,7 @@ class CopyStage(Section):
     """Sequences per step in this stage; None = `copy_pretrain.batch`."""
 
     @model_validator(mode="after")
-    def _bounds(self) -> "CopyStage":
+    def _bounds(self) -> CopyStage:
         if self.max_steps is not None and self.until_loss is None:
             raise ValueError("max_steps is the bound of an until_loss stage; set until_loss or drop max_steps")
         if self.max_steps is not None and self.max_steps < self.steps:
@@ -96,14 +96,16 @@ class TinyModelConfig(Section):
     """Copy pretraining after random init (off by default; `configs/small.yaml` turns it on)."""
 
     @model_validator(mode="after")
-    def _heads_divide(self) -> "TinyModelConfig":
+    def _heads_divide(self) -> TinyModelConfig:
         if self.hidden_size % self.num_heads:
             raise ValueError(f"hidden_size={self.hidden_size} must be divisible by num_heads={self.num_heads}")
         if self.num_heads % self.num_kv_heads:
             raise ValueError(f"num_heads={self.num_heads} must be divisible by num_kv_heads={self.num_kv_heads}")
         for stage in self.copy_pretrain.stages:
             if stage.seq_len > self.max_positions:
-                raise ValueError(f"copy_pretrain stage seq_len={stage.seq_len} exceeds max_positions={self.max_positions}")
+                raise ValueError(
+                    f"copy_pretrain stage seq_len={stage.seq_len} exceeds max_positions={self.max_positions}"
+                )
         return self
 
 
@@ -132,15 +134,16 @@ class ModelConfig(Section):
     """Weights dtype when loading the policy (float32 on CPU)."""
 
     @model_validator(mode="after")
-    def _one_source(self) -> "ModelConfig":
+    def _one_source(self) -> ModelConfig:
         if self.pretrained is not None and self.path is not None:
             raise ValueError(f"set model.pretrained ({self.pretrained!r}) or model.path ({self.path!r}), not both")
         if self.pretrained is not None:
             from bat.policy.pretrained import REGISTRY
 
             if self.pretrained not in REGISTRY:
-                raise ValueError(f"model.pretrained {self.pretrained!r} is not a registered model; "
-                                 f"valid names: {sorted(REGISTRY)}")
+                raise ValueError(
+                    f"model.pretrained {self.pretrained!r} is not a registered model; valid names: {sorted(REGISTRY)}"
+                )
         return self
 
     def positions(self) -> int | None:

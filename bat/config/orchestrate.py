@@ -10,7 +10,6 @@ from bat.config.base import Section
 from bat.phase.order import PHASE_NAMES
 
 
-
 class PhaseResources(Section):
     """Slurm resources of one phase's job (ignored by the local and debug executors except `time_min`)."""
 
@@ -32,7 +31,7 @@ class PhaseResources(Section):
     """Extra sbatch options without the leading dashes (e.g. `{"account": "lab", "qos": "high"}`)."""
 
     @model_validator(mode="after")
-    def _check_nodes(self) -> "PhaseResources":
+    def _check_nodes(self) -> PhaseResources:
         if self.nodes > 1 and self.launcher != "tasks":
             raise ValueError(f"nodes={self.nodes} needs launcher='tasks' (got launcher={self.launcher!r})")
         return self

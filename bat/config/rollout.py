@@ -145,7 +145,7 @@ class RolloutConfig(Section):
     """Settings of the `vllm` engine."""
 
     @model_validator(mode="after")
-    def _fits(self) -> "RolloutConfig":
+    def _fits(self) -> RolloutConfig:
         if self.budgets.max_tool_calls > self.budgets.max_assistant_turns:
             raise ValueError(
                 f"budgets.max_tool_calls ({self.budgets.max_tool_calls}) cannot exceed "

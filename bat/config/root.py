@@ -56,7 +56,7 @@ class BatConfig(Section):
     """Executors, per-phase resources, containers, preemption."""
 
     @model_validator(mode="after")
-    def _check_stages(self) -> "BatConfig":
+    def _check_stages(self) -> BatConfig:
         keys = [stage.key for stage in self.stages]
         if not keys:
             raise ValueError("stages: at least one stage is required")
@@ -70,17 +70,23 @@ class BatConfig(Section):
         return self
 
     @model_validator(mode="after")
-    def _check_lengths(self) -> "BatConfig":
+    def _check_lengths(self) -> BatConfig:
         positions = self.model.positions()
         if positions is None:
             return self
-        source = f"model.pretrained {self.model.pretrained!r}" if self.model.pretrained else f"model.path {self.model.path}"
-        limits = {"sft.max_seq_len": self.sft.max_seq_len, "grpo.max_seq_len": self.grpo.max_seq_len,
-                  "rollout.budgets.max_context_tokens": self.rollout.budgets.max_context_tokens}
+        source = (
+            f"model.pretrained {self.model.pretrained!r}" if self.model.pretrained else f"model.path {self.model.path}"
+        )
+        limits = {
+            "sft.max_seq_len": self.sft.max_seq_len,
+            "grpo.max_seq_len": self.grpo.max_seq_len,
+            "rollout.budgets.max_context_tokens": self.rollout.budgets.max_context_tokens,
+        }
         over = [f"{key}={value}" for key, value in limits.items() if value > positions]
         if over:
-            raise ValueError(f"{', '.join(over)} exceed the {positions} positions of {source}; "
-                             f"set each to at most {positions}")
+            raise ValueError(
+                f"{', '.join(over)} exceed the {positions} positions of {source}; set each to at most {positions}"
+            )
         return self
 
     @property

@@ -35,8 +35,9 @@ class VerifyConfig(Section):
     """Recorded in every RewardRecord and the round report; bump when reward logic changes."""
     e2e_stage_weight: float = Field(0.5, ge=0.0, le=1.0)
     """Weight of the weighted stage mean in the E2E reward; the task score gets 1 - this (reference 0.5)."""
-    artifact_owners: dict[str, tuple[str, ...]] = Field(default_factory=lambda: {
-        "plan.md": ("write_plan",), "outputs/": ("run_model",), "submission/": ("submit",)})
+    artifact_owners: dict[str, tuple[str, ...]] = Field(
+        default_factory=lambda: {"plan.md": ("write_plan",), "outputs/": ("run_model",), "submission/": ("submit",)}
+    )
     """Workspace path (or `dir/` prefix) -> tools whose writes count as evidence there; other writers are ignored."""
     judge: JudgeConfig = JudgeConfig()
     """LLM judge settings."""

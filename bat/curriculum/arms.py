@@ -28,5 +28,6 @@ def resolve_arm(cfg: CurriculumConfig) -> ArmSpec:
     if cfg.arm == "grpo":
         return ArmSpec(arm="grpo", pools=("E2E",), reward_mode="final", rl=True, routed=False)
     pools = tuple(cfg.pools)
-    return ArmSpec(arm="bicurl", pools=pools, reward_mode="rubric", rl=True,
-                   routed=any(p in pools for p in ("S-target", "S-mix")))
+    return ArmSpec(
+        arm="bicurl", pools=pools, reward_mode="rubric", rl=True, routed=any(p in pools for p in ("S-target", "S-mix"))
+    )

@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Sequence
 
 from bat.config.curriculum import CurriculumConfig
 from bat.curriculum.arms import ArmSpec
@@ -53,8 +53,14 @@ class History:
 def _promote(best: BestCheckpoint | None, snap: ScoreSnapshot) -> BestCheckpoint:
     history = list(best.history) if best else []
     history.append({"round": snap.round, "checkpoint": snap.checkpoint, "overall": snap.overall})
-    return BestCheckpoint(round=snap.round, checkpoint=snap.checkpoint, checkpoint_digest=snap.checkpoint_digest,
-                          score=snap.overall, scores=snap, history=history)
+    return BestCheckpoint(
+        round=snap.round,
+        checkpoint=snap.checkpoint,
+        checkpoint_digest=snap.checkpoint_digest,
+        score=snap.overall,
+        scores=snap,
+        history=history,
+    )
 
 
 def decide(
@@ -79,7 +85,12 @@ def decide(
     gate = None
     counter = 0
     if best is None:
-        action, reason, new_best, held = "bootstrap", "first evaluated checkpoint becomes the retained best", _promote(None, snap), False
+        action, reason, new_best, held = (
+            "bootstrap",
+            "first evaluated checkpoint becomes the retained best",
+            _promote(None, snap),
+            False,
+        )
     else:
         counter = next_drop_counter(history.drop_counter, snap.overall, history.previous_overall)
         why = fallback_reason(counter, kl, cfg.fallback)
@@ -102,7 +113,9 @@ def decide(
     elif not arm.routed:
         target, rule, mixture = None, "single_pool", pool_counts(arm.pools, cfg.rho, cfg.batch_size)
     else:
-        target, rule = route_target(snap.stages, stage_keys, gate_held=held, reference=best.scores.stages if best else None)
+        target, rule = route_target(
+            snap.stages, stage_keys, gate_held=held, reference=best.scores.stages if best else None
+        )
         mixture = pool_counts(arm.pools, cfg.rho, cfg.batch_size)
     stop = last_round or not arm.rl
     decision = RouteDecision(

@@ -28,8 +28,13 @@ def _all_drops(cand: ScoreSnapshot, best: ScoreSnapshot) -> dict[str, float]:
 def health_check(health: TrainingHealth | None, cfg: GateConfig) -> GateCheck:
     """Training healthy: finite metrics and aborted/total rollouts <= max_abort_fraction."""
     if health is None:
-        return GateCheck(name="training_health", value=None, threshold=cfg.max_abort_fraction, passed=True,
-                         detail="no training in this round")
+        return GateCheck(
+            name="training_health",
+            value=None,
+            threshold=cfg.max_abort_fraction,
+            passed=True,
+            detail="no training in this round",
+        )
     fraction = health.aborted / health.total if health.total else 0.0
     ok = health.metrics_finite and math.isfinite(fraction) and fraction <= cfg.max_abort_fraction + EPS
     detail = f"metrics_finite={health.metrics_finite} aborted={health.aborted}/{health.total}"
@@ -46,18 +51,36 @@ def evaluate_gate(
     ]
     missing = sorted(set(best.tracks) - set(candidate.tracks))
     if missing:
-        checks.append(GateCheck(name="track_drop", value=None, threshold=cfg.max_track_drop, passed=False,
-                                detail=f"candidate lacks tracks {missing}"))
+        checks.append(
+            GateCheck(
+                name="track_drop",
+                value=None,
+                threshold=cfg.max_track_drop,
+                passed=False,
+                detail=f"candidate lacks tracks {missing}",
+            )
+        )
     elif best.tracks:
         worst = max(sorted(best.tracks), key=lambda t: best.tracks[t] - candidate.tracks[t])
-        checks.append(_le("track_drop", best.tracks[worst] - candidate.tracks[worst], cfg.max_track_drop, f"worst track {worst}"))
+        checks.append(
+            _le("track_drop", best.tracks[worst] - candidate.tracks[worst], cfg.max_track_drop, f"worst track {worst}")
+        )
     for stage in cfg.late_stages:
         if stage in best.stages and stage in candidate.stages:
-            checks.append(_le(f"late_stage_drop:{stage}", best.stages[stage] - candidate.stages[stage], cfg.max_late_stage_drop))
+            checks.append(
+                _le(f"late_stage_drop:{stage}", best.stages[stage] - candidate.stages[stage], cfg.max_late_stage_drop)
+            )
     drops = _all_drops(candidate, best)
     worst_name = max(drops, key=lambda k: drops[k])
     worst = drops[worst_name]
-    checks.append(GateCheck(name="catastrophic", value=worst, threshold=cfg.catastrophic_drop,
-                            passed=worst < cfg.catastrophic_drop - EPS, detail=f"largest drop {worst_name}"))
+    checks.append(
+        GateCheck(
+            name="catastrophic",
+            value=worst,
+            threshold=cfg.catastrophic_drop,
+            passed=worst < cfg.catastrophic_drop - EPS,
+            detail=f"largest drop {worst_name}",
+        )
+    )
     checks.append(health_check(health, cfg))
     return GateResult(passed=all(c.passed for c in checks), checks=checks)

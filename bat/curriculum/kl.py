@@ -13,7 +13,7 @@ if TYPE_CHECKING:
     from bat.phase.context import PhaseContext
 
 
-def probe_prompts(ctx: "PhaseContext") -> list[list[dict]]:
+def probe_prompts(ctx: PhaseContext) -> list[list[dict]]:
     """Opening messages (system + user) of the KL probe rows of the newest admitted bank."""
     from bat.bank.store import open_bank
 
@@ -23,7 +23,7 @@ def probe_prompts(ctx: "PhaseContext") -> list[list[dict]]:
     return [[m.model_dump(mode="json", exclude_none=True) for m in rows[sid].prompt] for sid in ids]
 
 
-def measure_kl(ctx: "PhaseContext", candidate: str, best: BestCheckpoint) -> float | None:
+def measure_kl(ctx: PhaseContext, candidate: str, best: BestCheckpoint) -> float | None:
     """Mean per-token KL(candidate || best) over the probe prompts; None (logged) when it cannot be measured:
     KL disabled, candidate == best, or a checkpoint that is not a model directory (scripted evaluations)."""
     cfg = ctx.config.curriculum.fallback
@@ -41,4 +41,6 @@ def measure_kl(ctx: "PhaseContext", candidate: str, best: BestCheckpoint) -> flo
         return None
     from bat.train.kl_estimate import estimate_kl
 
-    return float(estimate_kl(candidate, best.checkpoint, prompts, max_new_tokens=cfg.kl_new_tokens, seed=ctx.seed("kl")))
+    return float(
+        estimate_kl(candidate, best.checkpoint, prompts, max_new_tokens=cfg.kl_new_tokens, seed=ctx.seed("kl"))
+    )

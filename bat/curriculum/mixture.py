@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import math
 import random
-from typing import Mapping, Sequence
+from collections.abc import Mapping, Sequence
 
 from bat.seeds import derive_seed
 

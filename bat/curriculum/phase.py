@@ -14,10 +14,10 @@ from bat.curriculum.decide import NullCellsError, decide, snapshot
 from bat.curriculum.history import best_after_path, decision_path, previous_state, training_health
 from bat.curriculum.kl import measure_kl
 from bat.curriculum.plan import build_plan
-from bat.phase.guard import guard_phase
 from bat.evaluate.store import aggregate_path, load_aggregate
 from bat.phase.context import PhaseContext, PhaseResult
 from bat.phase.events import log_event
+from bat.phase.guard import guard_phase
 from bat.state.atomic import atomic_write_json
 from bat.state.checkpoints import write_best
 
@@ -27,9 +27,15 @@ def _write_plan(ctx: PhaseContext, decision, arm) -> Path:
 
     bank = open_bank(ctx.layout)
     rows = bank.rows()
-    plan = build_plan(decision, arm, ctx.config.curriculum, index=bank.index(),
-                      stage_of={r.state_id: r.stage for r in rows}, bank_version=bank.version,
-                      run_seed=ctx.config.run.seed)
+    plan = build_plan(
+        decision,
+        arm,
+        ctx.config.curriculum,
+        index=bank.index(),
+        stage_of={r.state_id: r.stage for r in rows},
+        bank_version=bank.version,
+        run_seed=ctx.config.run.seed,
+    )
     return atomic_write_json(ctx.layout.plan(plan.round), plan)
 
 
@@ -46,7 +52,9 @@ def _route(ctx: PhaseContext) -> PhaseResult:
     cfg, layout, r = ctx.config, ctx.layout, ctx.round
     agg = load_aggregate(layout, r, "controller")
     if agg is None:
-        raise FileNotFoundError(f"no controller aggregate at {aggregate_path(layout, r, 'controller')}; run the evaluate phase first")
+        raise FileNotFoundError(
+            f"no controller aggregate at {aggregate_path(layout, r, 'controller')}; run the evaluate phase first"
+        )
     arm = resolve_arm(cfg.curriculum)
     best, history = previous_state(layout, r)
     try:
@@ -56,23 +64,52 @@ def _route(ctx: PhaseContext) -> PhaseResult:
         raise
     kl = measure_kl(ctx, agg.checkpoint, best) if best is not None and arm.rl else None
     decision, new_best = decide(
-        round_index=r, arm=arm, cfg=cfg.curriculum, stage_keys=cfg.stage_keys, candidate=agg, best=best,
-        history=history, kl=kl, health=training_health(layout, r), last_round=r >= cfg.run.rounds,
+        round_index=r,
+        arm=arm,
+        cfg=cfg.curriculum,
+        stage_keys=cfg.stage_keys,
+        candidate=agg,
+        best=best,
+        history=history,
+        kl=kl,
+        health=training_health(layout, r),
+        last_round=r >= cfg.run.rounds,
     )
-    outputs = [atomic_write_json(decision_path(layout, r), decision), atomic_write_json(best_after_path(layout, r), new_best)]
-    write_best(layout.best_json, Path(new_best.checkpoint), round_index=new_best.round, score=new_best.score,
-               extra=new_best.model_dump(mode="json", exclude={"checkpoint", "round", "score"}))
+    outputs = [
+        atomic_write_json(decision_path(layout, r), decision),
+        atomic_write_json(best_after_path(layout, r), new_best),
+    ]
+    write_best(
+        layout.best_json,
+        Path(new_best.checkpoint),
+        round_index=new_best.round,
+        score=new_best.score,
+        extra=new_best.model_dump(mode="json", exclude={"checkpoint", "round", "score"}),
+    )
     outputs.append(layout.best_json)
     if decision.next_round is not None:
         outputs.append(_write_plan(ctx, decision, arm))
-    log_event(layout, r, "route", f"{decision.action}: {decision.reason}; target={decision.target_stage} "
-                                  f"rule={decision.rule} start={decision.start_checkpoint}")
+    log_event(
+        layout,
+        r,
+        "route",
+        f"{decision.action}: {decision.reason}; target={decision.target_stage} "
+        f"rule={decision.rule} start={decision.start_checkpoint}",
+    )
     from bat.report.round_report import write_round_report
 
     outputs.extend(write_round_report(layout, r, cfg))
     counts = {"drop_counter": decision.drop_counter, "overall": agg.overall or 0.0}
     if kl is not None:
         counts["kl"] = kl
-    return PhaseResult(outputs=outputs, inputs=[aggregate_path(layout, r, "controller")], counts=counts,
-                       extra={"action": decision.action, "target_stage": decision.target_stage, "rule": decision.rule,
-                              "next_round": decision.next_round})
+    return PhaseResult(
+        outputs=outputs,
+        inputs=[aggregate_path(layout, r, "controller")],
+        counts=counts,
+        extra={
+            "action": decision.action,
+            "target_stage": decision.target_stage,
+            "rule": decision.rule,
+            "next_round": decision.next_round,
+        },
+    )

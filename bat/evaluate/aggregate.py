@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import math
 from collections import defaultdict
-from typing import Iterable, Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 
 from scipy import stats
 
@@ -56,7 +56,9 @@ def _mean_or_none(values: Iterable[float | None]) -> float | None:
     return sum(items) / len(items)  # type: ignore[arg-type]
 
 
-def _track_aggregate(track: str, runs: list[EvalRun], stage_keys: Sequence[str]) -> tuple[TrackAggregate, list[NullCell]]:
+def _track_aggregate(
+    track: str, runs: list[EvalRun], stage_keys: Sequence[str]
+) -> tuple[TrackAggregate, list[NullCell]]:
     nulls: list[NullCell] = []
     for run in runs:
         for key in stage_keys:

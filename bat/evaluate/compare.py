@@ -17,7 +17,9 @@ def _track_metric(agg: EvalAggregate, track: str, metric: str) -> float | None:
     return entry.stages.get(metric)
 
 
-def paired_compare(a: EvalAggregate, b: EvalAggregate, metric: str = "overall", *, confidence: float = 0.95) -> PairedComparison:
+def paired_compare(
+    a: EvalAggregate, b: EvalAggregate, metric: str = "overall", *, confidence: float = 0.95
+) -> PairedComparison:
     """Per-track deltas b - a of `metric` (overall/task/agentic or a stage key), their mean, t half-width, p-value.
 
     Both evaluations must cover the same tracks and suite version; null track values are an error.
@@ -26,7 +28,9 @@ def paired_compare(a: EvalAggregate, b: EvalAggregate, metric: str = "overall", 
     if metric not in valid:
         raise ValueError(f"unknown metric {metric!r}; valid: {valid}")
     if a.suite_version != b.suite_version:
-        raise ValueError(f"suite versions differ ({a.suite_version} vs {b.suite_version}); a paired comparison needs the same suite")
+        raise ValueError(
+            f"suite versions differ ({a.suite_version} vs {b.suite_version}); a paired comparison needs the same suite"
+        )
     if set(a.tracks) != set(b.tracks):
         raise ValueError(f"track sets differ: {sorted(a.tracks)} vs {sorted(b.tracks)}")
     deltas: dict[str, float] = {}

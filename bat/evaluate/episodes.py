@@ -9,9 +9,10 @@ from __future__ import annotations
 
 import shutil
 import time
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Callable, Sequence
+from typing import TYPE_CHECKING, Any
 
 from bat.evaluate.aggregate import run_metrics
 from bat.schemas.evaluation import EvalRun
@@ -45,7 +46,7 @@ class EpisodeInfo:
 Driver = Callable[[Sequence[PreparedRun]], list[EpisodeInfo]]
 
 
-def prepare_run(run: Any, cfg: "BatConfig", work_root: Path) -> PreparedRun:
+def prepare_run(run: Any, cfg: BatConfig, work_root: Path) -> PreparedRun:
     """Environment of the run's fixed instance; `reset()` (by the driver) materialises
     `work_root/<run_id>/workspace` and its grader dir beside it (outside the workspace)."""
     from bat.benchmark import StagedEnv, suite_instance
@@ -55,8 +56,9 @@ def prepare_run(run: Any, cfg: "BatConfig", work_root: Path) -> PreparedRun:
         shutil.rmtree(base)
     workspace, grader = base / "workspace", base / "grader"
     instance = suite_instance(run, cfg)
-    return PreparedRun(run=run, instance=instance, workspace=workspace, grader=grader,
-                       env=StagedEnv(instance, workspace, grader, cfg))
+    return PreparedRun(
+        run=run, instance=instance, workspace=workspace, grader=grader, env=StagedEnv(instance, workspace, grader, cfg)
+    )
 
 
 def scripted_driver(agent: str) -> Driver:
@@ -71,14 +73,17 @@ def scripted_driver(agent: str) -> Driver:
         for item in prepared:
             item.env.reset()
             trajectory = run_agent(item.env, item.instance, agent)
-            out.append(EpisodeInfo(end_reason=str(getattr(trajectory, "outcome", "done")),
-                                   turns=len(getattr(trajectory, "turns", []))))
+            out.append(
+                EpisodeInfo(
+                    end_reason=str(getattr(trajectory, "outcome", "done")), turns=len(getattr(trajectory, "turns", []))
+                )
+            )
         return out
 
     return drive
 
 
-def opening_messages(cfg: "BatConfig", brief: str) -> list[dict[str, str]]:
+def opening_messages(cfg: BatConfig, brief: str) -> list[dict[str, str]]:
     """The BaT Agent's fixed opening: system = agent preamble + every public stage skill in order, user = brief.
 
     The same shape as the bank's E2E rows and teacher context, so evaluation shows the policy what it trained on.
@@ -91,7 +96,7 @@ def opening_messages(cfg: "BatConfig", brief: str) -> list[dict[str, str]]:
     return prompts.to_dicts([prompts.system_message(skill), prompts.user_message(brief)])
 
 
-def policy_driver(cfg: "BatConfig", checkpoint: Path) -> tuple[Driver, Callable[[], None]]:
+def policy_driver(cfg: BatConfig, checkpoint: Path) -> tuple[Driver, Callable[[], None]]:
     """Run `checkpoint` through the rollout engine + agent loop; returns (driver, close)."""
     from bat.benchmark import TOOL_NAMES
     from bat.policy.loader import load_tokenizer
@@ -101,14 +106,29 @@ def policy_driver(cfg: "BatConfig", checkpoint: Path) -> tuple[Driver, Callable[
 
     engine = make_engine(cfg.rollout, checkpoint)
     turn_tokens = TurnTokens(load_tokenizer(checkpoint), policy_tools(cfg.sft.render_tools))
-    settings = LoopSettings(budgets=cfg.rollout.budgets, temperature=cfg.evaluate.temperature,
-                            no_tool_call=cfg.rollout.no_tool_call, tool_workers=cfg.rollout.tool_workers,
-                            tool_names=list(TOOL_NAMES), cohorts=cfg.rollout.cohorts, schedule=cfg.rollout.schedule)
+    settings = LoopSettings(
+        budgets=cfg.rollout.budgets,
+        temperature=cfg.evaluate.temperature,
+        no_tool_call=cfg.rollout.no_tool_call,
+        tool_workers=cfg.rollout.tool_workers,
+        tool_names=list(TOOL_NAMES),
+        cohorts=cfg.rollout.cohorts,
+        schedule=cfg.rollout.schedule,
+    )
 
     def drive(prepared: Sequence[PreparedRun]) -> list[EpisodeInfo]:
-        specs = [RolloutSpec(rollout_id=p.run.run_id, state_id=p.run.run_id, k=0, seed=int(p.run.sampling_seed),
-                             env=p.env, workspace=p.workspace, messages=opening_messages(cfg, p.env.reset()))
-                 for p in prepared]
+        specs = [
+            RolloutSpec(
+                rollout_id=p.run.run_id,
+                state_id=p.run.run_id,
+                k=0,
+                seed=int(p.run.sampling_seed),
+                env=p.env,
+                workspace=p.workspace,
+                messages=opening_messages(cfg, p.env.reset()),
+            )
+            for p in prepared
+        ]
         outcomes = run_rollouts(engine, specs, turn_tokens, settings)
         infos = []
         for outcome in outcomes:
@@ -120,23 +140,31 @@ def policy_driver(cfg: "BatConfig", checkpoint: Path) -> tuple[Driver, Callable[
     return drive, engine.close
 
 
-def to_eval_run(item: PreparedRun, info: EpisodeInfo, split: str, cfg: "BatConfig", seconds: float) -> EvalRun:
+def to_eval_run(item: PreparedRun, info: EpisodeInfo, split: str, cfg: BatConfig, seconds: float) -> EvalRun:
     """Score the finished episode (grader side) into an `EvalRun`; infrastructure failures become null cells."""
     run = item.run
-    base = dict(run_id=run.run_id, split=split, track=run.track, repeat=int(run.repeat), seed=int(run.sampling_seed),
-                instance_id=str(getattr(item.instance, "instance_id", "")), end_reason=info.end_reason,
-                turns=info.turns, duration_s=round(seconds, 3))
+    base = dict(
+        run_id=run.run_id,
+        split=split,
+        track=run.track,
+        repeat=int(run.repeat),
+        seed=int(run.sampling_seed),
+        instance_id=str(getattr(item.instance, "instance_id", "")),
+        end_reason=info.end_reason,
+        turns=info.turns,
+        duration_s=round(seconds, 3),
+    )
     keys = list(cfg.stage_keys)
     if info.infra_error is not None:
-        return EvalRun(**base, stages={k: None for k in keys}, task=None, null_reason=info.infra_error)
+        return EvalRun(**base, stages=dict.fromkeys(keys), task=None, null_reason=info.infra_error)
     try:
         score = item.env.score(run_id=run.run_id, repeat=int(run.repeat))
     except Exception as exc:  # grader/harness failure: an infrastructure-null run, reported not zeroed
-        return EvalRun(**base, stages={k: None for k in keys}, task=None, null_reason=f"score: {type(exc).__name__}: {exc}")
+        return EvalRun(**base, stages=dict.fromkeys(keys), task=None, null_reason=f"score: {type(exc).__name__}: {exc}")
     return score_to_run(score, base, cfg)
 
 
-def score_to_run(score: Any, base: dict[str, Any], cfg: "BatConfig") -> EvalRun:
+def score_to_run(score: Any, base: dict[str, Any], cfg: BatConfig) -> EvalRun:
     """`RunScore` -> `EvalRun`: the benchmark's Agentic/Overall are kept (one scoring source); a run whose
     cells are all present but lacks them is completed with `run_metrics`. Null reasons are carried."""
     stages = {k: score.stages[k] for k in cfg.stage_keys if k in score.stages}
@@ -144,11 +172,18 @@ def score_to_run(score: Any, base: dict[str, Any], cfg: "BatConfig") -> EvalRun:
     if agentic is None and stages and all(v is not None for v in stages.values()) and score.task is not None:
         agentic, overall = run_metrics(stages, score.task, cfg.stage_weights, breach=bool(score.breach))
     null_reason = "; ".join(score.null_reasons) or (None if score.valid else "invalid run")
-    return EvalRun(**base, stages=stages, task=score.task, agentic=agentic, overall=overall, breach=bool(score.breach),
-                   null_reason=null_reason)
+    return EvalRun(
+        **base,
+        stages=stages,
+        task=score.task,
+        agentic=agentic,
+        overall=overall,
+        breach=bool(score.breach),
+        null_reason=null_reason,
+    )
 
 
-def play(prepared: Sequence[PreparedRun], driver: Driver, split: str, cfg: "BatConfig") -> list[EvalRun]:
+def play(prepared: Sequence[PreparedRun], driver: Driver, split: str, cfg: BatConfig) -> list[EvalRun]:
     """Drive a chunk of prepared runs and score each; wall time is shared evenly across the chunk."""
     start = time.monotonic()
     infos = driver(prepared)

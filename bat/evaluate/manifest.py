@@ -4,13 +4,13 @@ from __future__ import annotations
 
 import datetime as _dt
 import hashlib
+from collections.abc import Sequence
 from pathlib import Path
-from typing import Sequence
 
+from bat.schemas.evaluation import EvalManifest, RunEntry
 from bat.state.atomic import dumps_json
 from bat.state.digest import sha256_path
 from bat.version import code_version
-from bat.schemas.evaluation import EvalManifest, RunEntry
 
 
 def checkpoint_digest(path: str | Path) -> str:

@@ -32,8 +32,10 @@ def candidate_checkpoint(ctx: PhaseContext) -> str:
     producer = "sft" if ctx.round == 0 else "grpo"
     done = read_done(ctx.layout.phase_dir(ctx.round, producer))
     if done is None:
-        raise FileNotFoundError(f"round {ctx.round}: phase {producer!r} is not done "
-                                f"({ctx.layout.phase_dir(ctx.round, producer)}/DONE.json missing); nothing to evaluate")
+        raise FileNotFoundError(
+            f"round {ctx.round}: phase {producer!r} is not done "
+            f"({ctx.layout.phase_dir(ctx.round, producer)}/DONE.json missing); nothing to evaluate"
+        )
     for key in CHECKPOINT_KEYS:
         value = done.extra.get(key)
         if isinstance(value, str) and value:
@@ -41,12 +43,14 @@ def candidate_checkpoint(ctx: PhaseContext) -> str:
             if not path.is_dir():
                 raise FileNotFoundError(f"{producer} DONE.json names checkpoint {path}, which does not exist")
             return str(path)
-    raise KeyError(f"{producer} DONE.json extra has none of {list(CHECKPOINT_KEYS)}; cannot find the checkpoint to evaluate")
+    raise KeyError(
+        f"{producer} DONE.json extra has none of {list(CHECKPOINT_KEYS)}; cannot find the checkpoint to evaluate"
+    )
 
 
 def _driver(ctx: PhaseContext, checkpoint: str) -> tuple[Driver, object]:
     if checkpoint.startswith(SCRIPTED_PREFIX):
-        return scripted_driver(checkpoint[len(SCRIPTED_PREFIX):]), None
+        return scripted_driver(checkpoint[len(SCRIPTED_PREFIX) :]), None
     return policy_driver(ctx.config, Path(checkpoint))
 
 
@@ -58,8 +62,14 @@ def _count(result: PhaseResult, key: str, agg: EvalAggregate) -> None:
         result.counts[f"{key}_overall"] = agg.overall
 
 
-def _evaluate(ctx: PhaseContext, checkpoint: str, splits: list[str], *, variant: str | None = None,
-              result: PhaseResult | None = None) -> PhaseResult:
+def _evaluate(
+    ctx: PhaseContext,
+    checkpoint: str,
+    splits: list[str],
+    *,
+    variant: str | None = None,
+    result: PhaseResult | None = None,
+) -> PhaseResult:
     """Evaluate `checkpoint` on each split; counts go into `result` (prefixed with the variant, if any)."""
     driver, close = _driver(ctx, checkpoint)
     result = result if result is not None else PhaseResult(extra={"checkpoint": checkpoint})
@@ -67,13 +77,26 @@ def _evaluate(ctx: PhaseContext, checkpoint: str, splits: list[str], *, variant:
     chash = config_hash(ctx.config)
     try:
         for split in splits:
-            agg, written = evaluate_split(ctx.config, ctx.layout, ctx.round, split, checkpoint, driver,
-                                          config_hash=chash, phase=ctx.phase, variant=variant)
+            agg, written = evaluate_split(
+                ctx.config,
+                ctx.layout,
+                ctx.round,
+                split,
+                checkpoint,
+                driver,
+                config_hash=chash,
+                phase=ctx.phase,
+                variant=variant,
+            )
             result.outputs.extend(written)
             _count(result, f"{prefix}{split}", agg)
-            log_event(ctx.layout, ctx.round, ctx.phase,
-                      f"{prefix}{split}: Overall {agg.overall if agg.overall is None else round(100 * agg.overall, 1)} "
-                      f"over {agg.n_runs} runs, {len(agg.null_cells)} null cell(s), checkpoint {checkpoint}")
+            log_event(
+                ctx.layout,
+                ctx.round,
+                ctx.phase,
+                f"{prefix}{split}: Overall {agg.overall if agg.overall is None else round(100 * agg.overall, 1)} "
+                f"over {agg.n_runs} runs, {len(agg.null_cells)} null cell(s), checkpoint {checkpoint}",
+            )
     finally:
         if callable(close):
             close()
@@ -113,8 +136,10 @@ def run_final_test(ctx: PhaseContext) -> PhaseResult:
     if marker.exists():
         used = read_json(marker)
         if used.get("checkpoint") != checkpoint:
-            raise RuntimeError(f"the test split was already evaluated on {used.get('checkpoint')} (round {used.get('round')}); "
-                               "it is evaluated once per run, at the end")
+            raise RuntimeError(
+                f"the test split was already evaluated on {used.get('checkpoint')} (round {used.get('round')}); "
+                "it is evaluated once per run, at the end"
+            )
     atomic_write_json(marker, {"checkpoint": checkpoint, "round": ctx.round})
     splits = ["final"] + (["test"] if ctx.config.evaluate.test_split else [])
     result = _evaluate(ctx, checkpoint, splits)

@@ -9,8 +9,9 @@ from __future__ import annotations
 
 import hashlib
 import shutil
+from collections.abc import Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Sequence
+from typing import TYPE_CHECKING, Any
 
 from bat.evaluate.aggregate import aggregate_runs
 from bat.evaluate.episodes import SCRIPTED_PREFIX, Driver, play, prepare_run, score_to_run
@@ -24,7 +25,7 @@ if TYPE_CHECKING:
     from bat.config.root import BatConfig
 
 
-def suite_runs(cfg: "BatConfig", layout: RunLayout, split: str) -> list[Any]:
+def suite_runs(cfg: BatConfig, layout: RunLayout, split: str) -> list[Any]:
     """The suite's runs of `split` (tracks x repeats from the `benchmark` section) under the run's held-out secret."""
     from bat.benchmark import heldout_suite, run_secret
 
@@ -52,7 +53,7 @@ def _digest(checkpoint: str) -> str:
 
 
 def play_runs(
-    runs: Sequence[Any], driver: Driver, cfg: "BatConfig", split: str, work_root: Path, partial: Path
+    runs: Sequence[Any], driver: Driver, cfg: BatConfig, split: str, work_root: Path, partial: Path
 ) -> dict[str, EvalRun]:
     """Play runs not yet finished in `partial` (resume), then retry null runs `evaluate.null_retries` times."""
     finished, _ = read_jsonl_resuming(partial, EvalRun) if partial.exists() else ([], False)
@@ -72,18 +73,31 @@ def play_runs(
     return done
 
 
-def external_records(cfg: "BatConfig", checkpoint: str, split: str, work: Path) -> list[EvalRun]:
+def external_records(cfg: BatConfig, checkpoint: str, split: str, work: Path) -> list[EvalRun]:
     """Runs scored by the benchmark's external-evaluator adapter (`benchmark.kind = external`)."""
     from bat.benchmark import run_external
 
     work.mkdir(parents=True, exist_ok=True)
-    return [score_to_run(s, dict(run_id=f"{split}-{s.run_id}", split=split, track=s.track, repeat=s.repeat, seed=0,
-                                 instance_id=s.instance_id, end_reason="external"), cfg)
-            for s in run_external(checkpoint, work, cfg)]
+    return [
+        score_to_run(
+            s,
+            dict(
+                run_id=f"{split}-{s.run_id}",
+                split=split,
+                track=s.track,
+                repeat=s.repeat,
+                seed=0,
+                instance_id=s.instance_id,
+                end_reason="external",
+            ),
+            cfg,
+        )
+        for s in run_external(checkpoint, work, cfg)
+    ]
 
 
 def evaluate_split(
-    cfg: "BatConfig",
+    cfg: BatConfig,
     layout: RunLayout,
     round_index: int,
     split: str,
@@ -107,18 +121,35 @@ def evaluate_split(
     suite_version, harness_version = _versions()
     digest = _digest(checkpoint)
     manifest = build_manifest(
-        round_index=round_index, split=split, checkpoint=checkpoint, digest=digest, suite_version=suite_version,
-        harness_version=harness_version, config_hash=config_hash, run_seed=cfg.run.seed,
-        evaluator=cfg.benchmark.kind, sampling={"temperature": cfg.evaluate.temperature},
-        runs=[RunEntry(run_id=r.run_id, track=r.track, repeat=r.repeat, seed=r.seed, instance_id=r.instance_id) for r in records],
+        round_index=round_index,
+        split=split,
+        checkpoint=checkpoint,
+        digest=digest,
+        suite_version=suite_version,
+        harness_version=harness_version,
+        config_hash=config_hash,
+        run_seed=cfg.run.seed,
+        evaluator=cfg.benchmark.kind,
+        sampling={"temperature": cfg.evaluate.temperature},
+        runs=[
+            RunEntry(run_id=r.run_id, track=r.track, repeat=r.repeat, seed=r.seed, instance_id=r.instance_id)
+            for r in records
+        ],
     )
     agg = aggregate_runs(
-        records, stage_keys=cfg.stage_keys, round_index=round_index, checkpoint=checkpoint, checkpoint_digest=digest,
-        suite_version=suite_version, harness_version=harness_version, manifest_digest=manifest_digest(manifest),
+        records,
+        stage_keys=cfg.stage_keys,
+        round_index=round_index,
+        checkpoint=checkpoint,
+        checkpoint_digest=digest,
+        suite_version=suite_version,
+        harness_version=harness_version,
+        manifest_digest=manifest_digest(manifest),
         confidence=cfg.evaluate.confidence,
     )
-    written = write_heldout(layout, round_index, split, records, manifest, keep_raw=cfg.evaluate.keep_raw_runs,
-                            variant=variant)
+    written = write_heldout(
+        layout, round_index, split, records, manifest, keep_raw=cfg.evaluate.keep_raw_runs, variant=variant
+    )
     written.append(write_aggregate(layout, agg, phase, variant))
     partial.unlink(missing_ok=True)
     shutil.rmtree(work, ignore_errors=True)

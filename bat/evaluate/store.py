@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from pathlib import Path
-from typing import Sequence
 
 from bat.schemas.evaluation import SPLITS, EvalAggregate, EvalManifest, EvalRun
 from bat.state.atomic import atomic_write_json, read_json
@@ -23,8 +23,9 @@ BASE_VARIANT = "base"
 """Variant of round 0's controller evaluation that scores the untrained base policy (`evaluate.base_model`)."""
 
 
-def aggregate_path(layout: RunLayout, round_index: int, split: str, phase: str = EVAL_PHASE,
-                   variant: str | None = None) -> Path:
+def aggregate_path(
+    layout: RunLayout, round_index: int, split: str, phase: str = EVAL_PHASE, variant: str | None = None
+) -> Path:
     """Training-side aggregate file: `round_NN/<phase>/aggregate_<split>.json` (`aggregate_<split>_<variant>.json`
     for a variant such as the base policy's)."""
     _check_split(split)
@@ -47,8 +48,9 @@ def write_aggregate(layout: RunLayout, agg: EvalAggregate, phase: str = EVAL_PHA
     return atomic_write_json(aggregate_path(layout, agg.round, agg.split, phase, variant), agg)
 
 
-def load_aggregate(layout: RunLayout, round_index: int, split: str = "controller", phase: str = EVAL_PHASE,
-                   variant: str | None = None) -> EvalAggregate | None:
+def load_aggregate(
+    layout: RunLayout, round_index: int, split: str = "controller", phase: str = EVAL_PHASE, variant: str | None = None
+) -> EvalAggregate | None:
     """The aggregate of `round_index`/`split`, or None when that evaluation has not been written."""
     path = aggregate_path(layout, round_index, split, phase, variant)
     if not path.exists():
@@ -57,7 +59,13 @@ def load_aggregate(layout: RunLayout, round_index: int, split: str = "controller
 
 
 def write_heldout(
-    layout: RunLayout, round_index: int, split: str, runs: Sequence[EvalRun], manifest: EvalManifest, *, keep_raw: bool,
+    layout: RunLayout,
+    round_index: int,
+    split: str,
+    runs: Sequence[EvalRun],
+    manifest: EvalManifest,
+    *,
+    keep_raw: bool,
     variant: str | None = None,
 ) -> list[Path]:
     """Write the manifest (always) and the raw runs (when `keep_raw`) on the held-out side; returns the paths."""

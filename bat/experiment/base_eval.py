@@ -27,8 +27,16 @@ def final_test_base(ctx: PhaseContext) -> PhaseResult:
     result = PhaseResult(inputs=[base], extra={"checkpoint": str(base), "arm": "base"})
     try:
         for split in end_splits(ctx):
-            agg, written = evaluate_split(ctx.config, ctx.layout, ctx.round, split, str(base), driver,
-                                          config_hash=config_hash(ctx.config), phase=ctx.phase)
+            agg, written = evaluate_split(
+                ctx.config,
+                ctx.layout,
+                ctx.round,
+                split,
+                str(base),
+                driver,
+                config_hash=config_hash(ctx.config),
+                phase=ctx.phase,
+            )
             result.outputs.extend(written)
             result.counts[f"{split}_runs"] = agg.n_runs
             result.counts[f"{split}_null_cells"] = len(agg.null_cells)

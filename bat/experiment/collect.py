@@ -28,7 +28,6 @@ from bat.state.markers import read_done
 from bat.verify.shards import read_rewards
 from bat.verify.signal import pool_signal
 
-
 END_SPLITS = ("final", "test")
 """Splits of the end-of-run evaluation (`final_test` phase); `spec.report_split` picks the table's."""
 
@@ -52,23 +51,33 @@ def _counts(layout: RunLayout) -> dict[str, Any]:
                 rollouts += int(done.counts.get("rollouts", 0))
                 tokens += int(done.counts.get("generated_tokens", 0))
             if phase_dir.name == "verify" and r > 0:
-                signal.setdefault(r, {}).update(reward_mean=done.counts.get("reward_mean"),
-                                                rewards=done.counts.get("rewards"),
-                                                by_pool=pool_signal(read_rewards(phase_dir)))
+                signal.setdefault(r, {}).update(
+                    reward_mean=done.counts.get("reward_mean"),
+                    rewards=done.counts.get("rewards"),
+                    by_pool=pool_signal(read_rewards(phase_dir)),
+                )
             if phase_dir.name == "grpo":
                 steps += int(done.counts.get("step", 0))
                 rl_rounds += 1
-                signal.setdefault(r, {}).update(groups=done.counts.get("groups"),
-                                                groups_identical=done.counts.get("groups_identical_rewards"))
+                signal.setdefault(r, {}).update(
+                    groups=done.counts.get("groups"), groups_identical=done.counts.get("groups_identical_rewards")
+                )
     plan_rows = plan_unique = 0
     for r in layout.rounds():
         if r >= 1 and layout.plan(r).exists():
             ids = [row["state_id"] for batch in read_json(layout.plan(r))["batches"] for row in batch]
             plan_rows, plan_unique = plan_rows + len(ids), plan_unique + len(set(ids))
     # signal, per RL round: mean training reward, GRPO groups and how many had identical rewards (zero advantage)
-    return {"rollouts": rollouts, "grpo_steps": steps, "generated_tokens": tokens, "compute_s": round(compute, 3),
-            "signal": [{"round": r, **signal[r]} for r in sorted(signal) if "reward_mean" in signal[r]],
-            "rl_rounds": rl_rounds, "plan_rows": plan_rows, "plan_unique_rows": plan_unique}
+    return {
+        "rollouts": rollouts,
+        "grpo_steps": steps,
+        "generated_tokens": tokens,
+        "compute_s": round(compute, 3),
+        "signal": [{"round": r, **signal[r]} for r in sorted(signal) if "reward_mean" in signal[r]],
+        "rl_rounds": rl_rounds,
+        "plan_rows": plan_rows,
+        "plan_unique_rows": plan_unique,
+    }
 
 
 def _curve(layout: RunLayout) -> dict[str, list]:
@@ -90,9 +99,14 @@ def _curve(layout: RunLayout) -> dict[str, list]:
 def seed_result(spec: ExperimentSpec, arm_name: str, seed: int) -> dict[str, Any]:
     """Everything about one arm x seed (status, end-of-run aggregate, curve, counts, shared SFT digests)."""
     record = read_arm_record(spec, seed, arm_name) or {"status": "not run"}
-    out: dict[str, Any] = {"seed": seed, "status": record.get("status"), "error": record.get("error"),
-                           "wall_s": record.get("wall_s"), "attempts": record.get("attempts", 0),
-                           "shared_sft_digest": record.get("shared_sft_digest")}
+    out: dict[str, Any] = {
+        "seed": seed,
+        "status": record.get("status"),
+        "error": record.get("error"),
+        "wall_s": record.get("wall_s"),
+        "attempts": record.get("attempts", 0),
+        "shared_sft_digest": record.get("shared_sft_digest"),
+    }
     layout = RunLayout(arm_dir(spec, seed, arm_name))
     if not layout.root.exists():
         return out
@@ -116,8 +130,15 @@ def seed_result(spec: ExperimentSpec, arm_name: str, seed: int) -> dict[str, Any
 def arm_summary(aggs: list[EvalAggregate], stage_keys: list[str], confidence: float) -> dict[str, Any]:
     """Mean of seed-averaged track means, t half-width across tracks, and seed spread, per metric."""
     metrics = [*METRICS, *stage_keys]
-    out: dict[str, Any] = {"n_seeds": len(aggs), "mean": {}, "half_width": {}, "seed_sd": {}, "seed_min": {},
-                           "seed_max": {}, "track_means": {}}
+    out: dict[str, Any] = {
+        "n_seeds": len(aggs),
+        "mean": {},
+        "half_width": {},
+        "seed_sd": {},
+        "seed_min": {},
+        "seed_max": {},
+        "track_means": {},
+    }
     if not aggs:
         return out
     tracks = sorted(set.intersection(*(set(a.tracks) for a in aggs)))
@@ -139,7 +160,9 @@ def arm_summary(aggs: list[EvalAggregate], stage_keys: list[str], confidence: fl
     return out
 
 
-def compare(ref: dict[str, Any], other: dict[str, Any], confidence: float, metric: str = "overall") -> dict[str, Any] | None:
+def compare(
+    ref: dict[str, Any], other: dict[str, Any], confidence: float, metric: str = "overall"
+) -> dict[str, Any] | None:
     """Paired per-track comparison ref - other of seed-averaged track means: mean, t half-width, p-value."""
     a, b = ref["track_means"].get(metric), other["track_means"].get(metric)
     if not a or not b or set(a) != set(b):
@@ -149,8 +172,14 @@ def compare(ref: dict[str, Any], other: dict[str, Any], confidence: float, metri
     p = None
     if len(values) >= 2 and statistics.stdev(values) > 0:
         p = float(stats.ttest_1samp(values, 0.0).pvalue)
-    return {"metric": metric, "deltas": deltas, "mean_delta": sum(values) / len(values),
-            "half_width": half_width(values, confidence), "p_value": p, "n_tracks": len(values)}
+    return {
+        "metric": metric,
+        "deltas": deltas,
+        "mean_delta": sum(values) / len(values),
+        "half_width": half_width(values, confidence),
+        "p_value": p,
+        "n_tracks": len(values),
+    }
 
 
 def _budget(spec: ExperimentSpec, arms: dict[str, Any]) -> dict[str, Any]:
@@ -158,20 +187,35 @@ def _budget(spec: ExperimentSpec, arms: dict[str, Any]) -> dict[str, Any]:
     sigs = {a.name: budget_signature(arm_config(spec, a, spec.seeds[0])) for a in spec.arms if a.kind == "trained"}
     first = next(iter(sigs.values()), {})
     differing = sorted({k for s in sigs.values() for k in s if s[k] != first.get(k)})
-    rl = [a.name for a in spec.arms if a.kind == "trained" and resolve_arm(arm_config(spec, a, spec.seeds[0]).curriculum).rl]
+    rl = [
+        a.name
+        for a in spec.arms
+        if a.kind == "trained" and resolve_arm(arm_config(spec, a, spec.seeds[0]).curriculum).rl
+    ]
     per_seed = {}
     for seed in spec.seeds:
         runs = {n: next((s for s in arms[n]["seeds"] if s["seed"] == seed), {}) for n in rl}
         done = {n: s for n, s in runs.items() if s.get("status") == "done"}
-        per_seed[str(seed)] = {"rollouts": sorted({s["rollouts"] for s in done.values()}),
-                               "grpo_steps": sorted({s["grpo_steps"] for s in done.values()}),
-                               "cycled": {n: [s["plan_rows"], s["plan_unique_rows"]] for n, s in done.items()
-                                          if s["plan_unique_rows"] < s["plan_rows"]}}
+        per_seed[str(seed)] = {
+            "rollouts": sorted({s["rollouts"] for s in done.values()}),
+            "grpo_steps": sorted({s["grpo_steps"] for s in done.values()}),
+            "cycled": {
+                n: [s["plan_rows"], s["plan_unique_rows"]]
+                for n, s in done.items()
+                if s["plan_unique_rows"] < s["plan_rows"]
+            },
+        }
     matched = not differing and all(len(v["rollouts"]) <= 1 and len(v["grpo_steps"]) <= 1 for v in per_seed.values())
-    return {"matched": matched, "differing_fields": differing, "rl_arms": rl, "per_seed": per_seed,
-            "signature": first, "note": "cycled = arm: [plan rows, distinct rows]; a pool smaller than a round repeats "
-            "rows: each listing still gets K rollouts (extra members of the state's one GRPO group), so the "
-            "rollout count matches but that arm sees fewer distinct states (enlarge the bank)"}
+    return {
+        "matched": matched,
+        "differing_fields": differing,
+        "rl_arms": rl,
+        "per_seed": per_seed,
+        "signature": first,
+        "note": "cycled = arm: [plan rows, distinct rows]; a pool smaller than a round repeats "
+        "rows: each listing still gets K rollouts (extra members of the state's one GRPO group), so the "
+        "rollout count matches but that arm sees fewer distinct states (enlarge the bank)",
+    }
 
 
 def collect(spec: ExperimentSpec) -> dict[str, Any]:
@@ -183,26 +227,45 @@ def collect(spec: ExperimentSpec) -> dict[str, Any]:
         seeds = [seed_result(spec, arm.name, s) for s in spec.seeds]
         summaries = {}
         for split in END_SPLITS:
-            aggs = [EvalAggregate.model_validate(s["aggregates"][split]) for s in seeds
-                    if s.get("status") == "done" and split in s.get("aggregates", {})]
+            aggs = [
+                EvalAggregate.model_validate(s["aggregates"][split])
+                for s in seeds
+                if s.get("status") == "done" and split in s.get("aggregates", {})
+            ]
             if aggs:
                 summaries[split] = arm_summary(aggs, stage_keys, confidence)
         walls = [s["wall_s"] for s in seeds if s.get("wall_s") is not None]
-        arms[arm.name] = {"kind": arm.kind, "overrides": list(arm.overrides), "seeds": seeds,
-                          "summary": summaries.get(spec.report_split, arm_summary([], stage_keys, confidence)),
-                          "summaries": summaries,
-                          "wall_s_mean": sum(walls) / len(walls) if walls else None,
-                          "failed": [s["seed"] for s in seeds if s.get("status") == "failed"]}
+        arms[arm.name] = {
+            "kind": arm.kind,
+            "overrides": list(arm.overrides),
+            "seeds": seeds,
+            "summary": summaries.get(spec.report_split, arm_summary([], stage_keys, confidence)),
+            "summaries": summaries,
+            "wall_s_mean": sum(walls) / len(walls) if walls else None,
+            "failed": [s["seed"] for s in seeds if s.get("status") == "failed"],
+        }
     ref = spec.reference
-    comparisons = {name: compare(arms[ref]["summary"], data["summary"], confidence)
-                   for name, data in arms.items() if name != ref}
+    comparisons = {
+        name: compare(arms[ref]["summary"], data["summary"], confidence) for name, data in arms.items() if name != ref
+    }
     shared = {}
     for seed in spec.seeds:
         rec = shared_dir(spec, seed) / "experiment_shared.json"
         if rec.exists():
             shared[str(seed)] = read_json(rec)
-    return {"schema_version": 1, "experiment": spec.name, "base_config": str(spec.base_config),
-            "overrides": list(spec.overrides), "seeds": list(spec.seeds), "bootstrap_seed": spec.bootstrap_seed,
-            "report_split": spec.report_split,
-            "stage_keys": stage_keys, "confidence": confidence, "reference_arm": ref, "arms": arms,
-            "comparisons": comparisons, "budget": _budget(spec, arms), "shared": shared}
+    return {
+        "schema_version": 1,
+        "experiment": spec.name,
+        "base_config": str(spec.base_config),
+        "overrides": list(spec.overrides),
+        "seeds": list(spec.seeds),
+        "bootstrap_seed": spec.bootstrap_seed,
+        "report_split": spec.report_split,
+        "stage_keys": stage_keys,
+        "confidence": confidence,
+        "reference_arm": ref,
+        "arms": arms,
+        "comparisons": comparisons,
+        "budget": _budget(spec, arms),
+        "shared": shared,
+    }

@@ -30,8 +30,13 @@ def final_table(config: Any, target: str) -> dict:
     """The product phase table plus a `final_test` row pointing at `target` (evaluation resources)."""
     from bat.orchestrate.graph import PhaseSpec, resolve_table
 
-    spec = PhaseSpec(FINAL_PHASE, target, ("checkpoints/best.json", "held-out suite"),
-                     ("round_NN/final_test/ aggregates", "heldout/round_NN/final|test"), "evaluate")
+    spec = PhaseSpec(
+        FINAL_PHASE,
+        target,
+        ("checkpoints/best.json", "held-out suite"),
+        ("round_NN/final_test/ aggregates", "heldout/round_NN/final|test"),
+        "evaluate",
+    )
     return {**resolve_table(config), FINAL_PHASE: spec}
 
 
@@ -62,8 +67,8 @@ def _run_trained(cfg: Any, layout: RunLayout) -> int:
 
 
 def _run_base(cfg: Any, layout: RunLayout) -> int:
-    from bat.orchestrate.runner import run_phase
     from bat.config.run_record import open_run
+    from bat.orchestrate.runner import run_phase
 
     open_run(layout, cfg)
     run_phase(cfg, layout, 0, FINAL_PHASE, table=final_table(cfg, BASE_TARGET))
@@ -78,9 +83,15 @@ def run_arm(spec: ExperimentSpec, arm: ArmSpec, seed: int, shared: SharedInfo) -
     if previous is not None and previous.get("status") == "done":
         return previous
     root = arm_dir(spec, seed, arm.name)
-    record: dict[str, Any] = {"arm": arm.name, "kind": arm.kind, "seed": seed, "overrides": list(arm.overrides),
-                              "shared_sft_digest": shared.sft_digest, "shared_wall_s": shared.wall_s,
-                              "attempts": int((previous or {}).get("attempts", 0)) + 1}
+    record: dict[str, Any] = {
+        "arm": arm.name,
+        "kind": arm.kind,
+        "seed": seed,
+        "overrides": list(arm.overrides),
+        "shared_sft_digest": shared.sft_digest,
+        "shared_wall_s": shared.wall_s,
+        "attempts": int((previous or {}).get("attempts", 0)) + 1,
+    }
     started = time.monotonic()
     print(f"bat experiment: arm {arm.name} seed {seed} -> {root}", flush=True)
     try:
@@ -90,8 +101,7 @@ def run_arm(spec: ExperimentSpec, arm: ArmSpec, seed: int, shared: SharedInfo) -
         record["final_round"] = _run_base(cfg, layout) if arm.kind == "base" else _run_trained(cfg, layout)
         record["status"] = "done"
     except Exception as exc:  # every run is reported, including the ones that fail; the others still run
-        record.update(status="failed", error=f"{type(exc).__name__}: {exc}",
-                      traceback=traceback.format_exc(limit=6))
+        record.update(status="failed", error=f"{type(exc).__name__}: {exc}", traceback=traceback.format_exc(limit=6))
         print(f"bat experiment: arm {arm.name} seed {seed} FAILED: {record['error']}", flush=True)
     record["wall_s"] = round(time.monotonic() - started + float((previous or {}).get("wall_s", 0.0)), 3)
     root.mkdir(parents=True, exist_ok=True)

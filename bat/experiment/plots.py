@@ -10,13 +10,16 @@ controller score per round (mean over seeds).
 from __future__ import annotations
 
 import io
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
 from bat.state.atomic import atomic_write_bytes
 
 
-def _mean_by_round(seeds: list[dict[str, Any]], pick: Callable[[dict[str, Any]], list[Any]]) -> tuple[list[int], list[float]]:
+def _mean_by_round(
+    seeds: list[dict[str, Any]], pick: Callable[[dict[str, Any]], list[Any]]
+) -> tuple[list[int], list[float]]:
     """(rounds, mean over seeds x 100) of the per-round values `pick(curve)` of each seed's curve (None skipped)."""
     by_round: dict[int, list[float]] = {}
     for s in seeds:
@@ -107,7 +110,7 @@ def plot_stage_staircase(results: dict[str, Any], path: Path) -> Path:
         ax.set_xlabel("round")
         ax.set_ylim(-2, 102)
         ax.grid(alpha=0.3)
-    for ax in list(axes.flat)[len(arms):]:
+    for ax in list(axes.flat)[len(arms) :]:
         ax.axis("off")
     axes[0][0].set_ylabel("controller stage score (0-100)")
     handles, labels = axes[0][0].get_legend_handles_labels()

@@ -5,8 +5,9 @@ Reads the experiment spec. Writes the state dirs under `<state_dir>/<name>/` and
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from pathlib import Path
-from typing import Any, Iterable
+from typing import Any
 
 from bat.experiment.collect import collect
 from bat.experiment.execute import run_arm
@@ -25,8 +26,15 @@ def select(spec: ExperimentSpec, only: Iterable[str] | None, seeds: Iterable[int
     return arms, chosen
 
 
-def run_experiment(spec: ExperimentSpec, *, only: Iterable[str] | None = None, seeds: Iterable[int] | None = None,
-                   command: str = "", out_dir: Path | None = None, collect_only: bool = False) -> dict[str, Any]:
+def run_experiment(
+    spec: ExperimentSpec,
+    *,
+    only: Iterable[str] | None = None,
+    seeds: Iterable[int] | None = None,
+    command: str = "",
+    out_dir: Path | None = None,
+    collect_only: bool = False,
+) -> dict[str, Any]:
     """Run the selected arms x seeds (finished ones are skipped), then write results for the whole experiment."""
     arms, chosen = select(spec, only, seeds)
     failures: dict[str, str] = {}

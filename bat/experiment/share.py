@@ -102,17 +102,33 @@ def run_shared(spec: ExperimentSpec, seed: int) -> SharedInfo:
         wall = time.monotonic() - started
         missing = [p for p in ROUND0_PHASES if read_done(layout.phase_dir(0, p)) is None]
         if code != 0 or missing:
-            raise SharedStateError(f"seed {seed}: shared bootstrap in {layout.root} ended with exit {code}; "
-                                   f"phases not DONE: {missing or 'none'}")
-        atomic_write_json(record_path, {"seed": seed, "wall_s": round(wall, 3), "sft_checkpoint": sft_checkpoint(layout),
-                                        "sft_digest": sft_digest(layout)})
+            raise SharedStateError(
+                f"seed {seed}: shared bootstrap in {layout.root} ended with exit {code}; "
+                f"phases not DONE: {missing or 'none'}"
+            )
+        atomic_write_json(
+            record_path,
+            {
+                "seed": seed,
+                "wall_s": round(wall, 3),
+                "sft_checkpoint": sft_checkpoint(layout),
+                "sft_digest": sft_digest(layout),
+            },
+        )
     record = read_json(record_path)
-    return SharedInfo(seed=seed, layout=layout, sft_checkpoint=record["sft_checkpoint"], sft_digest=record["sft_digest"],
-                      wall_s=float(record["wall_s"]), compute_s=round0_compute_s(layout))
+    return SharedInfo(
+        seed=seed,
+        layout=layout,
+        sft_checkpoint=record["sft_checkpoint"],
+        sft_digest=record["sft_digest"],
+        wall_s=float(record["wall_s"]),
+        compute_s=round0_compute_s(layout),
+    )
 
 
 def _link_tree(src: Path, dst: Path) -> None:
     """Hard-link every file of `src` under `dst` (copy when linking is impossible, e.g. across filesystems)."""
+
     def link(s: str, d: str) -> None:
         try:
             os.link(s, d)
@@ -124,9 +140,13 @@ def _link_tree(src: Path, dst: Path) -> None:
 
 def shared_paths(shared: RunLayout, target: RunLayout) -> list[tuple[Path, Path]]:
     """(source, destination) pairs an arm takes from the shared bootstrap; missing optional ones are skipped."""
-    pairs = [(shared.bank_root, target.bank_root), (shared.models_dir, target.models_dir),
-             (shared.sft_checkpoints, target.sft_checkpoints), (shared.fingerprint_index, target.fingerprint_index),
-             (shared.heldout_runs(0, "controller"), target.heldout_runs(0, "controller"))]
+    pairs = [
+        (shared.bank_root, target.bank_root),
+        (shared.models_dir, target.models_dir),
+        (shared.sft_checkpoints, target.sft_checkpoints),
+        (shared.fingerprint_index, target.fingerprint_index),
+        (shared.heldout_runs(0, "controller"), target.heldout_runs(0, "controller")),
+    ]
     pairs += [(shared.phase_dir(0, p), target.phase_dir(0, p)) for p in ROUND0_PHASES]
     return [(s, d) for s, d in pairs if s.exists()]
 
@@ -147,7 +167,14 @@ def seed_arm_state(shared: SharedInfo, root: Path, *, models_only: bool = False)
             _link_tree(src, dst)
         run_secret(shared.layout)  # a bootstrap evaluated without a held-out secret cannot seed arms
         install_secret(shared.layout.heldout_secret, target.heldout_secret)
-        atomic_write_json(tmp / SEED_MARKER, {"shared": str(shared.layout.root), "seed": shared.seed,
-                                              "sft_digest": shared.sft_digest, "models_only": models_only,
-                                              "copied": [str(d.relative_to(target.root)) for _, d in pairs]})  # both resolved
+        atomic_write_json(
+            tmp / SEED_MARKER,
+            {
+                "shared": str(shared.layout.root),
+                "seed": shared.seed,
+                "sft_digest": shared.sft_digest,
+                "models_only": models_only,
+                "copied": [str(d.relative_to(target.root)) for _, d in pairs],
+            },
+        )  # both resolved
     return RunLayout(root)

@@ -43,17 +43,21 @@ class ArmSpec(BaseModel):
     """`dotted.key=value` overrides under `curriculum.` (e.g. `curriculum.arm=grpo`, `curriculum.pools=[S-mix, E2E]`)."""
 
     @model_validator(mode="after")
-    def _check(self) -> "ArmSpec":
+    def _check(self) -> ArmSpec:
         if self.kind == "base" and self.overrides:
             raise ValueError(f"arm {self.name!r}: a base arm takes no overrides (it evaluates the untrained model)")
         for text in self.overrides:
             key = text.split("=", 1)[0].strip()
             if "=" not in text or not key.startswith(ARM_PREFIXES):
-                raise ValueError(f"arm {self.name!r}: override {text!r} must be KEY=VALUE with KEY under "
-                                 f"{list(ARM_PREFIXES)}; put shared settings in the experiment's `overrides`")
+                raise ValueError(
+                    f"arm {self.name!r}: override {text!r} must be KEY=VALUE with KEY under "
+                    f"{list(ARM_PREFIXES)}; put shared settings in the experiment's `overrides`"
+                )
             if key in BUDGET_KEYS:
-                raise ValueError(f"arm {self.name!r}: {key} sets the training budget and must be the same for every "
-                                 f"arm; set it in the experiment's `overrides` (budget keys: {list(BUDGET_KEYS)})")
+                raise ValueError(
+                    f"arm {self.name!r}: {key} sets the training budget and must be the same for every "
+                    f"arm; set it in the experiment's `overrides` (budget keys: {list(BUDGET_KEYS)})"
+                )
         return self
 
 
@@ -94,7 +98,7 @@ class ExperimentSpec(BaseModel):
         return seeds
 
     @model_validator(mode="after")
-    def _check(self) -> "ExperimentSpec":
+    def _check(self) -> ExperimentSpec:
         names = [a.name for a in self.arms]
         dupes = sorted({n for n in names if names.count(n) > 1})
         if dupes:
@@ -104,8 +108,10 @@ class ExperimentSpec(BaseModel):
         for text in self.overrides:
             key, _, value = text.partition("=")
             if key.strip() in FORCED and yaml.safe_load(value) != FORCED[key.strip()]:
-                raise ValueError(f"override {text!r}: the experiment evaluates the retained best with the final_test "
-                                 f"phase, so {key.strip()} must stay {FORCED[key.strip()]!r}")
+                raise ValueError(
+                    f"override {text!r}: the experiment evaluates the retained best with the final_test "
+                    f"phase, so {key.strip()} must stay {FORCED[key.strip()]!r}"
+                )
         return self
 
     @property
@@ -149,13 +155,17 @@ def load_experiment(path: str | Path) -> ExperimentSpec:
                 lines.append(f"{where}: {err['msg']}")
         raise ExperimentError(f"{p}: invalid experiment file:\n  " + "\n  ".join(lines)) from None
     if not spec.base_config.is_file():
-        raise ExperimentError(f"{p}: base_config {spec.base_config} does not exist (relative paths resolve against "
-                              f"the current directory {Path.cwd()})")
+        raise ExperimentError(
+            f"{p}: base_config {spec.base_config} does not exist (relative paths resolve against "
+            f"the current directory {Path.cwd()})"
+        )
     for arm in spec.arms:  # fail before anything runs: every arm x seed config must validate
         cfg = arm_config(spec, arm, spec.seeds[0])
         if spec.report_split == "test" and not cfg.evaluate.test_split:
-            raise ExperimentError(f"{p}: report_split 'test' needs evaluate.test_split=true (add it to `overrides`); "
-                                  "valid report_split values: final, test")
+            raise ExperimentError(
+                f"{p}: report_split 'test' needs evaluate.test_split=true (add it to `overrides`); "
+                "valid report_split values: final, test"
+            )
     return spec
 
 
@@ -164,7 +174,7 @@ def _common(spec: ExperimentSpec, seed: int, run_name: str) -> list[str]:
     return [*spec.overrides, *forced, f"run.seed={seed}", f"run.name={run_name}"]
 
 
-def arm_config(spec: ExperimentSpec, arm: ArmSpec | str, seed: int) -> "BatConfig":
+def arm_config(spec: ExperimentSpec, arm: ArmSpec | str, seed: int) -> BatConfig:
     """The resolved config of one arm x seed (base config + common overrides + arm overrides + seed)."""
     from bat.config.load import ConfigError, load_config
 
@@ -180,24 +190,37 @@ def bootstrap_seed_of(spec: ExperimentSpec, seed: int) -> int:
     return seed if spec.bootstrap_seed is None else spec.bootstrap_seed
 
 
-def shared_config(spec: ExperimentSpec, seed: int) -> "BatConfig":
+def shared_config(spec: ExperimentSpec, seed: int) -> BatConfig:
     """The config of the shared bootstrap serving `seed`: round 0 only (synthesize, scan, sft, evaluate, route)."""
     from bat.config.load import load_config
 
     boot = bootstrap_seed_of(spec, seed)
     # round 0 only, and no end-of-run final/test evaluation of the bootstrap: the arms evaluate their own retained best
-    return load_config(spec.base_config, [*_common(spec, boot, f"{spec.name}-shared-s{boot}"), "run.rounds=0",
-                                          "evaluate.test_split=false"])
+    return load_config(
+        spec.base_config,
+        [*_common(spec, boot, f"{spec.name}-shared-s{boot}"), "run.rounds=0", "evaluate.test_split=false"],
+    )
 
 
 BUDGET_FIELDS = (
-    "run.rounds", "curriculum.batch_size", "curriculum.batches_per_round", "curriculum.exhausted", "rollout.k",
-    "rollout.budgets", "grpo.steps", "grpo.minibatch", "grpo.lr", "sft.steps", "model", "benchmark", "evaluate",
+    "run.rounds",
+    "curriculum.batch_size",
+    "curriculum.batches_per_round",
+    "curriculum.exhausted",
+    "rollout.k",
+    "rollout.budgets",
+    "grpo.steps",
+    "grpo.minibatch",
+    "grpo.lr",
+    "sft.steps",
+    "model",
+    "benchmark",
+    "evaluate",
 )
 """Resolved config fields that must be identical across trained arms (the matched budget)."""
 
 
-def budget_signature(cfg: "BatConfig") -> dict[str, Any]:
+def budget_signature(cfg: BatConfig) -> dict[str, Any]:
     """The matched-budget fields of a resolved config (dotted name -> JSON value)."""
     data = cfg.model_dump(mode="json")
     out: dict[str, Any] = {}

@@ -6,6 +6,7 @@ Reads the collected results (`bat.experiment.collect.collect`). Writes the three
 from __future__ import annotations
 
 import datetime as _dt
+import itertools
 import subprocess
 from pathlib import Path
 from typing import Any
@@ -21,10 +22,16 @@ def git_commit() -> str:
     """`<full sha>` of HEAD, with `+dirty` when the working tree has uncommitted changes; `unknown` without git."""
     root = Path(__file__).resolve().parents[2]
     try:
-        sha = subprocess.run(["git", "-C", str(root), "rev-parse", "HEAD"], capture_output=True, text=True,
-                             timeout=10, check=False).stdout.strip()
-        dirty = subprocess.run(["git", "-C", str(root), "status", "--porcelain", "--untracked-files=no"],
-                               capture_output=True, text=True, timeout=30, check=False).stdout.strip()
+        sha = subprocess.run(
+            ["git", "-C", str(root), "rev-parse", "HEAD"], capture_output=True, text=True, timeout=10, check=False
+        ).stdout.strip()
+        dirty = subprocess.run(
+            ["git", "-C", str(root), "status", "--porcelain", "--untracked-files=no"],
+            capture_output=True,
+            text=True,
+            timeout=30,
+            check=False,
+        ).stdout.strip()
     except (OSError, subprocess.SubprocessError):
         return "unknown"
     return (sha or "unknown") + ("+dirty" if sha and dirty else "")
@@ -58,12 +65,18 @@ def _total_wall(results: dict[str, Any]) -> float:
 
 def _ordering(results: dict[str, Any]) -> str:
     """The observed ordering of arms by mean Overall, and the reference arm's margins with uncertainty."""
-    ranked = sorted(((a["summary"]["mean"]["overall"], n) for n, a in results["arms"].items()
-                     if a["summary"]["mean"].get("overall") is not None), reverse=True)
+    ranked = sorted(
+        (
+            (a["summary"]["mean"]["overall"], n)
+            for n, a in results["arms"].items()
+            if a["summary"]["mean"].get("overall") is not None
+        ),
+        reverse=True,
+    )
     if not ranked:
         return "No arm finished with a complete end-of-run evaluation, so no ordering can be stated."
     text = f"{ranked[0][1]} ({pct(ranked[0][0])})"
-    for (prev, _), (value, name) in zip(ranked, ranked[1:]):
+    for (prev, _), (value, name) in itertools.pairwise(ranked):
         text += (" = " if pct(prev) == pct(value) else " > ") + f"{name} ({pct(value)})"
     lines = [f"Observed ordering by mean Overall on the {results['report_split']} split: {text}."]
     ref = results["reference_arm"]
@@ -72,58 +85,90 @@ def _ordering(results: dict[str, Any]) -> str:
             lines.append(f"* {ref} vs {name}: not comparable (missing or null results).")
             continue
         hw = cmp["half_width"]
-        verdict = ("within uncertainty" if hw is None or abs(cmp["mean_delta"]) <= hw
-                   else ("ahead" if cmp["mean_delta"] > 0 else "behind"))
+        verdict = (
+            "within uncertainty"
+            if hw is None or abs(cmp["mean_delta"]) <= hw
+            else ("ahead" if cmp["mean_delta"] > 0 else "behind")
+        )
         p = "n/a" if cmp["p_value"] is None else f"{cmp['p_value']:.3f}"
-        lines.append(f"* {ref} − {name}: {100.0 * cmp['mean_delta']:+.1f} points"
-                     + (f" ± {100.0 * hw:.1f}" if hw is not None else "") + f" (paired over {cmp['n_tracks']} tracks, "
-                     f"p = {p}): {ref} is {verdict}.")
+        lines.append(
+            f"* {ref} − {name}: {100.0 * cmp['mean_delta']:+.1f} points"
+            + (f" ± {100.0 * hw:.1f}" if hw is not None else "")
+            + f" (paired over {cmp['n_tracks']} tracks, "
+            f"p = {p}): {ref} is {verdict}."
+        )
     return "\n".join(lines)
 
 
 def render_readme(results: dict[str, Any]) -> str:
     """The readable report: command, commit, table, per-stage table, budget, per-seed runs, closing note."""
-    stages, conf = results["stage_keys"], int(round(100 * results["confidence"]))
-    out = [f"# Experiment `{results['experiment']}`", "",
-           f"Produced by `{results['command']}` at commit `{results['commit']}` on {results['created_at']}; "
-           f"total wall {_total_wall(results) / 60:.1f} min (every arm x seed plus the shared bootstraps).", "",
-           f"Base config `{results['base_config']}` with overrides `{results['overrides']}`; seeds {results['seeds']}. "
-           f"End-of-run numbers: the retained best checkpoint (untrained model for `base`) on the "
-           f"**{results['report_split']}** split, which never feeds routing or tuning. Mean of seed-averaged track "
-           f"means ± {conf}% t half-width across tracks; seed spread = SD of seed means [min, max]. Scores 0-100.", "",
-           "| arm | Overall | Agentic | Task | seed SD [min, max] | seeds ok | rollouts | GRPO steps | wall s (mean) |",
-           "|---|---|---|---|---|---|---|---|---|"]
+    stages, conf = results["stage_keys"], round(100 * results["confidence"])
+    out = [
+        f"# Experiment `{results['experiment']}`",
+        "",
+        f"Produced by `{results['command']}` at commit `{results['commit']}` on {results['created_at']}; "
+        f"total wall {_total_wall(results) / 60:.1f} min (every arm x seed plus the shared bootstraps).",
+        "",
+        f"Base config `{results['base_config']}` with overrides `{results['overrides']}`; seeds {results['seeds']}. "
+        f"End-of-run numbers: the retained best checkpoint (untrained model for `base`) on the "
+        f"**{results['report_split']}** split, which never feeds routing or tuning. Mean of seed-averaged track "
+        f"means ± {conf}% t half-width across tracks; seed spread = SD of seed means [min, max]. Scores 0-100.",
+        "",
+        "| arm | Overall | Agentic | Task | seed SD [min, max] | seeds ok | rollouts | GRPO steps | wall s (mean) |",
+        "|---|---|---|---|---|---|---|---|---|",
+    ]
     for name, arm in results["arms"].items():
         s = arm["summary"]
         done = [x for x in arm["seeds"] if x.get("status") == "done"]
         rollouts = sorted({x.get("rollouts", 0) for x in done})
         steps = sorted({x.get("grpo_steps", 0) for x in done})
         wall = arm["wall_s_mean"]
-        out.append(f"| {name} | {_pm(s, 'overall')} | {_pm(s, 'agentic')} | {_pm(s, 'task')} | {_spread(s)} | "
-                   f"{len(done)}/{len(arm['seeds'])} | {'/'.join(map(str, rollouts)) or '-'} | "
-                   f"{'/'.join(map(str, steps)) or '-'} | {'-' if wall is None else f'{wall:.0f}'} |")
-    out += ["", "Per stage (same aggregation):", "", "| arm | " + " | ".join(stages) + " |",
-            "|---|" + "---|" * len(stages)]
+        out.append(
+            f"| {name} | {_pm(s, 'overall')} | {_pm(s, 'agentic')} | {_pm(s, 'task')} | {_spread(s)} | "
+            f"{len(done)}/{len(arm['seeds'])} | {'/'.join(map(str, rollouts)) or '-'} | "
+            f"{'/'.join(map(str, steps)) or '-'} | {'-' if wall is None else f'{wall:.0f}'} |"
+        )
+    out += [
+        "",
+        "Per stage (same aggregation):",
+        "",
+        "| arm | " + " | ".join(stages) + " |",
+        "|---|" + "---|" * len(stages),
+    ]
     for name, arm in results["arms"].items():
         out.append(f"| {name} | " + " | ".join(_pm(arm["summary"], k) for k in stages) + " |")
     budget = results["budget"]
-    out += ["", "## Budget", "",
-            f"Matched budget: **{'yes' if budget['matched'] else 'NO'}** (trained arms share {sorted(budget['signature'])}; "
-            f"differing fields: {budget['differing_fields'] or 'none'}; RL arms {budget['rl_arms']} rollouts/GRPO steps "
-            f"per seed: {budget['per_seed']}; {budget['note']}).", "",
-            "Wall seconds per arm count the arm's own rounds and end-of-run evaluation; the shared bootstrap "
-            "(bank + SFT) is listed below.", "",
-            ("Shared bootstrap per seed (one bank + SFT checkpoint reused by every trained arm):"
-             if results.get("bootstrap_seed") is None else
-             f"One shared bootstrap (bank + SFT checkpoint built with run seed {results['bootstrap_seed']}) serves every "
-             "seed, so the seed spread covers RL sampling, routing and evaluation sampling, not bank/SFT variation:"), ""]
+    out += [
+        "",
+        "## Budget",
+        "",
+        f"Matched budget: **{'yes' if budget['matched'] else 'NO'}** (trained arms share {sorted(budget['signature'])}; "
+        f"differing fields: {budget['differing_fields'] or 'none'}; RL arms {budget['rl_arms']} rollouts/GRPO steps "
+        f"per seed: {budget['per_seed']}; {budget['note']}).",
+        "",
+        "Wall seconds per arm count the arm's own rounds and end-of-run evaluation; the shared bootstrap "
+        "(bank + SFT) is listed below.",
+        "",
+        (
+            "Shared bootstrap per seed (one bank + SFT checkpoint reused by every trained arm):"
+            if results.get("bootstrap_seed") is None
+            else f"One shared bootstrap (bank + SFT checkpoint built with run seed {results['bootstrap_seed']}) serves every "
+            "seed, so the seed spread covers RL sampling, routing and evaluation sampling, not bank/SFT variation:"
+        ),
+        "",
+    ]
     for seed, rec in results["shared"].items():
         out.append(f"* seed {seed}: SFT digest `{rec['sft_digest'][:16]}`, bootstrap wall {rec['wall_s']:.0f} s")
-    out += ["", "## Every run", "",
-            "Training signal per RL round: mean reward of the round's rollouts, and GRPO groups whose K rewards were "
-            "all equal (zero advantage, no gradient) out of all groups.", "",
-            "| arm | seed | status | Overall | final round | rollouts | train reward by round | identical groups | wall s | error |",
-            "|---|---|---|---|---|---|---|---|---|---|"]
+    out += [
+        "",
+        "## Every run",
+        "",
+        "Training signal per RL round: mean reward of the round's rollouts, and GRPO groups whose K rewards were "
+        "all equal (zero advantage, no gradient) out of all groups.",
+        "",
+        "| arm | seed | status | Overall | final round | rollouts | train reward by round | identical groups | wall s | error |",
+        "|---|---|---|---|---|---|---|---|---|---|",
+    ]
     for name, arm in results["arms"].items():
         for x in arm["seeds"]:
             agg = x.get("aggregate") or {}
@@ -131,22 +176,36 @@ def render_readme(results: dict[str, Any]) -> str:
             signal = x.get("signal") or []
             rewards = " / ".join("-" if s.get("reward_mean") is None else f"{s['reward_mean']:.3f}" for s in signal)
             same = " / ".join(f"{_count(s.get('groups_identical'))}/{_count(s.get('groups'))}" for s in signal)
-            out.append(f"| {name} | {x['seed']} | {x.get('status')} | {pct(agg.get('overall'))} | "
-                       f"{x.get('final_round', '-')} | {x.get('rollouts', '-')} | {rewards or '-'} | {same or '-'} | "
-                       f"{x.get('wall_s', '-')} | {err} |")
-    out += ["", "Training signal per RL round and pool: mean training reward, and identical GRPO groups out of all "
-            "groups of that pool.", "", "| arm | seed | round | " + " | ".join(POOL_NAMES) + " |", "|---|---|---|" + "---|" * len(POOL_NAMES)]
+            out.append(
+                f"| {name} | {x['seed']} | {x.get('status')} | {pct(agg.get('overall'))} | "
+                f"{x.get('final_round', '-')} | {x.get('rollouts', '-')} | {rewards or '-'} | {same or '-'} | "
+                f"{x.get('wall_s', '-')} | {err} |"
+            )
+    out += [
+        "",
+        "Training signal per RL round and pool: mean training reward, and identical GRPO groups out of all "
+        "groups of that pool.",
+        "",
+        "| arm | seed | round | " + " | ".join(POOL_NAMES) + " |",
+        "|---|---|---|" + "---|" * len(POOL_NAMES),
+    ]
     for name, arm in results["arms"].items():
         for x in arm["seeds"]:
             for s in x.get("signal") or []:
                 pools = s.get("by_pool") or {}
                 cells = [_pool_cell(pools.get(p)) for p in POOL_NAMES]
                 out.append(f"| {name} | {x['seed']} | {s['round']} | " + " | ".join(cells) + " |")
-    out += ["", "## Curves", "", "![curves](curves.png)", "",
-            "Controller split (the routing evaluation): raw Overall per round, and the retained best's score.", ""]
+    out += [
+        "",
+        "## Curves",
+        "",
+        "![curves](curves.png)",
+        "",
+        "Controller split (the routing evaluation): raw Overall per round, and the retained best's score.",
+        "",
+    ]
     out += _stage_tables(results)
-    out += ["",
-            "## Closing note", "", _ordering(results), ""]
+    out += ["", "## Closing note", "", _ordering(results), ""]
     return "\n".join(out)
 
 
@@ -154,9 +213,16 @@ def _stage_tables(results: dict[str, Any]) -> list[str]:
     """The per-stage staircase (controller score of each stage per round, mean over seeds) and each arm's held-out
     stage profile before RL (round 0, the SFT checkpoint) and after (its last round), with the change."""
     stages = results["stage_keys"]
-    out = ["## Per-stage staircase", "", "![stages](stages.png)", "",
-           "Controller split, mean over seeds, 0-100: each stage's score per round.", "",
-           "| arm | round | " + " | ".join(stages) + " |", "|---|---|" + "---|" * len(stages)]
+    out = [
+        "## Per-stage staircase",
+        "",
+        "![stages](stages.png)",
+        "",
+        "Controller split, mean over seeds, 0-100: each stage's score per round.",
+        "",
+        "| arm | round | " + " | ".join(stages) + " |",
+        "|---|---|" + "---|" * len(stages),
+    ]
     profile = []
     for name, arm in results["arms"].items():
         curves = {k: dict(zip(*stage_curve(arm["seeds"], k))) for k in stages}
@@ -170,8 +236,12 @@ def _stage_tables(results: dict[str, Any]) -> list[str]:
                 a, b = curves[k].get(first), curves[k].get(last)
                 cells.append("-" if a is None or b is None else f"{a:.1f} -> {b:.1f} ({b - a:+.1f})")
             profile.append(f"| {name} | {first} -> {last} | " + " | ".join(cells) + " |")
-    out += ["", "Held-out stage profile before RL (round 0: the SFT checkpoint) and after (the arm's last round), "
-            "controller split, mean over seeds:", ""]
+    out += [
+        "",
+        "Held-out stage profile before RL (round 0: the SFT checkpoint) and after (the arm's last round), "
+        "controller split, mean over seeds:",
+        "",
+    ]
     if profile:
         out += ["| arm | rounds | " + " | ".join(stages) + " |", "|---|---|" + "---|" * len(stages), *profile]
     else:
@@ -192,14 +262,21 @@ def _pool_cell(stats: dict[str, Any] | None) -> str:
 
 def stamp(results: dict[str, Any], command: str) -> dict[str, Any]:
     """`results` plus the exact command, the commit and the UTC time."""
-    return {**results, "command": command, "commit": git_commit(),
-            "created_at": _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds")}
+    return {
+        **results,
+        "command": command,
+        "commit": git_commit(),
+        "created_at": _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds"),
+    }
 
 
 def write_results(spec: ExperimentSpec, results: dict[str, Any], out_dir: Path | None = None) -> list[Path]:
     """Write stamped `results` as results.json, README.md and curves.png under `out_dir` (default spec.out_dir)."""
     out = Path(out_dir or spec.out_dir)
-    paths = [atomic_write_json(out / "results.json", results), plot_curves(results, out / "curves.png"),
-             plot_stage_staircase(results, out / "stages.png")]
+    paths = [
+        atomic_write_json(out / "results.json", results),
+        plot_curves(results, out / "curves.png"),
+        plot_stage_staircase(results, out / "stages.png"),
+    ]
     paths.append(atomic_write_text(out / "README.md", render_readme(results)))
     return paths

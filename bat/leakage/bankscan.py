@@ -10,14 +10,15 @@ from __future__ import annotations
 import fnmatch
 import hashlib
 import json
+from collections.abc import Iterator
 from pathlib import Path
-from typing import Any, Iterator
+from typing import Any
 
 from bat.leakage.report import LeakageReport, ReportBuilder
 from bat.leakage.scanner import Scanner
+from bat.state.bank_layout import BankVersionLayout
 from bat.state.digest import sha256_file
 from bat.state.jsonl import iter_jsonl
-from bat.state.bank_layout import BankVersionLayout
 
 _ID_KEYS = ("state_id", "row_id", "trajectory_id", "task_id", "id")
 

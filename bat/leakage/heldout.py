@@ -15,7 +15,7 @@ if TYPE_CHECKING:
     from bat.config.root import BatConfig
 
 
-def collect_heldout_entries(config: "BatConfig", secret: "HeldoutSecret") -> list[Entry]:
+def collect_heldout_entries(config: BatConfig, secret: HeldoutSecret) -> list[Entry]:
     """Fingerprint entries of the held-out suite of `config` under `secret` (raises when the benchmark exports none)."""
     import bat.benchmark as benchmark
 

@@ -10,9 +10,10 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Iterable, Literal, get_args
+from typing import Any, Literal, get_args
 
 import ahocorasick
 from datasketch import MinHash, MinHashLSH
@@ -102,7 +103,7 @@ class FingerprintIndex:
 
     def counts(self) -> dict[str, int]:
         """Entries per kind (every kind present, zeros included)."""
-        out = {kind: 0 for kind in KINDS}
+        out = dict.fromkeys(KINDS, 0)
         for entry in self.entries:
             out[entry.kind] += 1
         return out
@@ -198,8 +199,12 @@ def save_index(index: FingerprintIndex, path: str | os.PathLike[str]) -> Path:
         write_jsonl(tmp / FINGERPRINT_ENTRIES_NAME, index.entries)
         atomic_write_json(
             tmp / FINGERPRINT_META_NAME,
-            {"schema_version": INDEX_SCHEMA_VERSION, "counts": index.counts(), "digest": index.digest,
-             "origin": index.origin},
+            {
+                "schema_version": INDEX_SCHEMA_VERSION,
+                "counts": index.counts(),
+                "digest": index.digest,
+                "origin": index.origin,
+            },
         )
     return Path(path)
 

@@ -15,8 +15,8 @@ from bat.leakage.bankscan import content_digest, manifest_digest, scan_bank_dir
 from bat.leakage.heldout import collect_heldout_entries
 from bat.leakage.index import FingerprintIndex, build_index, load_index, read_index_meta, save_index
 from bat.leakage.report import LeakageReport, read_report, unscanned_report, write_verdict
-from bat.state.bank_layout import BankVersionLayout
 from bat.leakage.scanner import Scanner
+from bat.state.bank_layout import BankVersionLayout
 from bat.state.layout import RunLayout
 
 if TYPE_CHECKING:
@@ -37,21 +37,23 @@ class LeakageRejected(RuntimeError):
         self.report_path = report_path
 
 
-def index_dir(layout: RunLayout, config: "BatConfig") -> Path:
+def index_dir(layout: RunLayout, config: BatConfig) -> Path:
     """Where the fingerprint index lives: `leakage.index_path` or `layout.fingerprint_index`."""
     return Path(config.leakage.index_path) if config.leakage.index_path else layout.fingerprint_index
 
 
-def benchmark_origin(config: "BatConfig", secret: "HeldoutSecret") -> dict[str, str]:
+def benchmark_origin(config: BatConfig, secret: HeldoutSecret) -> dict[str, str]:
     """Origin label of an index exported from the built-in benchmark under `config.benchmark` and `secret` (named by
     its fingerprint, never its key)."""
     text = json.dumps(config.benchmark.model_dump(mode="json"), sort_keys=True)
-    return {"source": "bat.benchmark.fingerprint_entries",
-            "benchmark_config": "sha256:" + hashlib.sha256(text.encode("utf-8")).hexdigest(),
-            "heldout_secret": secret.fingerprint}
+    return {
+        "source": "bat.benchmark.fingerprint_entries",
+        "benchmark_config": "sha256:" + hashlib.sha256(text.encode("utf-8")).hexdigest(),
+        "heldout_secret": secret.fingerprint,
+    }
 
 
-def export_index(layout: RunLayout, config: "BatConfig") -> FingerprintIndex:
+def export_index(layout: RunLayout, config: BatConfig) -> FingerprintIndex:
     """Held-out side, at run start (the driver, never a guarded phase): load the index at `leakage.index_path` (must
     exist), or the run's own index at `layout.fingerprint_index` when it was exported under the current benchmark
     config and held-out secret; otherwise build it from the benchmark's held-out export and save it there (a changed
@@ -74,7 +76,7 @@ def export_index(layout: RunLayout, config: "BatConfig") -> FingerprintIndex:
     return index
 
 
-def ensure_index(layout: RunLayout, config: "BatConfig") -> FingerprintIndex:
+def ensure_index(layout: RunLayout, config: BatConfig) -> FingerprintIndex:
     """Training side (synthesis, scan): the index at `leakage.index_path` or the run's exported index, as it is;
     exported first when the run has none yet (outside a guarded phase: in a phase the held-out guard stops that,
     since the run's start exports it). Never checks freshness: `export_index` does, at every run start."""
@@ -85,7 +87,7 @@ def ensure_index(layout: RunLayout, config: "BatConfig") -> FingerprintIndex:
 
 
 def scan_and_admit(
-    layout: RunLayout, version: int, config: "BatConfig", index: FingerprintIndex | None = None
+    layout: RunLayout, version: int, config: BatConfig, index: FingerprintIndex | None = None
 ) -> LeakageReport:
     """Scan bank `version` and write leakage.json + ADMITTED/REJECTED.json; returns the report.
 
@@ -108,7 +110,7 @@ def scan_and_admit(
     return report
 
 
-def _same_inputs(report: LeakageReport, index: FingerprintIndex, bank_dir: Path, config: "BatConfig") -> bool:
+def _same_inputs(report: LeakageReport, index: FingerprintIndex, bank_dir: Path, config: BatConfig) -> bool:
     return (
         report.scanned
         and report.index_digest == index.digest

@@ -19,6 +19,7 @@ from bat.leakage.findings import FINDING_KINDS, RowFindings
 from bat.leakage.scanner import RowScan
 from bat.state.atomic import atomic_write_json, read_json
 from bat.state.bank_layout import BankVersionLayout
+
 REPORT_SCHEMA_VERSION = 1
 HISTOGRAM_EDGES = tuple(round(0.1 * i, 1) for i in range(11))
 
@@ -93,8 +94,8 @@ class ReportBuilder:
         self.rows = 0
         self.files = 0
         self.binary_files = 0
-        self.hits = {kind: 0 for kind in FINDING_KINDS}
-        self.rows_by_kind = {kind: 0 for kind in FINDING_KINDS}
+        self.hits = dict.fromkeys(FINDING_KINDS, 0)
+        self.rows_by_kind = dict.fromkeys(FINDING_KINDS, 0)
         self.similarities: list[float] = []
         self.flagged: list[RowFindings] = []
         self.omitted = 0

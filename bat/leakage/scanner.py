@@ -8,8 +8,9 @@ credentials, machine-specific absolute paths, and forbidden fields/roles in RL r
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from dataclasses import dataclass, field
-from typing import Any, Iterator
+from typing import Any
 
 from pydantic import BaseModel
 
@@ -86,11 +87,18 @@ class Scanner:
             result.max_similarity = max(result.max_similarity, checked.similarity)
             result.texts_checked += checked.text_checked
             for kind, matched, detail, source in checked.findings:
-                result.findings.append(Finding(kind=kind, location=location, matched=matched, detail=detail, source=source))
+                result.findings.append(
+                    Finding(kind=kind, location=location, matched=matched, detail=detail, source=source)
+                )
             already = any(kind == "credential" for kind, *_ in checked.findings)
             if parent is not None and not already and rules.secret_value(parent, value):
                 result.findings.append(
-                    Finding(kind="credential", location=location, matched=rules.redact(value.strip()), detail=f"key {parent!r}")
+                    Finding(
+                        kind="credential",
+                        location=location,
+                        matched=rules.redact(value.strip()),
+                        detail=f"key {parent!r}",
+                    )
                 )
             if rl_row:
                 result.findings.extend(self._rl_rules(location, value, parent, is_key))
@@ -99,7 +107,9 @@ class Scanner:
     def _rl_rules(self, location: str, value: str, parent: str | None, is_key: bool) -> list[Finding]:
         """RL rows carry no assistant completions, answers or transcripts (CONTRACTS.md)."""
         if is_key and field_key(value) in self.rl_forbidden:
-            return [Finding(kind="forbidden_field", location=location, matched=value, detail="key not allowed in RL rows")]
+            return [
+                Finding(kind="forbidden_field", location=location, matched=value, detail="key not allowed in RL rows")
+            ]
         if parent == "role" and value.strip().lower() in ("assistant", "tool"):
             return [Finding(kind="forbidden_field", location=location, matched=value, detail="RL prompt message role")]
         return []
@@ -148,7 +158,9 @@ class Scanner:
                     found.append((INDEX_KIND_TO_FINDING[kind], T.snippet(shown, start, stop), f"{kind} entry", source))
         for position in self.index.whole_values.get(value.strip().lower(), ()):
             entry = entries[position]
-            found.append((INDEX_KIND_TO_FINDING[entry.kind], value.strip()[:80], f"whole-value {entry.kind}", entry.source))
+            found.append(
+                (INDEX_KIND_TO_FINDING[entry.kind], value.strip()[:80], f"whole-value {entry.kind}", entry.source)
+            )
 
     def _fields(self, value: str, found: list[tuple[str, str, str, str]]) -> None:
         """A key or whole value equal to an eval-derived field name."""
@@ -202,9 +214,7 @@ def _bounded(text: str, start: int, end: int) -> bool:
     """True when the match text[start:end] is not glued to word characters on a word-character edge."""
     if start > 0 and _word(text[start]) and _word(text[start - 1]):
         return False
-    if end < len(text) and _word(text[end - 1]) and _word(text[end]):
-        return False
-    return True
+    return not (end < len(text) and _word(text[end - 1]) and _word(text[end]))
 
 
 def _word(char: str) -> bool:

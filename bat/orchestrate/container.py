@@ -15,8 +15,9 @@ CONTAINER_TMP = "/tmp"
 CONTAINER_HF_HOME = "/tmp/hf_home"
 
 
-def apptainer_argv(cfg: ContainerConfig, state_root: str | Path, command: list[str],
-                   scratch: str | None = None) -> list[str]:
+def apptainer_argv(
+    cfg: ContainerConfig, state_root: str | Path, command: list[str], scratch: str | None = None
+) -> list[str]:
     """argv `apptainer exec --nv --containall --bind ... IMAGE command...` for one phase process."""
     if not command:
         raise ValueError("apptainer_argv: empty command; pass e.g. ['python', '-m', 'submitit.core._submit', DIR]")

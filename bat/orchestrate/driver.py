@@ -14,15 +14,16 @@ import signal
 import socket
 import threading
 import time
+from collections.abc import Callable
 from pathlib import Path
-from typing import TYPE_CHECKING, Callable
+from typing import TYPE_CHECKING
 
-from bat.phase.events import log_event
 from bat.orchestrate.executors import executor_kind, make_executor
 from bat.orchestrate.graph import ASYNC_ORDER, round_phases
 from bat.orchestrate.jobrecords import job_active, read_job_record, write_job_record
 from bat.orchestrate.preempt import PhaseJob
 from bat.orchestrate.preflight import preflight
+from bat.phase.events import log_event
 from bat.state.layout import RunLayout
 from bat.state.lease import Lease, LeaseHeld
 from bat.state.markers import read_done
@@ -58,7 +59,7 @@ def route_stopped(done) -> bool:
     return bool(done.extra.get("stop")) or ("next_round" in done.extra and done.extra["next_round"] is None)
 
 
-def next_round(config: "BatConfig", layout: RunLayout) -> int | None:
+def next_round(config: BatConfig, layout: RunLayout) -> int | None:
     """First round (0..run.rounds) whose route is not DONE; None when finished or route asked to stop."""
     for r in range(config.run.rounds + 1):
         done = read_done(layout.phase_dir(r, "route"))
@@ -71,8 +72,15 @@ def next_round(config: "BatConfig", layout: RunLayout) -> int | None:
     return None
 
 
-def queue_phase(config: "BatConfig", layout: RunLayout, r: int, phase: str, deps: list[str], owner: str,
-                heartbeat: Callable[[], None] = lambda: None) -> str | None:
+def queue_phase(
+    config: BatConfig,
+    layout: RunLayout,
+    r: int,
+    phase: str,
+    deps: list[str],
+    owner: str,
+    heartbeat: Callable[[], None] = lambda: None,
+) -> str | None:
     """Queue (round, phase) unless DONE or already queued; returns the live Slurm job id or None.
 
     local/debug executors wait for the job here (heartbeating the lease) and raise PhaseFailed.
@@ -117,8 +125,11 @@ class StepProgress:
         if not isinstance(step, int) or step <= self.step:
             return
         self.step = step
-        parts = [f"{key} {last[key]:.4g}" for key in ("loss", "val_loss", "reward_mean", "tokens_per_s")
-                 if isinstance(last.get(key), (int, float))]
+        parts = [
+            f"{key} {last[key]:.4g}"
+            for key in ("loss", "val_loss", "reward_mean", "tokens_per_s")
+            if isinstance(last.get(key), (int, float))
+        ]
         print(f"{self.prefix}: step {step}: {', '.join(parts)}", flush=True)
 
 
@@ -147,8 +158,9 @@ def _stop_local_job(job, timeout_s: float = 60.0) -> None:
         time.sleep(0.2)
 
 
-def _wait_local(config: "BatConfig", layout: RunLayout, r: int, phase: str, job, kind: str,
-                heartbeat: Callable[[], None]) -> None:
+def _wait_local(
+    config: BatConfig, layout: RunLayout, r: int, phase: str, job, kind: str, heartbeat: Callable[[], None]
+) -> None:
     """Wait for a local/debug job, printing progress; raise PhaseFailed unless it wrote DONE.json."""
     started = time.monotonic()
     print(f"[round {r}] {phase}: running (job {job.job_id}, log {job.paths.stderr})", flush=True)
@@ -164,16 +176,19 @@ def _wait_local(config: "BatConfig", layout: RunLayout, r: int, phase: str, job,
             _stop_local_job(job)
         raise
     if kind == "local" and not _wait_for(job.paths.result_pickle, 2.0):  # none at all = the job was killed
-        raise PhaseFailed(f"round {r} phase {phase}: job {job.job_id} died without a result (killed?); "
-                          f"log {job.paths.stderr}; rerun to resume from its partial outputs")
+        raise PhaseFailed(
+            f"round {r} phase {phase}: job {job.job_id} died without a result (killed?); "
+            f"log {job.paths.stderr}; rerun to resume from its partial outputs"
+        )
     try:
         summary = job.result()
     except Exception as exc:  # submitit re-raises the job's failure with its whole traceback: keep the last line
         last = _last_line(exc)
         if last.split(":")[0].endswith("KeyboardInterrupt"):  # Ctrl-C reached the job before this process
             raise KeyboardInterrupt from None
-        raise PhaseFailed(f"round {r} phase {phase} failed (job {job.job_id}): {last}; "
-                          f"traceback in {job.paths.stderr}") from None
+        raise PhaseFailed(
+            f"round {r} phase {phase} failed (job {job.job_id}): {last}; traceback in {job.paths.stderr}"
+        ) from None
     if isinstance(summary, dict) and summary.get("input_error"):
         raise PhaseInputError(f"round {r} phase {phase}: {summary['input_error']}")
     done = read_done(layout.phase_dir(r, phase))
@@ -190,7 +205,7 @@ def _wait_for(path, timeout_s: float) -> bool:
     return path.exists()
 
 
-def queue_round(config: "BatConfig", layout: RunLayout, r: int, owner: str | None = None) -> list[str]:
+def queue_round(config: BatConfig, layout: RunLayout, r: int, owner: str | None = None) -> list[str]:
     """Preflight, take the round lease, queue the round's unfinished phases in order; returns queued job ids.
 
     Raises PreflightError (nothing queued) or LeaseHeld (another driver is queueing this round).
@@ -208,8 +223,9 @@ def queue_round(config: "BatConfig", layout: RunLayout, r: int, owner: str | Non
     return jobs
 
 
-def _queue_chain(config: "BatConfig", layout: RunLayout, r: int, phases: tuple[str, ...], owner: str,
-                 heartbeat: Callable[[], None]) -> list[str]:
+def _queue_chain(
+    config: BatConfig, layout: RunLayout, r: int, phases: tuple[str, ...], owner: str, heartbeat: Callable[[], None]
+) -> list[str]:
     deps: list[str] = []
     for phase in phases:
         heartbeat()
@@ -219,7 +235,7 @@ def _queue_chain(config: "BatConfig", layout: RunLayout, r: int, phases: tuple[s
     return deps
 
 
-def after_route(config: "BatConfig", layout: RunLayout, r: int) -> str:
+def after_route(config: BatConfig, layout: RunLayout, r: int) -> str:
     """Inside the route job (Slurm): stop on the route's request or the budget, else queue round r+1."""
     done = read_done(layout.phase_dir(r, "route"))
     if route_stopped(done):
@@ -236,7 +252,7 @@ def after_route(config: "BatConfig", layout: RunLayout, r: int) -> str:
     return f"queued round {r + 1}: {jobs}"
 
 
-def export_heldout_side(config: "BatConfig", layout: RunLayout) -> None:
+def export_heldout_side(config: BatConfig, layout: RunLayout) -> None:
     """At run start, before any phase: the run's held-out secret exists and the fingerprint index is exported under
     it (the training phases read that index; the held-out guard keeps them from the secret)."""
     from bat.benchmark.secret import run_secret
@@ -247,8 +263,14 @@ def export_heldout_side(config: "BatConfig", layout: RunLayout) -> None:
         export_index(layout, config)
 
 
-def run(config: "BatConfig", layout: RunLayout, *, owner: str | None = None, wait: bool = False,
-        allow_config_change: bool = False) -> int:
+def run(
+    config: BatConfig,
+    layout: RunLayout,
+    *,
+    owner: str | None = None,
+    wait: bool = False,
+    allow_config_change: bool = False,
+) -> int:
     """`bat run` / run_round.sh: queue (Slurm) or run (local) rounds until done; returns an exit code."""
     from bat.config.run_record import open_run
 
@@ -276,7 +298,7 @@ def run(config: "BatConfig", layout: RunLayout, *, owner: str | None = None, wai
     return 0
 
 
-def wait_slurm(config: "BatConfig", layout: RunLayout, timeout_s: float | None = None) -> int:
+def wait_slurm(config: BatConfig, layout: RunLayout, timeout_s: float | None = None) -> int:
     """Poll until every round is DONE (0) or no job of the unfinished round is alive any more (1)."""
     deadline = None if timeout_s is None else time.monotonic() + timeout_s
     quiet = 0
@@ -284,7 +306,9 @@ def wait_slurm(config: "BatConfig", layout: RunLayout, timeout_s: float | None =
         r = next_round(config, layout)
         if r is None:
             return 0
-        alive = any(job_active(read_job_record(layout, rr, p)) for rr in (r, max(r - 1, 0)) for p in round_phases(rr, config))
+        alive = any(
+            job_active(read_job_record(layout, rr, p)) for rr in (r, max(r - 1, 0)) for p in round_phases(rr, config)
+        )
         quiet = 0 if alive else quiet + 1
         if quiet >= 3:  # three polls without a live job: the chain broke (failed or cancelled phase)
             log_event(layout, r, "driver", "no live job left and round unfinished: resubmit to resume")

@@ -17,7 +17,7 @@ if TYPE_CHECKING:
 EXECUTOR_KINDS = ("auto", "slurm", "local", "debug")
 
 
-def executor_kind(config: "BatConfig") -> str:
+def executor_kind(config: BatConfig) -> str:
     """Concrete executor: `auto` becomes `slurm` when `sbatch` is on PATH, else `local`."""
     kind = config.orchestrate.executor
     if kind not in EXECUTOR_KINDS:
@@ -27,7 +27,7 @@ def executor_kind(config: "BatConfig") -> str:
     return kind
 
 
-def resource_parameters(config: "BatConfig", phase: str, kind: str, round_index: int = 0) -> dict[str, Any]:
+def resource_parameters(config: BatConfig, phase: str, kind: str, round_index: int = 0) -> dict[str, Any]:
     """submitit parameters for `phase` (generic + `slurm_`-prefixed) from `orchestrate.resources`.
 
     Job names are `<run>.rNN.<phase>` so `squeue`/`sacct` show which round and phase a job is.
@@ -44,8 +44,13 @@ def resource_parameters(config: "BatConfig", phase: str, kind: str, round_index:
         if res.gpus:
             params["gpus_per_node"] = res.gpus
     if kind == "slurm":
-        params.update(mem_gb=res.mem_gb, cpus_per_task=res.cpus, nodes=res.nodes, tasks_per_node=tasks,
-                      slurm_signal_delay_s=orch.signal_delay_s)
+        params.update(
+            mem_gb=res.mem_gb,
+            cpus_per_task=res.cpus,
+            nodes=res.nodes,
+            tasks_per_node=tasks,
+            slurm_signal_delay_s=orch.signal_delay_s,
+        )
         if res.gpus:
             params["gpus_per_node"] = res.gpus
         if res.partition:
@@ -55,8 +60,9 @@ def resource_parameters(config: "BatConfig", phase: str, kind: str, round_index:
     return params
 
 
-def make_executor(config: "BatConfig", layout: RunLayout, round_index: int, phase: str,
-                  dependency: list[str] | None = None) -> submitit.Executor:
+def make_executor(
+    config: BatConfig, layout: RunLayout, round_index: int, phase: str, dependency: list[str] | None = None
+) -> submitit.Executor:
     """An executor whose jobs log under `jobs/round_NN/<phase>/<job id>`; `dependency` = afterok job ids."""
     kind = executor_kind(config)
     folder = layout.submitit_dir(round_index, phase) / "%j"

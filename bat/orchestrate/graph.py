@@ -7,9 +7,10 @@ Slurm dependencies (`afterok`), `bat status` columns and the phase I/O table of 
 from __future__ import annotations
 
 import importlib
+from collections.abc import Callable
 from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import TYPE_CHECKING, Callable
+from typing import TYPE_CHECKING
 
 from bat.phase.order import ASYNC_ORDER, BOOTSTRAP_ORDER, FINAL_ORDER, PHASE_NAMES, ROUND_ORDER
 from bat.state.bank_layout import BankVersionLayout
@@ -19,8 +20,19 @@ if TYPE_CHECKING:
     from bat.config.root import BatConfig
     from bat.phase.context import PhaseFn
 
-__all__ = ["ASYNC_ORDER", "BOOTSTRAP_ORDER", "FINAL_ORDER", "PHASES", "ROUND_ORDER", "PhaseSpec", "check_round",
-           "is_final_round", "load_phase_fn", "resolve_table", "round_phases"]
+__all__ = [
+    "ASYNC_ORDER",
+    "BOOTSTRAP_ORDER",
+    "FINAL_ORDER",
+    "PHASES",
+    "ROUND_ORDER",
+    "PhaseSpec",
+    "check_round",
+    "is_final_round",
+    "load_phase_fn",
+    "resolve_table",
+    "round_phases",
+]
 
 
 Files = Callable[[RunLayout, int], tuple["Path | str", ...]]
@@ -47,54 +59,116 @@ def _bank(layout: RunLayout) -> BankVersionLayout:
 PHASES: dict[str, PhaseSpec] = {
     spec.name: spec
     for spec in (
-        PhaseSpec("synthesize", "bat.bank.phase:run_synthesize",
-                  lambda L, r: ("config (bank, benchmark)", "practice seed space", "base tokenizer"),
-                  lambda L, r: (_bank(L).tasks, _bank(L).trajectories, _bank(L).sft_split("train"),
-                                _bank(L).sft_split("validation"), _bank(L).rl_rows, _bank(L).rl_index,
-                                _bank(L).states_dir, _bank(L).manifest), "synthesize"),
-        PhaseSpec("scan", "bat.leakage.phase:run_scan",
-                  lambda L, r: (_bank(L).path, L.fingerprint_meta, L.fingerprint_entries),
-                  lambda L, r: (_bank(L).leakage_report, _bank(L).admitted_marker, _bank(L).rejected_marker),
-                  "scan"),
-        PhaseSpec("sft", "bat.train.phase:run_sft",
-                  lambda L, r: (_bank(L).sft_split("train"), _bank(L).sft_split("validation"), "base model"),
-                  lambda L, r: (L.sft_checkpoints, L.candidate_model(0), L.training_metrics(0, "sft")), "sft"),
-        PhaseSpec("rollout", "bat.rollout.phase:run_rollout",
-                  lambda L, r: (L.plan(r), _bank(L).rl_rows, _bank(L).states_dir, "the plan's start checkpoint"),
-                  lambda L, r: (L.round(r).shard("rollout", 0).rollouts, L.round(r).shard("rollout", 0).timings,
-                                L.round(r).shard("rollout", 0).done), "rollout"),
-        PhaseSpec("verify", "bat.verify.phase:run_verify",
-                  lambda L, r: (L.plan(r), L.round(r).shard("rollout", 0).rollouts, _bank(L).states_dir),
-                  lambda L, r: (L.round(r).shard("verify", 0).rewards, L.round(r).shard("verify", 0).done), "verify"),
-        PhaseSpec("grpo", "bat.train.phase:run_grpo",
-                  lambda L, r: (L.plan(r), L.round(r).shard("rollout", 0).rollouts,
-                                L.round(r).shard("verify", 0).rewards, "the plan's start checkpoint"),
-                  lambda L, r: (L.round_checkpoints(r), L.candidate_model(r), L.training_metrics(r, "grpo")), "grpo"),
-        PhaseSpec("evaluate", "bat.evaluate.phase:run_evaluate",
-                  lambda L, r: (L.candidate_model(r), L.heldout_secret, "held-out suite"),
-                  lambda L, r: (L.round(r).aggregate("controller"), L.heldout_manifest(r, "controller"),
-                                L.heldout_run_records(r, "controller"), L.report_md(r), L.report_json(r)), "evaluate"),
-        PhaseSpec("route", "bat.curriculum.phase:run_route",
-                  lambda L, r: (L.round(r).aggregate("controller"), L.round(r - 1).decision,
-                                L.round(r - 1).best_after, _bank(L).rl_index),
-                  lambda L, r: (L.round(r).decision, L.round(r).best_after, L.best_json, L.plan(r + 1)), "route"),
-        PhaseSpec("final_test", "bat.evaluate.phase:run_final_test",
-                  lambda L, r: (L.best_json, L.heldout_secret, "held-out final + test suites"),
-                  lambda L, r: (L.round(r).aggregate("final", "final_test"), L.round(r).aggregate("test", "final_test"),
-                                L.heldout_manifest(r, "final"), L.heldout_manifest(r, "test"), L.test_split_used),
-                  "final_test"),
+        PhaseSpec(
+            "synthesize",
+            "bat.bank.phase:run_synthesize",
+            lambda L, r: ("config (bank, benchmark)", "practice seed space", "base tokenizer"),
+            lambda L, r: (
+                _bank(L).tasks,
+                _bank(L).trajectories,
+                _bank(L).sft_split("train"),
+                _bank(L).sft_split("validation"),
+                _bank(L).rl_rows,
+                _bank(L).rl_index,
+                _bank(L).states_dir,
+                _bank(L).manifest,
+            ),
+            "synthesize",
+        ),
+        PhaseSpec(
+            "scan",
+            "bat.leakage.phase:run_scan",
+            lambda L, r: (_bank(L).path, L.fingerprint_meta, L.fingerprint_entries),
+            lambda L, r: (_bank(L).leakage_report, _bank(L).admitted_marker, _bank(L).rejected_marker),
+            "scan",
+        ),
+        PhaseSpec(
+            "sft",
+            "bat.train.phase:run_sft",
+            lambda L, r: (_bank(L).sft_split("train"), _bank(L).sft_split("validation"), "base model"),
+            lambda L, r: (L.sft_checkpoints, L.candidate_model(0), L.training_metrics(0, "sft")),
+            "sft",
+        ),
+        PhaseSpec(
+            "rollout",
+            "bat.rollout.phase:run_rollout",
+            lambda L, r: (L.plan(r), _bank(L).rl_rows, _bank(L).states_dir, "the plan's start checkpoint"),
+            lambda L, r: (
+                L.round(r).shard("rollout", 0).rollouts,
+                L.round(r).shard("rollout", 0).timings,
+                L.round(r).shard("rollout", 0).done,
+            ),
+            "rollout",
+        ),
+        PhaseSpec(
+            "verify",
+            "bat.verify.phase:run_verify",
+            lambda L, r: (L.plan(r), L.round(r).shard("rollout", 0).rollouts, _bank(L).states_dir),
+            lambda L, r: (L.round(r).shard("verify", 0).rewards, L.round(r).shard("verify", 0).done),
+            "verify",
+        ),
+        PhaseSpec(
+            "grpo",
+            "bat.train.phase:run_grpo",
+            lambda L, r: (
+                L.plan(r),
+                L.round(r).shard("rollout", 0).rollouts,
+                L.round(r).shard("verify", 0).rewards,
+                "the plan's start checkpoint",
+            ),
+            lambda L, r: (L.round_checkpoints(r), L.candidate_model(r), L.training_metrics(r, "grpo")),
+            "grpo",
+        ),
+        PhaseSpec(
+            "evaluate",
+            "bat.evaluate.phase:run_evaluate",
+            lambda L, r: (L.candidate_model(r), L.heldout_secret, "held-out suite"),
+            lambda L, r: (
+                L.round(r).aggregate("controller"),
+                L.heldout_manifest(r, "controller"),
+                L.heldout_run_records(r, "controller"),
+                L.report_md(r),
+                L.report_json(r),
+            ),
+            "evaluate",
+        ),
+        PhaseSpec(
+            "route",
+            "bat.curriculum.phase:run_route",
+            lambda L, r: (
+                L.round(r).aggregate("controller"),
+                L.round(r - 1).decision,
+                L.round(r - 1).best_after,
+                _bank(L).rl_index,
+            ),
+            lambda L, r: (L.round(r).decision, L.round(r).best_after, L.best_json, L.plan(r + 1)),
+            "route",
+        ),
+        PhaseSpec(
+            "final_test",
+            "bat.evaluate.phase:run_final_test",
+            lambda L, r: (L.best_json, L.heldout_secret, "held-out final + test suites"),
+            lambda L, r: (
+                L.round(r).aggregate("final", "final_test"),
+                L.round(r).aggregate("test", "final_test"),
+                L.heldout_manifest(r, "final"),
+                L.heldout_manifest(r, "test"),
+                L.test_split_used,
+            ),
+            "final_test",
+        ),
     )
 }
 
 assert tuple(PHASES) == PHASE_NAMES, "the graph table lists the phases of bat.phase.order, in its order"
 
 
-def is_final_round(config: "BatConfig | None", round_index: int) -> bool:
+def is_final_round(config: BatConfig | None, round_index: int) -> bool:
     """True for the last budgeted round of a run that evaluates the untouched test split at the end."""
     return config is not None and round_index == config.run.rounds and config.evaluate.test_split
 
 
-def round_phases(round_index: int, config: "BatConfig | None" = None) -> tuple[str, ...]:
+def round_phases(round_index: int, config: BatConfig | None = None) -> tuple[str, ...]:
     """Phases of round `round_index` in data-flow order (+ `final_test` in the last round when `config` says so)."""
     if round_index < 0:
         raise ValueError(f"round index must be >= 0, got {round_index}")
@@ -102,13 +176,13 @@ def round_phases(round_index: int, config: "BatConfig | None" = None) -> tuple[s
     return (*order, *FINAL_ORDER) if is_final_round(config, round_index) else order
 
 
-def resolve_table(config: "BatConfig") -> dict[str, PhaseSpec]:
+def resolve_table(config: BatConfig) -> dict[str, PhaseSpec]:
     """The product table with `config.orchestrate.phase_overrides` applied."""
     overrides = config.orchestrate.phase_overrides
     return {name: replace(spec, target=overrides.get(name, spec.target)) for name, spec in PHASES.items()}
 
 
-def load_phase_fn(target: str) -> "PhaseFn":
+def load_phase_fn(target: str) -> PhaseFn:
     """Import `module:function`; errors name the target and what is wrong."""
     module_name, sep, func_name = target.partition(":")
     if not sep:
@@ -124,7 +198,7 @@ def load_phase_fn(target: str) -> "PhaseFn":
     return fn
 
 
-def check_round(config: "BatConfig", round_index: int, phases: tuple[str, ...] | None = None) -> list[str]:
+def check_round(config: BatConfig, round_index: int, phases: tuple[str, ...] | None = None) -> list[str]:
     """Problems that would make a round fail to start (unimportable phase functions); [] when fine."""
     table = resolve_table(config)
     problems = []

@@ -11,15 +11,30 @@ from typing import Any
 from bat.state.atomic import atomic_write_json, read_json
 from bat.state.layout import RunLayout
 
-SLURM_ACTIVE = frozenset({
-    "PENDING", "RUNNING", "REQUEUED", "REQUEUE_HOLD", "REQUEUE_FED", "CONFIGURING", "COMPLETING",
-    "SUSPENDED", "RESIZING", "SIGNALING", "STAGE_OUT", "RESV_DEL_HOLD", "STOPPED", "PREEMPTED",
-})
+SLURM_ACTIVE = frozenset(
+    {
+        "PENDING",
+        "RUNNING",
+        "REQUEUED",
+        "REQUEUE_HOLD",
+        "REQUEUE_FED",
+        "CONFIGURING",
+        "COMPLETING",
+        "SUSPENDED",
+        "RESIZING",
+        "SIGNALING",
+        "STAGE_OUT",
+        "RESV_DEL_HOLD",
+        "STOPPED",
+        "PREEMPTED",
+    }
+)
 """Slurm states in which a job will still run (or finish) by itself: do not queue it again."""
 
 
-def write_job_record(layout: RunLayout, round_index: int, phase: str, *, job_id: str, executor: str,
-                     owner: str, dependency: list[str]) -> dict[str, Any]:
+def write_job_record(
+    layout: RunLayout, round_index: int, phase: str, *, job_id: str, executor: str, owner: str, dependency: list[str]
+) -> dict[str, Any]:
     """Record the job just queued for (round, phase); returns the record."""
     record = {
         "schema_version": 1,

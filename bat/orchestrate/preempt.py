@@ -11,8 +11,9 @@ from __future__ import annotations
 
 import os
 import signal
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
 import submitit
 
@@ -93,8 +94,9 @@ def interruption_kind() -> str:
 class PhaseJob(submitit.helpers.Checkpointable):
     """The callable submitted for one (round, phase); pickled by submitit with plain-data arguments."""
 
-    def __init__(self, config_data: dict[str, Any], state_root: str, round_index: int, phase: str,
-                 chain_next: bool = False) -> None:
+    def __init__(
+        self, config_data: dict[str, Any], state_root: str, round_index: int, phase: str, chain_next: bool = False
+    ) -> None:
         self.config_data = config_data
         self.state_root = str(state_root)
         self.round_index = round_index
@@ -109,14 +111,18 @@ class PhaseJob(submitit.helpers.Checkpointable):
 
     def __call__(self) -> dict[str, Any]:
         """Run the phase (no-op when DONE); after `route`, queue the next round when `chain_next`."""
-        from bat.phase.events import log_event
         from bat.orchestrate.runner import run_phase
+        from bat.phase.events import log_event
 
         config, layout = self._open()
 
         def on_sigterm(flushed: int) -> None:
-            log_event(layout, self.round_index, self.phase,
-                      f"SIGTERM: flushed {flushed} hook(s), exiting (Slurm requeues a preempted job)")
+            log_event(
+                layout,
+                self.round_index,
+                self.phase,
+                f"SIGTERM: flushed {flushed} hook(s), exiting (Slurm requeues a preempted job)",
+            )
 
         install_signal_handlers(config.orchestrate.sigterm_flush, on_sigterm)
         restarts = os.environ.get("SLURM_RESTART_COUNT", "0")
@@ -142,6 +148,10 @@ class PhaseJob(submitit.helpers.Checkpointable):
 
         flushed = run_flush_hooks()
         _, layout = self._open()
-        log_event(layout, self.round_index, self.phase,
-                  f"interrupted ({interruption_kind()}), flushed {flushed} hook(s), requeueing")
+        log_event(
+            layout,
+            self.round_index,
+            self.phase,
+            f"interrupted ({interruption_kind()}), flushed {flushed} hook(s), requeueing",
+        )
         return super().checkpoint(*args, **kwargs)

@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING
 
 from bat.config.load import ConfigError
 from bat.orchestrate.executors import executor_kind
-from bat.orchestrate.graph import ASYNC_ORDER, check_round, round_phases, resolve_table
+from bat.orchestrate.graph import ASYNC_ORDER, check_round, resolve_table, round_phases
 
 if TYPE_CHECKING:
     from bat.config.root import BatConfig
@@ -28,7 +28,7 @@ def slurm_partitions() -> list[str]:
     return sorted({line.strip() for line in out.stdout.splitlines() if line.strip()}) if out.returncode == 0 else []
 
 
-def preflight_problems(config: "BatConfig", round_index: int) -> list[str]:
+def preflight_problems(config: BatConfig, round_index: int) -> list[str]:
     """Every reason the round `round_index` cannot be queued with this config; [] when fine."""
     problems: list[str] = []
     if round_index > config.run.rounds:
@@ -52,11 +52,13 @@ def preflight_problems(config: "BatConfig", round_index: int) -> list[str]:
                     problems.append(f"orchestrate.resources.{key}.partition={part!r} does not exist; valid: {valid}")
         container = config.orchestrate.container
         if container.enabled and not Path(container.image).is_file():
-            problems.append(f"orchestrate.container.image={container.image!r} not found; build it with containers/build.sh")
+            problems.append(
+                f"orchestrate.container.image={container.image!r} not found; build it with containers/build.sh"
+            )
     return problems
 
 
-def model_problems(config: "BatConfig") -> list[str]:
+def model_problems(config: BatConfig) -> list[str]:
     """Why the base policy cannot be had: a named pretrained model whose package is not installed; [] when
     fine (reads only package metadata)."""
     from bat.policy.pretrained import PretrainedUnavailable, locate_gguf, source
@@ -70,7 +72,7 @@ def model_problems(config: "BatConfig") -> list[str]:
     return []
 
 
-def preflight(config: "BatConfig", round_index: int) -> None:
+def preflight(config: BatConfig, round_index: int) -> None:
     """Raise PreflightError listing every problem; returns None when the round can be queued."""
     problems = preflight_problems(config, round_index)
     if problems:

@@ -10,9 +10,9 @@ Reads: the recipe and `pyproject.toml`. Writes nothing.
 from __future__ import annotations
 
 import re
-import tomllib
 from pathlib import Path
 
+import tomllib
 from spython.main.parse.parsers import SingularityParser
 
 REQUIRED_FILES = ("pyproject.toml", "bat", "jobs", "configs", "run_round.sh")
@@ -67,16 +67,22 @@ def lint_recipe(recipe: str | Path, pyproject: str | Path, repo: str | Path | No
     if not re.search(r"pip install[^\n]*/opt/bat\b", post):
         problems.append(f"{recipe}: %post must pip-install the project copied to /opt/bat")
     if re.search(r"pip install[^\n]*/opt/bat\[[^\]]*(vllm|sglang)", post):
-        problems.append(f"{recipe}: %post installs a serving engine into bat's environment; vLLM and SGLang pin their "
-                        "own transformers/torch builds: give the engine its own venv (as scripts/bootstrap.sh does)")
+        problems.append(
+            f"{recipe}: %post installs a serving engine into bat's environment; vLLM and SGLang pin their "
+            "own transformers/torch builds: give the engine its own venv (as scripts/bootstrap.sh does)"
+        )
 
     environ = {line.strip().removeprefix("export ").strip() for line in stage.environ}
     for required in REQUIRED_ENV:
         if required not in environ:
             problems.append(f"{recipe}: %environment must export {required}")
-    if re.search(r"pip install[^\n]*(\bvllm\b|\{\{\s*engine\s*\}\})", post) and not any(e.startswith(ENGINE_PYTHON_ENV + "=") for e in environ):
-        problems.append(f"{recipe}: the image installs vLLM but %environment does not export {ENGINE_PYTHON_ENV} "
-                        "(the interpreter bat starts the vLLM server with)")
+    if re.search(r"pip install[^\n]*(\bvllm\b|\{\{\s*engine\s*\}\})", post) and not any(
+        e.startswith(ENGINE_PYTHON_ENV + "=") for e in environ
+    ):
+        problems.append(
+            f"{recipe}: the image installs vLLM but %environment does not export {ENGINE_PYTHON_ENV} "
+            "(the interpreter bat starts the vLLM server with)"
+        )
     if not stage.test:
         problems.append(f"{recipe}: needs a %test section (run at build time)")
     return problems

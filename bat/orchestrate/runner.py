@@ -9,9 +9,9 @@ from __future__ import annotations
 import time
 from typing import TYPE_CHECKING
 
+from bat.orchestrate.graph import PhaseSpec, load_phase_fn, resolve_table
 from bat.phase.context import PhaseContext, PhaseResult
 from bat.phase.events import log_event
-from bat.orchestrate.graph import PhaseSpec, load_phase_fn, resolve_table
 from bat.state.layout import RunLayout
 from bat.state.markers import read_done, write_done
 
@@ -30,7 +30,7 @@ def global_rank() -> int:
 
 
 def run_phase(
-    config: "BatConfig",
+    config: BatConfig,
     layout: RunLayout,
     round_index: int,
     phase: str,

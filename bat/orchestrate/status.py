@@ -31,7 +31,7 @@ def _cell(layout: RunLayout, r: int, phase: str, query_slurm: bool) -> dict[str,
     if state == "done":
         done = read_done(layout.phase_dir(r, phase))
         cell["counts"] = done.counts if done else {}
-        cell["compute_s"] = (done.extra.get("compute_s") if done else None)
+        cell["compute_s"] = done.extra.get("compute_s") if done else None
         return cell
     if local_job_alive(record):
         cell["status"] = "running"
@@ -68,9 +68,19 @@ def collect_status(layout: RunLayout, query_slurm: bool = True) -> dict[str, Any
         shown = list(round_phases(r))
         if layout.phase_dir(r, "final_test").exists() or layout.job_record(r, "final_test").exists():
             shown.append("final_test")
-        shown += [p for p in ASYNC_ORDER if p not in shown and  # an async bank refresh beside round r
-                  (layout.phase_dir(r, p).exists() or layout.job_record(r, p).exists())]
+        shown += [
+            p
+            for p in ASYNC_ORDER
+            if p not in shown  # an async bank refresh beside round r
+            and (layout.phase_dir(r, p).exists() or layout.job_record(r, p).exists())
+        ]
         phases = {p: _cell(layout, r, p, query_slurm) for p in shown}
         rounds.append({"round": r, "phases": phases, "scores": _scores(layout, r)})
-    return {"state": str(layout.root), "run": run.get("run"), "config_hash": run.get("config_hash"),
-            "round_budget": budget, "phase_order": list(PHASES), "rounds": rounds}
+    return {
+        "state": str(layout.root),
+        "run": run.get("run"),
+        "config_hash": run.get("config_hash"),
+        "round_budget": budget,
+        "phase_order": list(PHASES),
+        "rounds": rounds,
+    }

@@ -19,15 +19,23 @@ HELP = "hf vs vllm engine: generate tokens/s at batch 1/8/32 and prefill tokens/
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--model", default="smollm2-135m-instruct",
-                        help="registered pretrained policy or local HF folder (default smollm2-135m-instruct)")
+    parser.add_argument(
+        "--model",
+        default="smollm2-135m-instruct",
+        help="registered pretrained policy or local HF folder (default smollm2-135m-instruct)",
+    )
     parser.add_argument("--batches", type=int, nargs="+", default=[1, 8, 32], help="batch sizes (default 1 8 32)")
     parser.add_argument("--new-tokens", type=int, default=128, help="tokens generated per request (default 128)")
-    parser.add_argument("--prompt-tokens", type=int, default=32,
-                        help="prompt length for generation (default 32: decode, not prefill, dominates)")
+    parser.add_argument(
+        "--prompt-tokens",
+        type=int,
+        default=32,
+        help="prompt length for generation (default 32: decode, not prefill, dominates)",
+    )
     parser.add_argument("--prefill-tokens", type=int, default=2048, help="prompt length for prefill (default 2048)")
-    parser.add_argument("--engines", nargs="+", choices=("hf", "vllm"), default=["hf", "vllm"],
-                        help="engines to measure (default both)")
+    parser.add_argument(
+        "--engines", nargs="+", choices=("hf", "vllm"), default=["hf", "vllm"], help="engines to measure (default both)"
+    )
 
 
 def resolve_model(name: str) -> Path:
@@ -66,8 +74,10 @@ def timed(engine: Any, batch: list[list[int]], new_tokens: int) -> tuple[int, fl
     """(generated tokens, seconds) of one batched generate of `batch` (no stop ids: exactly `new_tokens` each)."""
     from bat.rollout.engine import GenRequest
 
-    reqs = [GenRequest(prompt_ids=p, max_new_tokens=new_tokens, seed=i, temperature=1.0, stop_ids=())
-            for i, p in enumerate(batch)]
+    reqs = [
+        GenRequest(prompt_ids=p, max_new_tokens=new_tokens, seed=i, temperature=1.0, stop_ids=())
+        for i, p in enumerate(batch)
+    ]
     t0 = time.perf_counter()
     out = engine.generate(reqs)
     seconds = time.perf_counter() - t0
@@ -82,8 +92,9 @@ def measure(kind: str, model: Path, args: argparse.Namespace, vocab: int) -> dic
     try:
         timed(engine, prompts(1, 16, vocab, seed=7), 4)  # warm-up
         for size in args.batches:
-            figures[f"generate, batch {size}"] = timed(engine, prompts(size, args.prompt_tokens, vocab, seed=1000 + size),
-                                                       args.new_tokens)
+            figures[f"generate, batch {size}"] = timed(
+                engine, prompts(size, args.prompt_tokens, vocab, seed=1000 + size), args.new_tokens
+            )
         _, seconds = timed(engine, prompts(1, args.prefill_tokens, vocab, seed=99), 1)
         figures[f"prefill {args.prefill_tokens} tokens"] = (args.prefill_tokens, seconds)
     finally:
@@ -108,8 +119,10 @@ def run(args: argparse.Namespace) -> int:
         return 2
     results = {kind: measure(kind, model, args, vocab) for kind in args.engines}
     rows = [f"generate, batch {b}" for b in args.batches] + [f"prefill {args.prefill_tokens} tokens"]
-    table = Table(title=f"engine throughput on {model.name}: {args.prompt_tokens}-token prompts, "
-                        f"{args.new_tokens} new tokens per request")
+    table = Table(
+        title=f"engine throughput on {model.name}: {args.prompt_tokens}-token prompts, "
+        f"{args.new_tokens} new tokens per request"
+    )
     table.add_column("what")
     for kind in args.engines:
         table.add_column(f"{kind} tokens/s", justify="right")
@@ -119,8 +132,11 @@ def run(args: argparse.Namespace) -> int:
         rates = [results[k][row][0] / results[k][row][1] for k in args.engines]
         cells = [f"{r:.1f}" for r in rates] + ([f"{rates[1] / rates[0]:.2f}x"] if len(rates) == 2 else [])
         table.add_row(row, *cells)
-    table.add_row("engine start (s)", *[f"{results[k]['start'][1]:.1f}" for k in args.engines],
-                  *([""] if len(args.engines) == 2 else []))
+    table.add_row(
+        "engine start (s)",
+        *[f"{results[k]['start'][1]:.1f}" for k in args.engines],
+        *([""] if len(args.engines) == 2 else []),
+    )
     console = Console(width=120)
     console.print(table)
     if len(args.engines) == 2 and 32 in args.batches:

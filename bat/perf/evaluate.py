@@ -39,13 +39,33 @@ def _aggregation_ms() -> float:
     from bat.evaluate.aggregate import aggregate_runs
     from bat.schemas.evaluation import EvalRun
 
-    runs = [EvalRun(run_id=f"{t}-{r}", split="controller", track=f"t{t}", repeat=r, seed=r,
-                    stages={f"S{i}": ((t + r + i) % 3) / 2 for i in range(1, 6)}, task=0.5, agentic=0.5, overall=0.5)
-            for t in range(7) for r in range(10)]
+    runs = [
+        EvalRun(
+            run_id=f"{t}-{r}",
+            split="controller",
+            track=f"t{t}",
+            repeat=r,
+            seed=r,
+            stages={f"S{i}": ((t + r + i) % 3) / 2 for i in range(1, 6)},
+            task=0.5,
+            agentic=0.5,
+            overall=0.5,
+        )
+        for t in range(7)
+        for r in range(10)
+    ]
     start = time.perf_counter()
     for _ in range(20):
-        aggregate_runs(runs, stage_keys=("S1", "S2", "S3", "S4", "S5"), round_index=0, checkpoint="c",
-                       checkpoint_digest="d", suite_version="s", harness_version="h", manifest_digest="m")
+        aggregate_runs(
+            runs,
+            stage_keys=("S1", "S2", "S3", "S4", "S5"),
+            round_index=0,
+            checkpoint="c",
+            checkpoint_digest="d",
+            suite_version="s",
+            harness_version="h",
+            manifest_digest="m",
+        )
     return (time.perf_counter() - start) / 20 * 1000
 
 
@@ -62,15 +82,24 @@ def run(args: argparse.Namespace) -> int:
             cfg = parse_config({"benchmark": {**base["benchmark"], "runtime": runtime}})
             seconds, agg = _timed(cfg, root, f"scripted-{runtime}", "scripted:expert", scripted_driver("expert"))
             rows.append((f"scripted expert, {runtime}", seconds, n / seconds, agg.overall))
-        budgets = {"max_new_tokens_per_turn": args.new_tokens, "max_assistant_turns": args.turns, "max_tool_calls": args.turns}
+        budgets = {
+            "max_new_tokens_per_turn": args.new_tokens,
+            "max_assistant_turns": args.turns,
+            "max_tool_calls": args.turns,
+        }
         checkpoint = Path(args.checkpoint) if args.checkpoint else None
         if checkpoint is None:
             from bat.policy.tiny import build_tiny_model
 
             checkpoint = build_tiny_model(root / "tiny", parse_config({}).model.tiny, 0)
         for batch in (1, args.batch):
-            cfg = parse_config({"benchmark": {**base["benchmark"], "runtime": "inprocess"},
-                                "rollout": {"budgets": budgets}, "evaluate": {"parallel_runs": batch}})
+            cfg = parse_config(
+                {
+                    "benchmark": {**base["benchmark"], "runtime": "inprocess"},
+                    "rollout": {"budgets": budgets},
+                    "evaluate": {"parallel_runs": batch},
+                }
+            )
             driver, close = policy_driver(cfg, checkpoint)
             try:
                 seconds, agg = _timed(cfg, root, f"policy-{batch}", str(checkpoint), driver)

@@ -40,8 +40,13 @@ def measure(config, root: Path) -> dict[str, float]:
         raise RuntimeError(f"round failed under {config.orchestrate.executor} (exit {code}); see {root}/events.log")
     dones = [read_done(p.parent) for p in sorted(root.glob("round_*/*/DONE.json"))]
     compute = sum(float(d.extra.get("compute_s", 0.0)) for d in dones if d is not None)
-    return {"phases": len(dones), "wall_s": wall, "compute_s": compute, "overhead_s": wall - compute,
-            "overhead_frac": (wall - compute) / wall if wall > 0 else 0.0}
+    return {
+        "phases": len(dones),
+        "wall_s": wall,
+        "compute_s": compute,
+        "overhead_s": wall - compute,
+        "overhead_frac": (wall - compute) / wall if wall > 0 else 0.0,
+    }
 
 
 def run(args: argparse.Namespace) -> int:
@@ -56,28 +61,40 @@ def run(args: argparse.Namespace) -> int:
         print(f"bench orchestration: unknown executor(s) {bad}; valid: slurm, local, debug")
         return 2
     if "slurm" in kinds and shutil.which("sbatch") is None:
-        print("bench orchestration: sbatch not found; start the local cluster with scripts/slurm_up.sh "
-              "or pass --executors local")
+        print(
+            "bench orchestration: sbatch not found; start the local cluster with scripts/slurm_up.sh "
+            "or pass --executors local"
+        )
         return 2
     base = Path(args.keep) if args.keep else Path(tempfile.mkdtemp(prefix="bat-bench-orch-"))
     results = {}
     for kind in kinds:
-        config = load_config(args.config, [*args.overrides, f"orchestrate.executor={kind}",
-                                           f"run.rounds={args.rounds}", "orchestrate.poll_s=0.5"])
+        config = load_config(
+            args.config,
+            [*args.overrides, f"orchestrate.executor={kind}", f"run.rounds={args.rounds}", "orchestrate.poll_s=0.5"],
+        )
         results[kind] = measure(config, base / kind)
     table = Table(title=f"orchestration overhead: {args.config}, rounds 0..{args.rounds}")
     for col in ("executor", "phases", "wall s", "phase compute s", "overhead s", "overhead %"):
         table.add_column(col, justify="right")
     for kind, r in results.items():
-        table.add_row(kind, str(r["phases"]), f"{r['wall_s']:.1f}", f"{r['compute_s']:.1f}",
-                      f"{r['overhead_s']:.1f}", f"{100 * r['overhead_frac']:.1f}")
+        table.add_row(
+            kind,
+            str(r["phases"]),
+            f"{r['wall_s']:.1f}",
+            f"{r['compute_s']:.1f}",
+            f"{r['overhead_s']:.1f}",
+            f"{100 * r['overhead_frac']:.1f}",
+        )
     console = Console(width=120)
     console.print(table)
     if "slurm" in results and "local" in results and results["local"]["overhead_s"] > 0:
         ratio = results["slurm"]["overhead_s"] / results["local"]["overhead_s"]
-        console.print(f"slurm/local overhead ratio: {ratio:.2f}x "
-                      f"({results['slurm']['overhead_s'] / max(results['slurm']['phases'], 1):.1f} s vs "
-                      f"{results['local']['overhead_s'] / max(results['local']['phases'], 1):.1f} s per phase)")
+        console.print(
+            f"slurm/local overhead ratio: {ratio:.2f}x "
+            f"({results['slurm']['overhead_s'] / max(results['slurm']['phases'], 1):.1f} s vs "
+            f"{results['local']['overhead_s'] / max(results['local']['phases'], 1):.1f} s per phase)"
+        )
     if not args.keep:
         shutil.rmtree(base, ignore_errors=True)
     return 0

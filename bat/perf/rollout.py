@@ -28,16 +28,27 @@ HELP = "rollout tokens/s: full multi-turn rollouts with sandboxes vs raw engine;
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     from bat.policy.pretrained import REGISTRY
 
-    parser.add_argument("--model", help="registered pretrained policy (e.g. smollm2-135m-instruct) or local HF folder "
-                                        "(default: build the tiny model into a temp dir)")
+    parser.add_argument(
+        "--model",
+        help="registered pretrained policy (e.g. smollm2-135m-instruct) or local HF folder "
+        "(default: build the tiny model into a temp dir)",
+    )
     parser.add_argument("--pretrained", choices=sorted(REGISTRY), help="same as --model NAME")
-    parser.add_argument("--engine", choices=("hf", "vllm"), default="hf",
-                        help="hf (in-process, cohorts) or vllm (managed server, continuous schedule); default hf")
+    parser.add_argument(
+        "--engine",
+        choices=("hf", "vllm"),
+        default="hf",
+        help="hf (in-process, cohorts) or vllm (managed server, continuous schedule); default hf",
+    )
     parser.add_argument("--rollouts", type=int, default=8, help="rollouts in flight (default 8)")
     parser.add_argument("--turns", type=int, default=3, help="assistant turns per rollout (default 3, <= 13)")
     parser.add_argument("--tokens-per-turn", type=int, default=32, help="generated tokens per turn (default 32)")
-    parser.add_argument("--runtime", choices=("bwrap", "process", "inprocess"), default="bwrap",
-                        help="where tool calls run (default bwrap)")
+    parser.add_argument(
+        "--runtime",
+        choices=("bwrap", "process", "inprocess"),
+        default="bwrap",
+        help="where tool calls run (default bwrap)",
+    )
     parser.add_argument("--track", default="classification", help="benchmark track of the instances")
 
 
@@ -65,10 +76,16 @@ class ExpertActions:
 def _config(runtime: str, track: str) -> Any:
     from bat.config.root import BatConfig
 
-    return BatConfig.model_validate({
-        "benchmark": {"runtime": "inprocess" if runtime == "inprocess" else "sandbox", "tracks": [track],
-                      "cases_per_instance": 3},
-        "sandbox": {"runtime": "process" if runtime == "inprocess" else runtime}})
+    return BatConfig.model_validate(
+        {
+            "benchmark": {
+                "runtime": "inprocess" if runtime == "inprocess" else "sandbox",
+                "tracks": [track],
+                "cases_per_instance": 3,
+            },
+            "sandbox": {"runtime": "process" if runtime == "inprocess" else runtime},
+        }
+    )
 
 
 def _model(args: argparse.Namespace, tmp: Path) -> Path:
@@ -83,9 +100,10 @@ def _model(args: argparse.Namespace, tmp: Path) -> Path:
     return build_tiny_model(tmp / "tiny", cfg, seed=0)
 
 
-def _full(engine: Any, tt: Any, cfg: Any, args: argparse.Namespace, tmp: Path, cohorts: int,
-          schedule: str = "cohorts") -> tuple[int, float, list]:
-    from bat.benchmark import StagedEnv, TOOL_NAMES
+def _full(
+    engine: Any, tt: Any, cfg: Any, args: argparse.Namespace, tmp: Path, cohorts: int, schedule: str = "cohorts"
+) -> tuple[int, float, list]:
+    from bat.benchmark import TOOL_NAMES, StagedEnv
     from bat.benchmark.instance import generate_instance
     from bat.config.rollout import RolloutBudgets
     from bat.rollout.loop import LoopSettings, RolloutSpec, run_rollouts
@@ -93,12 +111,25 @@ def _full(engine: Any, tt: Any, cfg: Any, args: argparse.Namespace, tmp: Path, c
     specs = []
     for i in range(args.rollouts):
         inst = generate_instance(args.track, "practice", 100 + i, config=cfg.benchmark)
-        env = ExpertActions(StagedEnv(inst, tmp / f"c{cohorts}" / str(i) / "ws", tmp / f"c{cohorts}" / str(i) / "gr", cfg), inst)
+        env = ExpertActions(
+            StagedEnv(inst, tmp / f"c{cohorts}" / str(i) / "ws", tmp / f"c{cohorts}" / str(i) / "gr", cfg), inst
+        )
         specs.append(RolloutSpec(rollout_id=f"b{i}", state_id=f"s{i}", k=0, seed=i, env=env, workspace=env.workspace))
-    budgets = RolloutBudgets(max_assistant_turns=args.turns, max_tool_calls=args.turns,
-                             max_new_tokens_per_turn=args.tokens_per_turn, max_context_tokens=engine.max_context or 4096)
-    settings = LoopSettings(budgets=budgets, temperature=1.0, no_tool_call="observe", tool_workers=args.rollouts,
-                            tool_names=list(TOOL_NAMES), cohorts=cohorts, schedule=schedule)
+    budgets = RolloutBudgets(
+        max_assistant_turns=args.turns,
+        max_tool_calls=args.turns,
+        max_new_tokens_per_turn=args.tokens_per_turn,
+        max_context_tokens=engine.max_context or 4096,
+    )
+    settings = LoopSettings(
+        budgets=budgets,
+        temperature=1.0,
+        no_tool_call="observe",
+        tool_workers=args.rollouts,
+        tool_names=list(TOOL_NAMES),
+        cohorts=cohorts,
+        schedule=schedule,
+    )
     t0 = time.perf_counter()
     outcomes = run_rollouts(engine, specs, tt, settings)
     seconds = time.perf_counter() - t0
@@ -108,8 +139,16 @@ def _full(engine: Any, tt: Any, cfg: Any, args: argparse.Namespace, tmp: Path, c
 def _raw(engine: Any, records: list, batched: bool) -> tuple[int, float]:
     from bat.rollout.engine import GenRequest
 
-    reqs = [GenRequest(prompt_ids=r.token_ids[: r.prompt_len], max_new_tokens=r.response_tokens, seed=r.seed,
-                       temperature=1.0, stop_ids=()) for r in records]
+    reqs = [
+        GenRequest(
+            prompt_ids=r.token_ids[: r.prompt_len],
+            max_new_tokens=r.response_tokens,
+            seed=r.seed,
+            temperature=1.0,
+            stop_ids=(),
+        )
+        for r in records
+    ]
     t0 = time.perf_counter()
     results = engine.generate(reqs) if batched else [engine.generate([r])[0] for r in reqs]
     return sum(len(res.token_ids) for res in results), time.perf_counter() - t0
@@ -150,8 +189,10 @@ def run(args: argparse.Namespace) -> int:
             rows.append(("raw engine, same tokens, batched", tb, sb))
             to, so = _raw(engine, records, batched=False)
             rows.append(("raw engine, same tokens, one at a time", to, so))
-    table = Table(title=f"rollout throughput: {args.rollouts} rollouts x {args.turns} turns x <= {args.tokens_per_turn} "
-                        f"tokens, prompt {records[0].prompt_len} tokens, torch threads {torch.get_num_threads()}")
+    table = Table(
+        title=f"rollout throughput: {args.rollouts} rollouts x {args.turns} turns x <= {args.tokens_per_turn} "
+        f"tokens, prompt {records[0].prompt_len} tokens, torch threads {torch.get_num_threads()}"
+    )
     for col in ("what", "generated tokens", "seconds", "tokens/s"):
         table.add_column(col, justify="left" if col == "what" else "right")
     for name, tok, sec in rows:
@@ -160,13 +201,17 @@ def run(args: argparse.Namespace) -> int:
     console.print(table)
     rate = {name: tok / sec for name, tok, sec in rows}
     full = [name for name in rate if name.startswith("full rollout")]
-    raw_batched, raw_one = (next(n for n in rate if n.startswith(p)) for p in ("raw engine, same tokens, batched",
-                                                                               "raw engine, same tokens, one"))
+    raw_batched, raw_one = (
+        next(n for n in rate if n.startswith(p))
+        for p in ("raw engine, same tokens, batched", "raw engine, same tokens, one")
+    )
     best = max(rate[n] for n in full)
     extra = ""
     if args.engine == "hf":
-        extra = (f"prefix cache / full prefill (lockstep): {rate[full[1]] / rate[full[0]]:.2f}x; "
-                 f"2 cohorts / lockstep (prefix cache): {rate[full[2]] / rate[full[1]]:.2f}x; ")
+        extra = (
+            f"prefix cache / full prefill (lockstep): {rate[full[1]] / rate[full[0]]:.2f}x; "
+            f"2 cohorts / lockstep (prefix cache): {rate[full[2]] / rate[full[1]]:.2f}x; "
+        )
     if note:
         console.print(note)
     console.print(f"{extra}raw batched / one-at-a-time: {rate[raw_batched] / rate[raw_one]:.2f}x")

@@ -41,8 +41,14 @@ def _bare_host_ms(workspace: Path, calls: int) -> float:
     samples = []
     for _ in range(calls):
         start = time.perf_counter()
-        subprocess.run([sys.executable, "-m", "bat.sandbox.toolhost"], input=request, capture_output=True,
-                       text=True, check=True, cwd="/")
+        subprocess.run(
+            [sys.executable, "-m", "bat.sandbox.toolhost"],
+            input=request,
+            capture_output=True,
+            text=True,
+            check=True,
+            cwd="/",
+        )
         samples.append(time.perf_counter() - start)
     return _median_ms(samples)
 
@@ -94,8 +100,10 @@ def _episodes(runtimes: list[str], tracks: list[str]) -> dict[str, Any]:
     from bat.config.sandbox import SandboxConfig
 
     preload = _tool_modules(benchmark)
-    configs = {label: BatConfig(sandbox=SandboxConfig(runtime=r, warm=warm, preload=preload))  # type: ignore[arg-type]
-               for label, r, warm in _columns(runtimes)}
+    configs = {
+        label: BatConfig(sandbox=SandboxConfig(runtime=r, warm=warm, preload=preload))  # type: ignore[arg-type]
+        for label, r, warm in _columns(runtimes)
+    }
     if "runtime" in BenchmarkConfig.model_fields:  # the benchmark's unisolated in-process runner, as a floor
         configs = {"inprocess": BatConfig(benchmark=BenchmarkConfig(runtime="inprocess")), **configs}
     out: dict[str, Any] = {}
@@ -107,9 +115,11 @@ def _episodes(runtimes: list[str], tracks: list[str]) -> dict[str, Any]:
                 episode = benchmark.run_episode(track, "expert", workdir=Path(workdir), config=config)
                 seconds = time.perf_counter() - start
             overall = getattr(episode.score, "overall", None)
-            out[track][label] = {"seconds": round(seconds, 2),
-                                 "overall": None if overall is None else round(100 * overall, 1),
-                                 "breach": bool(getattr(episode.score, "breach", False))}
+            out[track][label] = {
+                "seconds": round(seconds, 2),
+                "overall": None if overall is None else round(100 * overall, 1),
+                "breach": bool(getattr(episode.score, "breach", False)),
+            }
     return out
 
 
@@ -120,8 +130,10 @@ def run(args: argparse.Namespace) -> int:
     runtimes = [r for r in args.runtimes.split(",") if r]
     unknown = [r for r in runtimes if r not in RUNTIMES or r == "apptainer"]
     if unknown or not runtimes or args.calls < 1:
-        print(f"bad arguments: runtimes {unknown or runtimes} (valid: process, bwrap), calls {args.calls} (>= 1)",
-              file=sys.stderr)
+        print(
+            f"bad arguments: runtimes {unknown or runtimes} (valid: process, bwrap), calls {args.calls} (>= 1)",
+            file=sys.stderr,
+        )
         return 2
     if "bwrap" in runtimes and not bwrap_available():
         print("bwrap is not usable here (apt-get install bubblewrap); rerun with --runtimes process", file=sys.stderr)
@@ -167,5 +179,5 @@ def _print_table(result: dict[str, Any]) -> None:
     print("scripted-expert episode per track: seconds (Overall)")
     print(f"  {'':<16}" + "".join(f"{c:>18}" for c in columns))
     for track, cells in episodes.items():
-        row = "".join(f"{cells[c]['seconds']:>10.2f} ({str(cells[c]['overall']):>5})" for c in columns)
+        row = "".join(f"{cells[c]['seconds']:>10.2f} ({cells[c]['overall']!s:>5})" for c in columns)
         print(f"  {track:<16}{row}")

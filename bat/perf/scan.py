@@ -17,11 +17,56 @@ from typing import Any
 HELP = "leakage scan throughput: Aho-Corasick + MinHash scanner vs naive per-pattern substring loop"
 
 TRACKS = ("classification", "detection", "enhancement", "report", "segmentation", "synthesis", "vqa")
-COMMON = (
-    "the a of to and in on for with before after then each case model input output run check pilot "
-    "batch submit plan setup validate inference shape range value file contract card track stage first "
-    "full small one result results format json array image volume slice normalise intensity"
-).split()
+COMMON = [
+    "the",
+    "a",
+    "of",
+    "to",
+    "and",
+    "in",
+    "on",
+    "for",
+    "with",
+    "before",
+    "after",
+    "then",
+    "each",
+    "case",
+    "model",
+    "input",
+    "output",
+    "run",
+    "check",
+    "pilot",
+    "batch",
+    "submit",
+    "plan",
+    "setup",
+    "validate",
+    "inference",
+    "shape",
+    "range",
+    "value",
+    "file",
+    "contract",
+    "card",
+    "track",
+    "stage",
+    "first",
+    "full",
+    "small",
+    "one",
+    "result",
+    "results",
+    "format",
+    "json",
+    "array",
+    "image",
+    "volume",
+    "slice",
+    "normalise",
+    "intensity",
+]
 PLANT_KINDS = ("identifier", "path", "answer", "near_duplicate", "eval_field", "credential", "machine_path")
 
 
@@ -86,7 +131,10 @@ def make_rows(words: _Words, n_rows: int, entries: list, texts: list[str]) -> tu
         brief = words.text(words.practice, int(rng.integers(80, 160)))
         note = words.text(words.practice, 30)
         row: dict[str, Any] = {
-            "state_id": f"st-{i:06d}", "stage": f"S{i % 5 + 1}", "track": track, "outcome": "success",
+            "state_id": f"st-{i:06d}",
+            "stage": f"S{i % 5 + 1}",
+            "track": track,
+            "outcome": "success",
             "task": {"task_id": f"prac-{track[:3]}-{i:06d}", "seed": i, "variant": "expert"},
             "prompt": [{"role": "system", "content": skills[i % 5]}, {"role": "user", "content": brief}],
             "rubric": [{"id": f"s{i % 5 + 1}a_item", "text": note}],
@@ -184,8 +232,8 @@ def run(args: argparse.Namespace) -> int:
     )
     sims = np.array([s.max_similarity for s in scans if s.texts_checked])
     print(
-        f"near-duplicate audit: rows with text {sims.size}, max Jaccard p50 {np.quantile(sims, .5):.3f} "
-        f"p99 {np.quantile(sims, .99):.3f} max {sims.max():.3f} (threshold {config.jaccard_threshold})"
+        f"near-duplicate audit: rows with text {sims.size}, max Jaccard p50 {np.quantile(sims, 0.5):.3f} "
+        f"p99 {np.quantile(sims, 0.99):.3f} max {sims.max():.3f} (threshold {config.jaccard_threshold})"
     )
     missed = sum(wanted.values()) - sum(caught.values())
     false_flags = len(flagged - set(planted))

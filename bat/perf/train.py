@@ -23,20 +23,38 @@ HELP = "SFT and GRPO training tokens/s and peak memory for the tiny and ~10M-par
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     from bat.policy.pretrained import REGISTRY
 
-    parser.add_argument("--presets", nargs="+", default=["tiny", "10m"], choices=["tiny", "10m", *sorted(REGISTRY)],
-                        help="tiny shapes built here, or registered pretrained models")
+    parser.add_argument(
+        "--presets",
+        nargs="+",
+        default=["tiny", "10m"],
+        choices=["tiny", "10m", *sorted(REGISTRY)],
+        help="tiny shapes built here, or registered pretrained models",
+    )
     parser.add_argument("--modes", nargs="+", default=["sft", "grpo"], choices=["sft", "grpo"])
     parser.add_argument("--steps", type=int, default=4, help="optimizer steps per run (first is warm-up)")
     parser.add_argument("--batch", type=int, default=8, help="rows per optimizer step")
     parser.add_argument("--micro", type=int, default=4, help="rows per micro-batch")
     parser.add_argument("--seq-len", type=int, default=512, help="tokens per row")
     parser.add_argument("--zero-stage", type=int, default=0, choices=[0, 1, 2, 3])
-    parser.add_argument("--target-fraction", type=float, default=0.25,
-                        help="trained share of each row (the last tokens; SFT targets / generated GRPO tokens)")
-    parser.add_argument("--logits", nargs="+", default=["targets"], choices=["targets", "all"],
-                        help="vocabulary logits at trained positions only, or at every position (both: side by side)")
-    parser.add_argument("--no-plain", dest="plain", action="store_false",
-                        help="skip the plain-PyTorch SFT step measured beside DeepSpeed")
+    parser.add_argument(
+        "--target-fraction",
+        type=float,
+        default=0.25,
+        help="trained share of each row (the last tokens; SFT targets / generated GRPO tokens)",
+    )
+    parser.add_argument(
+        "--logits",
+        nargs="+",
+        default=["targets"],
+        choices=["targets", "all"],
+        help="vocabulary logits at trained positions only, or at every position (both: side by side)",
+    )
+    parser.add_argument(
+        "--no-plain",
+        dest="plain",
+        action="store_false",
+        help="skip the plain-PyTorch SFT step measured beside DeepSpeed",
+    )
 
 
 def _free_port() -> int:
@@ -45,8 +63,9 @@ def _free_port() -> int:
         return s.getsockname()[1]
 
 
-def _plain_torch_rate(model_dir: Path, rows: list[list[int]], batch: int, micro: int, steps: int, cut: int,
-                     targets_only: bool) -> float:
+def _plain_torch_rate(
+    model_dir: Path, rows: list[list[int]], batch: int, micro: int, steps: int, cut: int, targets_only: bool
+) -> float:
     """Tokens/s of the same SFT step (targets from position `cut` on) in plain PyTorch (HF model + AdamW, no
     DeepSpeed); first step excluded."""
     import statistics
@@ -65,7 +84,7 @@ def _plain_torch_rate(model_dir: Path, rows: list[list[int]], batch: int, micro:
         start = time.perf_counter()
         for part in ids.split(micro):
             mask = torch.zeros_like(part[:, 1:])
-            mask[:, cut - 1:] = 1
+            mask[:, cut - 1 :] = 1
             logp = target_logprobs(model, part, torch.ones_like(part), mask, targets_only=targets_only)
             (-(logp * mask).sum() / mask.sum()).backward()
         torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
@@ -111,42 +130,92 @@ def _worker(preset: str, mode: str, args: dict[str, Any], port: int, queue: Any)
         common = dict(seed=0, ckpt_root=root / "ck", export_dir=root / "hf", metrics_path=root / "m.jsonl")
         if mode == "sft":
             data = SftData(train=[Example(i, [0] * cut + [1] * (length - cut), "g") for i in ids], val=[])
-            cfg = SftConfig(steps=args["steps"], lr=1e-4, global_batch=args["batch"], checkpoint_every=10**6,
-                            val_every=10**6, deepspeed=ds, target_logits_only=targets_only)
+            cfg = SftConfig(
+                steps=args["steps"],
+                lr=1e-4,
+                global_batch=args["batch"],
+                checkpoint_every=10**6,
+                val_every=10**6,
+                deepspeed=ds,
+                target_logits_only=targets_only,
+            )
             out = train_sft(model, data, cfg, **common)
         else:
-            items = [GrpoItem(f"r{k}", f"s{k // 4}", "S-target", i, [0] * cut + [1] * (length - cut), [-2.0] * length,
-                              1.0, float(k % 2), 1.0 if k % 2 else -1.0) for k, i in enumerate(ids)]
-            cfg = GrpoConfig(steps=args["steps"], lr=1e-5, minibatch=args["batch"], checkpoint_every=10**6, deepspeed=ds,
-                             target_logits_only=targets_only)
+            items = [
+                GrpoItem(
+                    f"r{k}",
+                    f"s{k // 4}",
+                    "S-target",
+                    i,
+                    [0] * cut + [1] * (length - cut),
+                    [-2.0] * length,
+                    1.0,
+                    float(k % 2),
+                    1.0 if k % 2 else -1.0,
+                )
+                for k, i in enumerate(ids)
+            ]
+            cfg = GrpoConfig(
+                steps=args["steps"],
+                lr=1e-5,
+                minibatch=args["batch"],
+                checkpoint_every=10**6,
+                deepspeed=ds,
+                target_logits_only=targets_only,
+            )
             out = train_grpo(model, GrpoData(items=items), cfg, **common)
         rates = [m["tokens_per_s"] for m in read_jsonl(root / "m.jsonl") if "tokens_per_s" in m][1:]
-        plain = (_plain_torch_rate(model, ids, args["batch"], args["micro"], args["steps"], cut, targets_only)
-                 if mode == "sft" and args["plain"] else float("nan"))
-        queue.put({"plain_tokens_per_s": plain, "preset": preset, "mode": mode, "parameters": parameters,
-                   "logits": args["logits"],
-                   "tokens_per_s": statistics.median(rates) if rates else float("nan"),
-                   "step_s": args["batch"] * length / statistics.median(rates) if rates else float("nan"),
-                   "peak_mb": out["peak_memory_mb"]})
+        plain = (
+            _plain_torch_rate(model, ids, args["batch"], args["micro"], args["steps"], cut, targets_only)
+            if mode == "sft" and args["plain"]
+            else float("nan")
+        )
+        queue.put(
+            {
+                "plain_tokens_per_s": plain,
+                "preset": preset,
+                "mode": mode,
+                "parameters": parameters,
+                "logits": args["logits"],
+                "tokens_per_s": statistics.median(rates) if rates else float("nan"),
+                "step_s": args["batch"] * length / statistics.median(rates) if rates else float("nan"),
+                "peak_mb": out["peak_memory_mb"],
+            }
+        )
 
 
 def run(args: argparse.Namespace) -> int:
     from rich.console import Console
     from rich.table import Table
 
-    settings = {k: getattr(args, k) for k in ("steps", "batch", "micro", "seq_len", "zero_stage", "plain",
-                                              "target_fraction")}
+    settings = {
+        k: getattr(args, k) for k in ("steps", "batch", "micro", "seq_len", "zero_stage", "plain", "target_fraction")
+    }
     ctx = mp.get_context("spawn")
-    table = Table(title=f"bat bench train: {args.batch} rows x {args.seq_len} tokens per step, ZeRO-{args.zero_stage}, "
-                        f"{args.steps} steps (first excluded), {args.target_fraction:.0%} of each row trained")
-    for column in ("preset", "parameters", "mode", "logits", "tokens/s", "s/step", "peak MiB", "plain torch tok/s", "DS/plain"):
+    table = Table(
+        title=f"bat bench train: {args.batch} rows x {args.seq_len} tokens per step, ZeRO-{args.zero_stage}, "
+        f"{args.steps} steps (first excluded), {args.target_fraction:.0%} of each row trained"
+    )
+    for column in (
+        "preset",
+        "parameters",
+        "mode",
+        "logits",
+        "tokens/s",
+        "s/step",
+        "peak MiB",
+        "plain torch tok/s",
+        "DS/plain",
+    ):
         table.add_column(column, justify="right")
     rates: dict[tuple[str, str, str], dict[str, Any]] = {}
     for preset in args.presets:
         for mode in args.modes:
             for logits in args.logits:
                 queue = ctx.Queue()
-                proc = ctx.Process(target=_worker, args=(preset, mode, settings | {"logits": logits}, _free_port(), queue))
+                proc = ctx.Process(
+                    target=_worker, args=(preset, mode, settings | {"logits": logits}, _free_port(), queue)
+                )
                 proc.start()
                 proc.join()
                 if proc.exitcode != 0:
@@ -154,15 +223,25 @@ def run(args: argparse.Namespace) -> int:
                     return 1
                 r = rates[preset, mode, logits] = queue.get()
                 plain = r["plain_tokens_per_s"]
-                table.add_row(preset, f"{r['parameters']:,}", mode, logits, f"{r['tokens_per_s']:,.0f}",
-                              f"{r['step_s']:.2f}", f"{r['peak_mb']:,.0f}", "-" if plain != plain else f"{plain:,.0f}",
-                              "-" if plain != plain else f"{r['tokens_per_s'] / plain:.2f}")
+                table.add_row(
+                    preset,
+                    f"{r['parameters']:,}",
+                    mode,
+                    logits,
+                    f"{r['tokens_per_s']:,.0f}",
+                    f"{r['step_s']:.2f}",
+                    f"{r['peak_mb']:,.0f}",
+                    "-" if plain != plain else f"{plain:,.0f}",
+                    "-" if plain != plain else f"{r['tokens_per_s'] / plain:.2f}",
+                )
     console = Console(width=140)
     console.print(table)
     for (preset, mode, logits), r in rates.items():
         if logits == "targets" and (preset, mode, "all") in rates:
             full = rates[preset, mode, "all"]
-            console.print(f"{preset} {mode}: target-only / all-position logits: "
-                          f"{r['tokens_per_s'] / full['tokens_per_s']:.2f}x tokens/s, "
-                          f"{r['peak_mb'] / full['peak_mb']:.2f}x peak memory")
+            console.print(
+                f"{preset} {mode}: target-only / all-position logits: "
+                f"{r['tokens_per_s'] / full['tokens_per_s']:.2f}x tokens/s, "
+                f"{r['peak_mb'] / full['peak_mb']:.2f}x peak memory"
+            )
     return 0

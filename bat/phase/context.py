@@ -7,9 +7,10 @@ it finds there) and returns counts/outputs; the orchestrator writes `DONE.json` 
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Callable
+from typing import TYPE_CHECKING, Any
 
 from bat.seeds import derive_seed
 from bat.state.layout import RunLayout
@@ -22,7 +23,7 @@ if TYPE_CHECKING:
 class PhaseContext:
     """Everything a phase may touch: resolved config, state layout, round index and phase name."""
 
-    config: "BatConfig"
+    config: BatConfig
     layout: RunLayout
     round: int
     phase: str

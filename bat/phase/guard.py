@@ -13,9 +13,10 @@ import contextlib
 import os
 import sys
 import threading
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Iterator
+from typing import TYPE_CHECKING
 
 from bat.state.layout import RunLayout
 
@@ -23,8 +24,18 @@ if TYPE_CHECKING:
     from bat.phase.context import PhaseContext
 
 _EVENTS = frozenset(
-    {"open", "os.listdir", "os.scandir", "os.chdir", "shutil.copytree", "glob.glob", "os.rename", "os.remove",
-     "shutil.copyfile", "os.walk"}
+    {
+        "open",
+        "os.listdir",
+        "os.scandir",
+        "os.chdir",
+        "shutil.copytree",
+        "glob.glob",
+        "os.rename",
+        "os.remove",
+        "shutil.copyfile",
+        "os.walk",
+    }
 )
 
 
@@ -98,7 +109,9 @@ def heldout_guard(layout: RunLayout, phase: str) -> Iterator[None]:
         with _LOCK:
             _ACTIVE.remove(guard)
     if guard.violations:
-        raise HeldoutAccessError(f"{len(guard.violations)} held-out access(es) in phase {phase!r}: {guard.violations[0]}")
+        raise HeldoutAccessError(
+            f"{len(guard.violations)} held-out access(es) in phase {phase!r}: {guard.violations[0]}"
+        )
 
 
 def phase_may_read_heldout(phase: str, heldout_phases: tuple[str, ...]) -> bool:
@@ -106,7 +119,7 @@ def phase_may_read_heldout(phase: str, heldout_phases: tuple[str, ...]) -> bool:
     return phase in heldout_phases
 
 
-def guard_phase(ctx: "PhaseContext") -> contextlib.AbstractContextManager[None]:
+def guard_phase(ctx: PhaseContext) -> contextlib.AbstractContextManager[None]:
     """The guard a phase runs under: active unless the phase is listed in `evaluate.heldout_phases` or guard=off."""
     cfg = ctx.config.evaluate
     if not cfg.guard or phase_may_read_heldout(ctx.phase, cfg.heldout_phases):
@@ -117,4 +130,6 @@ def guard_phase(ctx: "PhaseContext") -> contextlib.AbstractContextManager[None]:
 def assert_outside_heldout(layout: RunLayout, path: Path) -> None:
     """Raise if `path` lies on the held-out side (for code that copies aggregates to the training side)."""
     if _hits(os.path.realpath(path), os.path.realpath(layout.heldout_dir)):
-        raise HeldoutAccessError(f"{path} is on the held-out side ({layout.heldout_dir}); write aggregates under round_NN/")
+        raise HeldoutAccessError(
+            f"{path} is on the held-out side ({layout.heldout_dir}); write aggregates under round_NN/"
+        )

@@ -3,15 +3,16 @@ configured local HF directory, or the tiny model built deterministically under `
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from pathlib import Path
-from typing import Callable
 
 from bat.config.model import ModelConfig
 from bat.state.layout import RunLayout, pretrained_model_dir
 
 
-def base_model_dir(model: ModelConfig, layout: RunLayout, seed: int, *,
-                   progress: Callable[[str], None] = print) -> Path:
+def base_model_dir(
+    model: ModelConfig, layout: RunLayout, seed: int, *, progress: Callable[[str], None] = print
+) -> Path:
     """Folder of the base policy for `model`; converts (`model.pretrained`) or builds (tiny) it on first use.
 
     Reads `model.path` as given (checked to be a model folder); writes the model cache or `models/tiny`.
@@ -22,8 +23,9 @@ def base_model_dir(model: ModelConfig, layout: RunLayout, seed: int, *,
     if model.pretrained:
         from bat.policy.pretrained import import_pretrained
 
-        return import_pretrained(model.pretrained, pretrained_model_dir(model.pretrained, model.cache_dir),
-                                 progress=progress)
+        return import_pretrained(
+            model.pretrained, pretrained_model_dir(model.pretrained, model.cache_dir), progress=progress
+        )
     if model.path:
         return check_model_dir(model.path)
     path = layout.base_model("tiny")
@@ -32,4 +34,3 @@ def base_model_dir(model: ModelConfig, layout: RunLayout, seed: int, *,
 
         build_tiny_model(path, model.tiny, seed=seed)
     return path
-

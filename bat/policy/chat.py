@@ -6,7 +6,8 @@ token out): the model is trained on exactly the ids it will see when generating 
 
 from __future__ import annotations
 
-from typing import Any, Sequence
+from collections.abc import Sequence
+from typing import Any
 
 IM_START = "<|im_start|>"
 IM_END = "<|im_end|>"
@@ -19,7 +20,7 @@ CHAT_TEMPLATE = (
     "{% if tools %}"
     "<|im_start|>system{{ nl }}"
     "{% if messages and messages[0].role == 'system' %}{{ messages[0].content }}{{ nl }}{{ nl }}{% endif %}"
-    "# Tools{{ nl }}Call exactly one tool per turn as <tool_call>{\"name\": ..., \"arguments\": {...}}</tool_call>.{{ nl }}"
+    '# Tools{{ nl }}Call exactly one tool per turn as <tool_call>{"name": ..., "arguments": {...}}</tool_call>.{{ nl }}'
     "<tools>{% for tool in tools %}{{ nl }}{{ tool | tojson }}{% endfor %}{{ nl }}</tools><|im_end|>{{ nl }}"
     "{% elif messages and messages[0].role == 'system' %}"
     "<|im_start|>system{{ nl }}{{ messages[0].content }}<|im_end|>{{ nl }}"
@@ -33,7 +34,7 @@ CHAT_TEMPLATE = (
     "{% set call = tc.function if tc.function is defined else tc %}"
     "{% if (message.content and message.content | length > 0) or not loop.first %}{{ nl }}{% endif %}"
     "<tool_call>"
-    "{% if call.arguments is string %}{\"name\": {{ call.name | tojson }}, \"arguments\": {{ call.arguments }}}"
+    '{% if call.arguments is string %}{"name": {{ call.name | tojson }}, "arguments": {{ call.arguments }}}'
     "{% else %}{{ {'name': call.name, 'arguments': call.arguments} | tojson }}{% endif %}"
     "</tool_call>"
     "{% endfor %}{% endif %}<|im_end|>{{ nl }}"
@@ -61,7 +62,10 @@ def render_messages(
     """Render `messages` through the tokenizer's chat template; returns text (no tokenization)."""
     _check_messages(messages)
     return tokenizer.apply_chat_template(
-        list(messages), tools=list(tools) if tools else None, tokenize=False, add_generation_prompt=add_generation_prompt
+        list(messages),
+        tools=list(tools) if tools else None,
+        tokenize=False,
+        add_generation_prompt=add_generation_prompt,
     )
 
 
@@ -71,7 +75,11 @@ def encode_text(tokenizer: Any, text: str) -> list[int]:
 
 
 _MARK = "\u2063BAT-ASSISTANT-MARK\u2063"
-PROBE_MESSAGES = [{"role": "system", "content": "s"}, {"role": "user", "content": "u"}, {"role": "assistant", "content": _MARK}]
+PROBE_MESSAGES = [
+    {"role": "system", "content": "s"},
+    {"role": "user", "content": "u"},
+    {"role": "assistant", "content": _MARK},
+]
 _PROBE_TOOL = {"name": "bat_probe_tool", "description": "probe", "parameters": {"type": "object", "properties": {}}}
 _PROBE_CALL = {"name": "bat_probe_call", "arguments": {"bat_probe_argument": 1}}
 
@@ -83,7 +91,7 @@ class ChatTemplateError(ValueError):
 def turn_close_text(tokenizer: Any, tools: Sequence[dict[str, Any]] | None = None) -> str:
     """What the template writes after an assistant message's content (e.g. `<|im_end|>\\n` for ChatML)."""
     base = render_messages(tokenizer, PROBE_MESSAGES, tools)
-    return base[base.rindex(_MARK) + len(_MARK):]
+    return base[base.rindex(_MARK) + len(_MARK) :]
 
 
 def check_chat_template(tokenizer: Any, where: str = "the tokenizer") -> None:
@@ -94,16 +102,27 @@ def check_chat_template(tokenizer: Any, where: str = "the tokenizer") -> None:
     try:
         text = render_messages(tokenizer, messages, [_PROBE_TOOL])
     except Exception as exc:  # jinja errors, a missing template
-        raise ChatTemplateError(f"{where}: its chat template cannot render a conversation with tools "
-                                f"({type(exc).__name__}: {exc}); install bat's template with "
-                                f"`bat model install-template DIR`") from None
-    missing = [what for what, needle in (("the tool list", _PROBE_TOOL["name"]), ("tool calls", _PROBE_CALL["name"]),
-                                         ("tool-call arguments", "bat_probe_argument")) if needle not in text]
+        raise ChatTemplateError(
+            f"{where}: its chat template cannot render a conversation with tools "
+            f"({type(exc).__name__}: {exc}); install bat's template with "
+            f"`bat model install-template DIR`"
+        ) from None
+    missing = [
+        what
+        for what, needle in (
+            ("the tool list", _PROBE_TOOL["name"]),
+            ("tool calls", _PROBE_CALL["name"]),
+            ("tool-call arguments", "bat_probe_argument"),
+        )
+        if needle not in text
+    ]
     if missing:
-        raise ChatTemplateError(f"{where}: its chat template drops {' and '.join(missing)}, so prompts would reach "
-                                f"the policy without them; install bat's template with "
-                                f"`bat model install-template DIR` (named pretrained models get it from "
-                                f"`bat model import`)")
+        raise ChatTemplateError(
+            f"{where}: its chat template drops {' and '.join(missing)}, so prompts would reach "
+            f"the policy without them; install bat's template with "
+            f"`bat model install-template DIR` (named pretrained models get it from "
+            f"`bat model import`)"
+        )
 
 
 def encode_messages(
@@ -132,7 +151,7 @@ def _target_cut(tokenizer: Any, target_ids: list[int], close_text: str) -> int:
     """Number of leading target ids that are trained: content + the end-of-turn token."""
     close_ids = encode_text(tokenizer, close_text)
     special = bool(close_ids) and close_ids[0] in set(tokenizer.all_special_ids)
-    if close_ids and target_ids[-len(close_ids):] == close_ids:
+    if close_ids and target_ids[-len(close_ids) :] == close_ids:
         return len(target_ids) - len(close_ids) + (1 if special else len(close_ids))
     if special and close_ids[0] in target_ids:
         return target_ids.index(close_ids[0]) + 1

@@ -9,7 +9,8 @@ characters, no unpaired surrogates), so whatever a model emits, an accepted call
 from __future__ import annotations
 
 import json
-from typing import Any, Iterable, Literal
+from collections.abc import Iterable
+from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -123,8 +124,9 @@ def _load_body(body: str) -> Any:
     if depth > MAX_JSON_DEPTH:
         raise _BodyError(f"nested {depth} levels deep (at most {MAX_JSON_DEPTH})")
     try:
-        obj = json.loads(body, parse_int=_bounded_number(int), parse_float=_bounded_number(float),
-                         parse_constant=_reject_constant)
+        obj = json.loads(
+            body, parse_int=_bounded_number(int), parse_float=_bounded_number(float), parse_constant=_reject_constant
+        )
     except RecursionError:
         raise _BodyError(f"nested deeper than {MAX_JSON_DEPTH} levels") from None
     try:

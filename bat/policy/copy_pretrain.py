@@ -14,7 +14,8 @@ from __future__ import annotations
 import collections
 import random
 import time
-from typing import Any, Callable, Sequence
+from collections.abc import Callable, Sequence
+from typing import Any
 
 from bat.config.model import CopyPretrainConfig, CopyStage
 
@@ -31,8 +32,13 @@ def copy_sequence(rng: random.Random, tokens: Sequence[int], length: int) -> tup
     return ids + [rng.choice(tokens) for _ in range(fill)], mask + [0] * fill
 
 
-def text_copy_sequence(rng: random.Random, stream: Sequence[int], tokens: Sequence[int], length: int,
-                       name_ids: Callable[[random.Random], list[int]] | None = None) -> tuple[list[int], list[int]]:
+def text_copy_sequence(
+    rng: random.Random,
+    stream: Sequence[int],
+    tokens: Sequence[int],
+    length: int,
+    name_ids: Callable[[random.Random], list[int]] | None = None,
+) -> tuple[list[int], list[int]]:
     """A window of `stream` (tokenized corpus) with one random name inserted at 2..4 places, cut to `length`.
     The name is `name_ids(rng)` (e.g. a tokenized random identifier), else 3..8 random ids from `tokens`.
     Returns (ids, mask) with mask 1 on each later occurrence after its first id."""
@@ -40,7 +46,7 @@ def text_copy_sequence(rng: random.Random, stream: Sequence[int], tokens: Sequen
     copies = rng.randint(2, 4)
     body = length - copies * len(name)
     start = rng.randrange(max(1, len(stream) - body))
-    window = list(stream[start:start + body])
+    window = list(stream[start : start + body])
     cuts = sorted(rng.randrange(len(window) + 1) for _ in range(copies))
     ids: list[int] = []
     mask: list[int] = []
@@ -54,10 +60,15 @@ def text_copy_sequence(rng: random.Random, stream: Sequence[int], tokens: Sequen
     return ids[:length], mask[:length]
 
 
-def copy_pretrain(model: Any, tokens: Sequence[int], cfg: CopyPretrainConfig, seed: int,
-                  progress: Callable[[dict[str, float]], None] | None = None,
-                  stream: Sequence[int] | None = None,
-                  name_ids: Callable[[random.Random], list[int]] | None = None) -> dict[str, float]:
+def copy_pretrain(
+    model: Any,
+    tokens: Sequence[int],
+    cfg: CopyPretrainConfig,
+    seed: int,
+    progress: Callable[[dict[str, float]], None] | None = None,
+    stream: Sequence[int] | None = None,
+    name_ids: Callable[[random.Random], list[int]] | None = None,
+) -> dict[str, float]:
     """Train `model` in place through `cfg.stages` (AdamW) on `copy_sequence` batches; stage i draws ids from
     `tokens[:stage.vocab]` (all of `tokens` for 0), so list the ids in the order the vocabulary should grow.
     `text` stages need `stream`, the tokenized practice corpus their windows come from; `identifier` stages
@@ -81,8 +92,13 @@ def copy_pretrain(model: Any, tokens: Sequence[int], cfg: CopyPretrainConfig, se
     schedule = torch.optim.lr_scheduler.LambdaLR(optimizer, lambda s: min(1.0, (s + 1) / max(1, cfg.warmup_steps)))
     model.train()
     started, window, first, step = time.perf_counter(), [], None, 0
-    summary: dict[str, float] = {"steps": 0, "first_loss": float("nan"), "loss": float("nan"), "seconds": 0.0,
-                                 "stages_short": 0}
+    summary: dict[str, float] = {
+        "steps": 0,
+        "first_loss": float("nan"),
+        "loss": float("nan"),
+        "seconds": 0.0,
+        "stages_short": 0,
+    }
 
     def report(stage: CopyStage, pool: list[int]) -> None:
         nonlocal window, first, summary
@@ -90,8 +106,13 @@ def copy_pretrain(model: Any, tokens: Sequence[int], cfg: CopyPretrainConfig, se
             return
         mean = sum(window) / len(window)
         first = mean if first is None else first
-        summary = {**summary, "steps": step, "first_loss": first, "loss": mean,
-                   "seconds": time.perf_counter() - started}
+        summary = {
+            **summary,
+            "steps": step,
+            "first_loss": first,
+            "loss": mean,
+            "seconds": time.perf_counter() - started,
+        }
         if progress is not None:
             progress({**summary, "vocab": len(pool), "seq_len": stage.seq_len})
         window = []
@@ -120,14 +141,19 @@ def copy_pretrain(model: Any, tokens: Sequence[int], cfg: CopyPretrainConfig, se
             recent.append(window[-1])
             if step % cfg.log_every == 0:
                 report(stage, pool)
-            if taken >= stage.steps and (stage.until_loss is None or (
-                    len(recent) == recent.maxlen and sum(recent) / len(recent) <= stage.until_loss)):
+            if taken >= stage.steps and (
+                stage.until_loss is None
+                or (len(recent) == recent.maxlen and sum(recent) / len(recent) <= stage.until_loss)
+            ):
                 break
         else:
             if stage.until_loss is not None:
                 summary["stages_short"] += 1
-                print(f"copy pretraining: warning: stage {number} reached max_steps {stage.step_bound} with mean "
-                      f"copy loss {sum(recent) / len(recent):.3f} > until_loss {stage.until_loss}", flush=True)
+                print(
+                    f"copy pretraining: warning: stage {number} reached max_steps {stage.step_bound} with mean "
+                    f"copy loss {sum(recent) / len(recent):.3f} > until_loss {stage.until_loss}",
+                    flush=True,
+                )
     if cfg.stages:
         report(cfg.stages[-1], pool)
     model.eval()

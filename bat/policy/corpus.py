@@ -17,29 +17,109 @@ from bat.policy.codec import render_tool_call
 
 # Stdlib modules whose docstrings give ordinary English + code text (same bytes for one Python version).
 _STDLIB_MODULES = (
-    "json", "pathlib", "shutil", "subprocess", "argparse", "csv", "os", "re", "textwrap", "string",
-    "statistics", "random", "collections", "functools", "itertools", "logging", "tempfile", "hashlib",
-    "datetime", "math", "zipfile", "tarfile", "glob", "fnmatch", "difflib", "unittest", "typing",
+    "json",
+    "pathlib",
+    "shutil",
+    "subprocess",
+    "argparse",
+    "csv",
+    "os",
+    "re",
+    "textwrap",
+    "string",
+    "statistics",
+    "random",
+    "collections",
+    "functools",
+    "itertools",
+    "logging",
+    "tempfile",
+    "hashlib",
+    "datetime",
+    "math",
+    "zipfile",
+    "tarfile",
+    "glob",
+    "fnmatch",
+    "difflib",
+    "unittest",
+    "typing",
 )
 _FALLBACK_TOOLS = (
-    {"name": "list_files", "description": "List files under a workspace directory.",
-     "parameters": {"type": "object", "properties": {"path": {"type": "string"}}, "required": ["path"]}},
-    {"name": "read_file", "description": "Read a text file from the workspace.",
-     "parameters": {"type": "object", "properties": {"path": {"type": "string"}}, "required": ["path"]}},
-    {"name": "write_file", "description": "Write a text file into the workspace.",
-     "parameters": {"type": "object", "properties": {"path": {"type": "string"}, "content": {"type": "string"}},
-                    "required": ["path", "content"]}},
-    {"name": "run_python", "description": "Run a Python script inside the sandbox and return its output.",
-     "parameters": {"type": "object", "properties": {"path": {"type": "string"}, "args": {"type": "array"}},
-                    "required": ["path"]}},
-    {"name": "submit", "description": "Submit the final results directory.",
-     "parameters": {"type": "object", "properties": {"path": {"type": "string"}}, "required": ["path"]}},
+    {
+        "name": "list_files",
+        "description": "List files under a workspace directory.",
+        "parameters": {"type": "object", "properties": {"path": {"type": "string"}}, "required": ["path"]},
+    },
+    {
+        "name": "read_file",
+        "description": "Read a text file from the workspace.",
+        "parameters": {"type": "object", "properties": {"path": {"type": "string"}}, "required": ["path"]},
+    },
+    {
+        "name": "write_file",
+        "description": "Write a text file into the workspace.",
+        "parameters": {
+            "type": "object",
+            "properties": {"path": {"type": "string"}, "content": {"type": "string"}},
+            "required": ["path", "content"],
+        },
+    },
+    {
+        "name": "run_python",
+        "description": "Run a Python script inside the sandbox and return its output.",
+        "parameters": {
+            "type": "object",
+            "properties": {"path": {"type": "string"}, "args": {"type": "array"}},
+            "required": ["path"],
+        },
+    },
+    {
+        "name": "submit",
+        "description": "Submit the final results directory.",
+        "parameters": {"type": "object", "properties": {"path": {"type": "string"}}, "required": ["path"]},
+    },
 )
 _WORDS = (
-    "plan", "setup", "validate", "inference", "submit", "pilot", "case", "cases", "output", "outputs", "model",
-    "checkpoint", "results", "predictions", "segmentation", "classification", "detection", "enhancement",
-    "report", "synthesis", "vqa", "mask", "image", "label", "score", "metric", "format", "shape", "error",
-    "ok", "done", "failed", "retry", "fixed", "environment", "install", "requirements", "data", "input",
+    "plan",
+    "setup",
+    "validate",
+    "inference",
+    "submit",
+    "pilot",
+    "case",
+    "cases",
+    "output",
+    "outputs",
+    "model",
+    "checkpoint",
+    "results",
+    "predictions",
+    "segmentation",
+    "classification",
+    "detection",
+    "enhancement",
+    "report",
+    "synthesis",
+    "vqa",
+    "mask",
+    "image",
+    "label",
+    "score",
+    "metric",
+    "format",
+    "shape",
+    "error",
+    "ok",
+    "done",
+    "failed",
+    "retry",
+    "fixed",
+    "environment",
+    "install",
+    "requirements",
+    "data",
+    "input",
 )
 
 
@@ -128,7 +208,7 @@ def tokenizer_corpus(extra: list[str] | None = None, seed: int = 0, *, practice:
         for _ in range(500)
     ]
     roles = ("system", "user", "assistant", "tool")
-    texts += [f"<|im_start|>{rng.choice(roles)}\n{text}<|im_end|>\n" for text in texts[: 1000]]
+    texts += [f"<|im_start|>{rng.choice(roles)}\n{text}<|im_end|>\n" for text in texts[:1000]]
     texts += benchmark_public_texts()
     texts += _stdlib_text()
     texts += practice_corpus(seed) if practice else []

@@ -10,15 +10,22 @@ from typing import Any
 from bat.state.errors import StateFileError
 
 DTYPES = ("float32", "bfloat16", "float16")
-_WEIGHT_FILES = ("model.safetensors", "model.safetensors.index.json", "pytorch_model.bin", "pytorch_model.bin.index.json")
+_WEIGHT_FILES = (
+    "model.safetensors",
+    "model.safetensors.index.json",
+    "pytorch_model.bin",
+    "pytorch_model.bin.index.json",
+)
 
 
 class ModelFolderError(StateFileError, FileNotFoundError):
     """A model folder that is missing, incomplete or damaged: names the folder (or file) and what to do."""
 
 
-_FOLDER_HINT = ("point model.path at a complete HF folder, re-export the checkpoint, or rebuild it "
-                "(`bat model import NAME` / `bat model build-tiny --out DIR`)")
+_FOLDER_HINT = (
+    "point model.path at a complete HF folder, re-export the checkpoint, or rebuild it "
+    "(`bat model import NAME` / `bat model build-tiny --out DIR`)"
+)
 
 
 @dataclass
@@ -45,9 +52,12 @@ def check_model_dir(path: str | Path) -> Path:
     """Return `path` as a Path if it is a local HF model directory; else raise naming what is missing."""
     p = Path(path)
     if not p.is_dir():
-        raise ModelFolderError(p, "not a local model directory (hub ids are not allowed)",
-                               hint="build one with `bat model build-tiny --out DIR` or `bat model import NAME`, "
-                                    "or point model.path at an HF directory")
+        raise ModelFolderError(
+            p,
+            "not a local model directory (hub ids are not allowed)",
+            hint="build one with `bat model build-tiny --out DIR` or `bat model import NAME`, "
+            "or point model.path at an HF directory",
+        )
     missing = [] if (p / "config.json").exists() else ["config.json"]
     if not any((p / name).exists() for name in _WEIGHT_FILES):
         missing.append(f"one of {list(_WEIGHT_FILES)}")
@@ -103,8 +113,11 @@ def load_model(path: str | Path, *, dtype: str = "float32", device: str = "cpu")
         model = AutoModelForCausalLM.from_pretrained(p, dtype=torch_dtype(dtype), local_files_only=True)
     except (OSError, ValueError, RuntimeError, SafetensorError) as exc:  # torn weights, a foreign or bad config
         reason = (str(exc).strip().splitlines() or [type(exc).__name__])[0][:300]
-        raise ModelFolderError(p, f"cannot load the weights ({type(exc).__name__}: {reason})",
-                               hint=f"the checkpoint is damaged or incomplete: {_FOLDER_HINT}") from None
+        raise ModelFolderError(
+            p,
+            f"cannot load the weights ({type(exc).__name__}: {reason})",
+            hint=f"the checkpoint is damaged or incomplete: {_FOLDER_HINT}",
+        ) from None
     return model.to(device).eval()
 
 

@@ -10,8 +10,9 @@ from __future__ import annotations
 
 import json
 import tempfile
+from collections.abc import Sequence
 from pathlib import Path
-from typing import Any, Sequence
+from typing import Any
 
 from bat.policy.codec import render_tool_call
 from bat.seeds import derive_seed
@@ -23,8 +24,10 @@ DEFAULT_AGENTS = ("expert", "recovery")
 def tool_block(tools: Sequence[dict[str, Any]]) -> str:
     """The tool list as the chat template renders it into the system turn (`tojson` = `json.dumps` defaults)."""
     lines = "\n".join(json.dumps(tool, ensure_ascii=False) for tool in tools)
-    return ("# Tools\nCall exactly one tool per turn as <tool_call>{\"name\": ..., \"arguments\": {...}}</tool_call>.\n"
-            f"<tools>\n{lines}\n</tools>")
+    return (
+        '# Tools\nCall exactly one tool per turn as <tool_call>{"name": ..., "arguments": {...}}</tool_call>.\n'
+        f"<tools>\n{lines}\n</tools>"
+    )
 
 
 def _preamble() -> str:
@@ -35,8 +38,13 @@ def _preamble() -> str:
     return PREAMBLE
 
 
-def practice_texts(seed: int, *, tracks: Sequence[str] | None = None, agents: Sequence[str] = DEFAULT_AGENTS,
-                   episodes_per_track: int = 1) -> list[str]:
+def practice_texts(
+    seed: int,
+    *,
+    tracks: Sequence[str] | None = None,
+    agents: Sequence[str] = DEFAULT_AGENTS,
+    episodes_per_track: int = 1,
+) -> list[str]:
     """Texts of `episodes_per_track` practice instances per track (default: every benchmark track), each run by
     every agent in `agents`; deterministic for `seed`. Reads nothing from disk but the temporary episode dirs."""
     from bat.benchmark import TOOL_SPECS, TRACKS, StagedEnv, practice_instance, run_agent

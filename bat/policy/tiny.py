@@ -95,9 +95,18 @@ def build_tiny_model(out_dir: str | Path, cfg: TinyModelConfig, seed: int, *, co
         from bat.policy.copy_pretrain import copy_pretrain, identifier_ids, ordinary_tokens
 
         in_text = any(stage.kind != "random" for stage in cfg.copy_pretrain.stages)
-        stream = [i for text in texts for i in tokenizer(text, add_special_tokens=False)["input_ids"]] if in_text else None
-        pretrain = copy_pretrain(model, ordinary_tokens(tokenizer), cfg.copy_pretrain, seed, progress=_print_progress,
-                                 stream=stream, name_ids=identifier_ids(tokenizer))
+        stream = (
+            [i for text in texts for i in tokenizer(text, add_special_tokens=False)["input_ids"]] if in_text else None
+        )
+        pretrain = copy_pretrain(
+            model,
+            ordinary_tokens(tokenizer),
+            cfg.copy_pretrain,
+            seed,
+            progress=_print_progress,
+            stream=stream,
+            name_ids=identifier_ids(tokenizer),
+        )
     model.generation_config = GenerationConfig(
         eos_token_id=config.eos_token_id, pad_token_id=config.pad_token_id, do_sample=False
     )
@@ -121,8 +130,11 @@ def build_tiny_model(out_dir: str | Path, cfg: TinyModelConfig, seed: int, *, co
 
 
 def _print_progress(summary: dict[str, float]) -> None:
-    print(f"copy pretraining: step {summary['steps']} (vocab {summary['vocab']}, length {summary['seq_len']}): "
-          f"copy loss {summary['loss']:.3f} nats, {summary['seconds']:.0f} s", flush=True)
+    print(
+        f"copy pretraining: step {summary['steps']} (vocab {summary['vocab']}, length {summary['seq_len']}): "
+        f"copy loss {summary['loss']:.3f} nats, {summary['seconds']:.0f} s",
+        flush=True,
+    )
 
 
 def read_build_info(path: str | Path) -> dict[str, Any]:

@@ -4,8 +4,8 @@ and per-stage bars per round. Uses `matplotlib.figure.Figure` directly (no pyplo
 from __future__ import annotations
 
 import io
+from collections.abc import Sequence
 from pathlib import Path
-from typing import Sequence
 
 from matplotlib.figure import Figure
 from matplotlib.patches import Patch
@@ -33,13 +33,29 @@ def plot_overall(views: Sequence[RoundView], path: Path, title: str = "") -> Pat
         ax.errorbar(xs, ys, yerr=errs, linestyle="--", marker="o", capsize=3, label="controller Overall (round)")
         staircase = [(v.round, 100 * v.best.score) for v in scored if v.best is not None]
         if staircase:
-            ax.step([x for x, _ in staircase], [y for _, y in staircase], where="post", linewidth=2.2,
-                    label="best so far (retained)")
-        stars = [(v.round, 100 * v.controller.overall) for v in scored  # type: ignore[union-attr]
-                 if v.best is not None and v.best.round == v.round]
+            ax.step(
+                [x for x, _ in staircase],
+                [y for _, y in staircase],
+                where="post",
+                linewidth=2.2,
+                label="best so far (retained)",
+            )
+        stars = [
+            (v.round, 100 * v.controller.overall)
+            for v in scored  # type: ignore[union-attr]
+            if v.best is not None and v.best.round == v.round
+        ]
         if stars:
-            ax.scatter([x for x, _ in stars], [y for _, y in stars], marker="*", s=220, zorder=5, color="gold",
-                       edgecolors="black", label="retained (new best)")
+            ax.scatter(
+                [x for x, _ in stars],
+                [y for _, y in stars],
+                marker="*",
+                s=220,
+                zorder=5,
+                color="gold",
+                edgecolors="black",
+                label="retained (new best)",
+            )
         ax.set_xticks(xs)
         ax.legend(loc="best", fontsize=8)
     else:

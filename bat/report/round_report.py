@@ -10,11 +10,11 @@ from typing import TYPE_CHECKING, Any
 
 from bat.curriculum.mixture import POOL_ORDER
 from bat.evaluate.aggregate import pct, pct_delta
+from bat.phase.order import BOOTSTRAP_ORDER, ROUND_ORDER
 from bat.report.plots import plot_overall, plot_stages
 from bat.report.summary import RoundView, progress_rows, round_view, run_views
 from bat.schemas.evaluation import EvalAggregate
 from bat.state.atomic import atomic_write_json, atomic_write_text, read_json
-from bat.phase.order import BOOTSTRAP_ORDER, ROUND_ORDER
 from bat.state.layout import RunLayout
 from bat.state.markers import read_done
 
@@ -60,7 +60,7 @@ def phase_times(layout: RunLayout, round_index: int) -> dict[str, dict[str, Any]
     return out
 
 
-def report_data(layout: RunLayout, round_index: int, cfg: "BatConfig") -> dict[str, Any]:
+def report_data(layout: RunLayout, round_index: int, cfg: BatConfig) -> dict[str, Any]:
     """The JSON report: controller/final aggregates, decision, plan lineage, leakage summary, phase times."""
     view = round_view(layout, round_index)
     plan = view.plan
@@ -93,23 +93,34 @@ def _score_lines(view: RoundView, stage_keys: tuple[str, ...]) -> list[str]:
     if agg is None:
         return ["_no controller evaluation yet_", ""]
     ref = view.decision.best_before if view.decision else None
-    lines = [f"Checkpoint `{agg.checkpoint}` (sha256 {agg.checkpoint_digest[:12]}), suite {agg.suite_version}, "
-             f"harness {agg.harness_version}, {agg.n_runs} runs over {len(agg.tracks)} tracks; "
-             f"half-widths at {agg.confidence:.0%} across track means.", "",
-             "| metric | score | vs best |", "|---|---|---|"]
+    lines = [
+        f"Checkpoint `{agg.checkpoint}` (sha256 {agg.checkpoint_digest[:12]}), suite {agg.suite_version}, "
+        f"harness {agg.harness_version}, {agg.n_runs} runs over {len(agg.tracks)} tracks; "
+        f"half-widths at {agg.confidence:.0%} across track means.",
+        "",
+        "| metric | score | vs best |",
+        "|---|---|---|",
+    ]
     for name in ("overall", "task", "agentic"):
-        lines.append(f"| {name.capitalize()} | {pct(getattr(agg, name))}{_hw(agg, name)} | "
-                     f"{pct_delta(getattr(ref, name), getattr(agg, name)) if ref else '-'} |")
+        lines.append(
+            f"| {name.capitalize()} | {pct(getattr(agg, name))}{_hw(agg, name)} | "
+            f"{pct_delta(getattr(ref, name), getattr(agg, name)) if ref else '-'} |"
+        )
     for key in stage_keys:
         if key in agg.stages:
-            lines.append(f"| {key} | {pct(agg.stages[key])}{_hw(agg, key)} | "
-                         f"{pct_delta(ref.stages.get(key), agg.stages[key]) if ref else '-'} |")
+            lines.append(
+                f"| {key} | {pct(agg.stages[key])}{_hw(agg, key)} | "
+                f"{pct_delta(ref.stages.get(key), agg.stages[key]) if ref else '-'} |"
+            )
     lines += ["", "| track | Overall | Task | Agentic | runs | null |", "|---|---|---|---|---|---|"]
     for t, ta in agg.tracks.items():
         lines.append(f"| {t} | {pct(ta.overall)} | {pct(ta.task)} | {pct(ta.agentic)} | {ta.n_runs} | {ta.n_null} |")
     if agg.null_cells:
-        lines += ["", f"**{len(agg.null_cells)} null cell(s): routing stops until repaired.** "
-                  + ", ".join(f"{c.track}#{c.repeat}:{c.field}" for c in agg.null_cells[:20])]
+        lines += [
+            "",
+            f"**{len(agg.null_cells)} null cell(s): routing stops until repaired.** "
+            + ", ".join(f"{c.track}#{c.repeat}:{c.field}" for c in agg.null_cells[:20]),
+        ]
     return lines + [""]
 
 
@@ -117,15 +128,23 @@ def _decision_lines(view: RoundView) -> list[str]:
     d = view.decision
     if d is None:
         return ["_no route decision yet_", ""]
-    lines = [f"**{d.action}** — {d.reason}", "",
-             f"* target stage: {d.target_stage or '-'} (rule `{d.rule}`); mixture per batch: "
-             + (", ".join(f"{p} {d.mixture[p]}" for p in POOL_ORDER if p in d.mixture) or "-"),
-             (f"* start checkpoint of round {d.next_round}: `{d.start_checkpoint}`" if d.next_round is not None
-              else "* no further round: the run stops here (round budget reached or arm without RL rounds)"),
-             f"* retained best: `{d.best_checkpoint}`; drop counter {d.drop_counter}; "
-             f"KL(candidate || best) {'n/a' if d.kl is None else f'{d.kl:.4f}'}"]
+    lines = [
+        f"**{d.action}** — {d.reason}",
+        "",
+        f"* target stage: {d.target_stage or '-'} (rule `{d.rule}`); mixture per batch: "
+        + (", ".join(f"{p} {d.mixture[p]}" for p in POOL_ORDER if p in d.mixture) or "-"),
+        (
+            f"* start checkpoint of round {d.next_round}: `{d.start_checkpoint}`"
+            if d.next_round is not None
+            else "* no further round: the run stops here (round budget reached or arm without RL rounds)"
+        ),
+        f"* retained best: `{d.best_checkpoint}`; drop counter {d.drop_counter}; "
+        f"KL(candidate || best) {'n/a' if d.kl is None else f'{d.kl:.4f}'}",
+    ]
     if d.domain_shift is not None:
-        lines.append(f"* domain shift: {'DETECTED — ' if d.domain_shift.detected else 'none — '}{d.domain_shift.reason}")
+        lines.append(
+            f"* domain shift: {'DETECTED — ' if d.domain_shift.detected else 'none — '}{d.domain_shift.reason}"
+        )
     if d.gate is not None:
         lines += ["", "| gate check | value | bound | held |", "|---|---|---|---|"]
         for c in d.gate.checks:
@@ -138,29 +157,47 @@ def render_markdown(data: dict[str, Any], view: RoundView, stage_keys: tuple[str
     lines = [f"# {data['run']} — round {data['round']:02d} ({data['arm']})", "", "## Controller evaluation", ""]
     lines += _score_lines(view, stage_keys)
     if data.get("progress"):
-        lines += ["## Held-out controller Overall so far", "",
-                  "| policy | Overall | Task | Agentic | " + " | ".join(stage_keys) + " |",
-                  "|---|---|---|---|" + "---|" * len(stage_keys)]
+        lines += [
+            "## Held-out controller Overall so far",
+            "",
+            "| policy | Overall | Task | Agentic | " + " | ".join(stage_keys) + " |",
+            "|---|---|---|---|" + "---|" * len(stage_keys),
+        ]
         for row in data["progress"]:
-            lines.append(f"| {row['label']} | {row['overall']} | {row['task']} | {row['agentic']} | "
-                         + " | ".join(str(row["stages"].get(k, "-")) for k in stage_keys) + " |")
+            lines.append(
+                f"| {row['label']} | {row['overall']} | {row['task']} | {row['agentic']} | "
+                + " | ".join(str(row["stages"].get(k, "-")) for k in stage_keys)
+                + " |"
+            )
         lines.append("")
     if view.final is not None:
-        lines += ["## Final evaluation (disjoint runs; never used for routing)", "",
-                  f"Overall {pct(view.final.overall)}{_hw(view.final, 'overall')}, Task {pct(view.final.task)}, "
-                  f"Agentic {pct(view.final.agentic)}", ""]
+        lines += [
+            "## Final evaluation (disjoint runs; never used for routing)",
+            "",
+            f"Overall {pct(view.final.overall)}{_hw(view.final, 'overall')}, Task {pct(view.final.task)}, "
+            f"Agentic {pct(view.final.agentic)}",
+            "",
+        ]
     if view.end_of_run:
-        lines += ["## End of run: retained best on the final and untouched test splits", "",
-                  "| split | checkpoint | Overall | Task | Agentic | runs |", "|---|---|---|---|---|---|"]
+        lines += [
+            "## End of run: retained best on the final and untouched test splits",
+            "",
+            "| split | checkpoint | Overall | Task | Agentic | runs |",
+            "|---|---|---|---|---|---|",
+        ]
         for split, agg in view.end_of_run.items():
-            lines.append(f"| {split} | `{agg.checkpoint}` | {pct(agg.overall)}{_hw(agg, 'overall')} | {pct(agg.task)} | "
-                         f"{pct(agg.agentic)} | {agg.n_runs} |")
+            lines.append(
+                f"| {split} | `{agg.checkpoint}` | {pct(agg.overall)}{_hw(agg, 'overall')} | {pct(agg.task)} | "
+                f"{pct(agg.agentic)} | {agg.n_runs} |"
+            )
         lines.append("")
     lines += ["## Decision", ""] + _decision_lines(view)
     lines += ["## Lineage and data", ""] + [f"* {k}: `{v}`" for k, v in data["lineage"].items()]
     if data["plan"]:
-        lines.append(f"* bank version: {data['plan']['bank_version']}; leakage: "
-                     + ", ".join(f"{k}={v}" for k, v in data["leakage"].items() if k != "bank_version"))
+        lines.append(
+            f"* bank version: {data['plan']['bank_version']}; leakage: "
+            + ", ".join(f"{k}={v}" for k, v in data["leakage"].items() if k != "bank_version")
+        )
     lines += ["", "## Phases", "", "| phase | status | finished | wall s |", "|---|---|---|---|"]
     for phase, info in data["phases"].items():
         lines.append(f"| {phase} | {info['status']} | {info.get('finished_at', '-')} | {info.get('wall_s') or '-'} |")
@@ -168,7 +205,7 @@ def render_markdown(data: dict[str, Any], view: RoundView, stage_keys: tuple[str
     return "\n".join(lines)
 
 
-def write_round_report(layout: RunLayout, round_index: int, cfg: "BatConfig") -> list[Path]:
+def write_round_report(layout: RunLayout, round_index: int, cfg: BatConfig) -> list[Path]:
     """Write report.md, report.json, overall.png and stages.png into `round_NN/` (returns their paths) and rebuild
     the run's TensorBoard event files (`bat.report.tensorboard`)."""
     from bat.report.tensorboard import write_tensorboard

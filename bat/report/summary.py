@@ -44,8 +44,11 @@ def round_view(layout: RunLayout, round_index: int) -> RoundView:
         decision=load_decision(layout, round_index),
         best=load_best_after(layout, round_index),
         plan=plan_if_written(layout, round_index),
-        end_of_run={split: agg for split in ("final", "test")
-                    if (agg := load_aggregate(layout, round_index, split, phase="final_test")) is not None},
+        end_of_run={
+            split: agg
+            for split in ("final", "test")
+            if (agg := load_aggregate(layout, round_index, split, phase="final_test")) is not None
+        },
         base=load_aggregate(layout, round_index, "controller", variant=BASE_VARIANT),
     )
 
@@ -55,10 +58,19 @@ def progress_rows(views: list[RoundView]) -> list[dict[str, Any]]:
     rows = []
     for view in views:
         for label, agg in ((("base policy", view.base),) if view.base is not None else ()) + (
-                (("after SFT" if view.round == 0 else f"after RL round {view.round}"), view.controller),):
+            (("after SFT" if view.round == 0 else f"after RL round {view.round}"), view.controller),
+        ):
             if agg is not None:
-                rows.append({"round": view.round, "label": label, "overall": pct(agg.overall), "task": pct(agg.task),
-                             "agentic": pct(agg.agentic), "stages": {k: pct(v) for k, v in agg.stages.items()}})
+                rows.append(
+                    {
+                        "round": view.round,
+                        "label": label,
+                        "overall": pct(agg.overall),
+                        "task": pct(agg.task),
+                        "agentic": pct(agg.agentic),
+                        "stages": {k: pct(v) for k, v in agg.stages.items()},
+                    }
+                )
     return rows
 
 
@@ -72,14 +84,16 @@ def run_summary(layout: RunLayout) -> list[dict[str, Any]]:
     rows = []
     for view in run_views(layout):
         agg, dec = view.controller, view.decision
-        rows.append({
-            "round": view.round,
-            "overall": pct(agg.overall) if agg else "-",
-            "task": pct(agg.task) if agg else "-",
-            "agentic": pct(agg.agentic) if agg else "-",
-            "best": pct(view.best.score) if view.best else "-",
-            "action": dec.action if dec else "-",
-            "target": (dec.target_stage or "-") if dec else "-",
-            "nulls": len(agg.null_cells) if agg else 0,
-        })
+        rows.append(
+            {
+                "round": view.round,
+                "overall": pct(agg.overall) if agg else "-",
+                "task": pct(agg.task) if agg else "-",
+                "agentic": pct(agg.agentic) if agg else "-",
+                "best": pct(view.best.score) if view.best else "-",
+                "action": dec.action if dec else "-",
+                "target": (dec.target_stage or "-") if dec else "-",
+                "nulls": len(agg.null_cells) if agg else 0,
+            }
+        )
     return rows

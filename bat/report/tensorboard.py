@@ -10,8 +10,9 @@ written. Open with `tensorboard --logdir state/<run>/tensorboard` (offline).
 from __future__ import annotations
 
 import shutil
+from collections.abc import Iterable
 from pathlib import Path
-from typing import Any, Iterable
+from typing import Any
 
 from bat.evaluate.store import load_aggregate
 from bat.state.atomic import plain_temp_dir
@@ -66,8 +67,13 @@ def write_tensorboard(layout: RunLayout, stage_keys: Iterable[str]) -> Path | No
                 agg = load_aggregate(layout, r, "controller")
                 if agg is None:
                     continue
-                _write(w, "controller", r, {"overall": agg.overall, "task": agg.task, "agentic": agg.agentic},
-                       ("overall", "task", "agentic"))
+                _write(
+                    w,
+                    "controller",
+                    r,
+                    {"overall": agg.overall, "task": agg.task, "agentic": agg.agentic},
+                    ("overall", "task", "agentic"),
+                )
                 _write(w, "controller/stage", r, agg.stages, keys)
         shutil.rmtree(target, ignore_errors=True)
         tmp.rename(target)

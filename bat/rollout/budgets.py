@@ -29,8 +29,14 @@ def before_turn(b: RolloutBudgets, use: BudgetUse, context_tokens: int) -> str |
 
 def turn_token_limit(b: RolloutBudgets, use: BudgetUse, context_tokens: int) -> int:
     """Most tokens the next turn may generate (per-turn cap, remaining response budget, remaining context)."""
-    return max(0, min(b.max_new_tokens_per_turn, b.max_response_tokens - use.response_tokens,
-                      b.max_context_tokens - context_tokens))
+    return max(
+        0,
+        min(
+            b.max_new_tokens_per_turn,
+            b.max_response_tokens - use.response_tokens,
+            b.max_context_tokens - context_tokens,
+        ),
+    )
 
 
 def after_cut_turn(b: RolloutBudgets, use: BudgetUse, context_tokens: int) -> str | None:

@@ -7,7 +7,8 @@ each observation is turned into ids by rendering only the *delta* the template a
 
 from __future__ import annotations
 
-from typing import Any, Sequence
+from collections.abc import Sequence
+from typing import Any
 
 from bat.policy.chat import PROBE_MESSAGES, encode_text, render_messages, turn_close_text
 
@@ -36,8 +37,10 @@ class TurnTokens:
         if close_ids and close_ids[0] in set(tokenizer.all_special_ids):
             stops.add(int(close_ids[0]))
         if not stops:
-            raise ValueError("tokenizer has no eos token and its chat template closes assistant turns "
-                             f"with {self.close_text!r}, which does not start with a special token")
+            raise ValueError(
+                "tokenizer has no eos token and its chat template closes assistant turns "
+                f"with {self.close_text!r}, which does not start with a special token"
+            )
         self.stop_ids = tuple(sorted(stops))
         """Token ids that end an assistant turn (the template's end-of-turn token and eos)."""
 
@@ -51,16 +54,18 @@ class TurnTokens:
             message["name"] = name
         full = render_messages(self.tokenizer, [*PROBE_MESSAGES, message], self.tools, add_generation_prompt=True)
         if not full.startswith(self._base):
-            raise ValueError("chat template re-renders earlier messages when a tool message is added; "
-                             "token-in/token-out rollouts need an append-only template")
-        return full[len(self._base):]
+            raise ValueError(
+                "chat template re-renders earlier messages when a tool message is added; "
+                "token-in/token-out rollouts need an append-only template"
+            )
+        return full[len(self._base) :]
 
     def continuation_ids(self, generated: Sequence[int], observation: str, name: str | None = None) -> list[int]:
         """Ids appended after a generated turn: the rest of the turn close, the tool message, the next header."""
         close = self.close_text
         if generated and generated[-1] in self.stop_ids:
             stop_text = self.tokenizer.decode([generated[-1]])
-            close = close[len(stop_text):] if close.startswith(stop_text) else ""
+            close = close[len(stop_text) :] if close.startswith(stop_text) else ""
         return encode_text(self.tokenizer, close + self._observation_text(observation, name))
 
     def decode(self, ids: Sequence[int]) -> str:

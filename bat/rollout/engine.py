@@ -59,18 +59,31 @@ class Engine(Protocol):
         ...
 
 
-def make_engine(cfg: "RolloutConfig", model_path: str | Path) -> Engine:
+def make_engine(cfg: RolloutConfig, model_path: str | Path) -> Engine:
     """Build the engine named by `cfg.engine` on the checkpoint at `model_path`."""
     if cfg.engine == "hf":
         from bat.rollout.engine_hf import HFEngine
 
-        return HFEngine(model_path, dtype=cfg.dtype, device=cfg.device, top_p=cfg.top_p, top_k=cfg.top_k,
-                        max_batch=cfg.max_batch, prefix_cache=cfg.hf_prefix_cache)
+        return HFEngine(
+            model_path,
+            dtype=cfg.dtype,
+            device=cfg.device,
+            top_p=cfg.top_p,
+            top_k=cfg.top_k,
+            max_batch=cfg.max_batch,
+            prefix_cache=cfg.hf_prefix_cache,
+        )
     if cfg.engine == "vllm" and cfg.vllm.process == "server":
         from bat.rollout.engine_vllm import VllmServerEngine
 
-        return VllmServerEngine(model_path, cfg.vllm, top_p=cfg.top_p, top_k=cfg.top_k,
-                                max_context_tokens=cfg.budgets.max_context_tokens, dtype=cfg.dtype)
+        return VllmServerEngine(
+            model_path,
+            cfg.vllm,
+            top_p=cfg.top_p,
+            top_k=cfg.top_k,
+            max_context_tokens=cfg.budgets.max_context_tokens,
+            dtype=cfg.dtype,
+        )
     if cfg.engine == "vllm":
         from bat.rollout.engine_vllm import VllmEngine
 
@@ -78,8 +91,9 @@ def make_engine(cfg: "RolloutConfig", model_path: str | Path) -> Engine:
     if cfg.engine == "openai":
         from bat.rollout.engine_openai import OpenAIEngine
 
-        engine = OpenAIEngine(cfg.openai, top_p=cfg.top_p, top_k=cfg.top_k, checkpoint=str(model_path),
-                              dtype=cfg.dtype, device=cfg.device)
+        engine = OpenAIEngine(
+            cfg.openai, top_p=cfg.top_p, top_k=cfg.top_k, checkpoint=str(model_path), dtype=cfg.dtype, device=cfg.device
+        )
         if cfg.openai.verify_checkpoint:
             engine.verify(model_path)
         return engine

@@ -16,8 +16,7 @@ from pathlib import Path
 from typing import Any, Literal
 
 import torch
-from transformers import GenerationConfig, LogitsProcessor, LogitsProcessorList, StoppingCriteria
-from transformers import StoppingCriteriaList
+from transformers import GenerationConfig, LogitsProcessor, LogitsProcessorList, StoppingCriteria, StoppingCriteriaList
 
 from bat.policy.loader import DTYPES, load_model
 from bat.rollout import kvcache
@@ -86,8 +85,17 @@ class HFEngine:
 
     name = "hf"
 
-    def __init__(self, model_path: str | Path, *, dtype: str = "float32", device: str = "cpu",
-                 top_p: float = 1.0, top_k: int = 0, max_batch: int = 32, prefix_cache: bool = False) -> None:
+    def __init__(
+        self,
+        model_path: str | Path,
+        *,
+        dtype: str = "float32",
+        device: str = "cpu",
+        top_p: float = 1.0,
+        top_k: int = 0,
+        max_batch: int = 32,
+        prefix_cache: bool = False,
+    ) -> None:
         if dtype not in DTYPES:
             raise ValueError(f"unknown dtype {dtype!r}; valid: {sorted(DTYPES)}")
         self.dtype, self.device = dtype, device
@@ -132,25 +140,39 @@ class HFEngine:
         ids = torch.full((len(requests), width), self.pad_id, dtype=torch.long)
         mask = torch.zeros((len(requests), width), dtype=torch.long)
         for row, req in enumerate(requests):
-            ids[row, pads[row]:] = torch.tensor(req.prompt_ids, dtype=torch.long)
-            mask[row, pads[row]:] = 1
+            ids[row, pads[row] :] = torch.tensor(req.prompt_ids, dtype=torch.long)
+            mask[row, pads[row] :] = 1
         past, prefix = None, 0
         if self.prefix_cache:
-            entries = [kvcache.usable(self._cache.pop(r.cache_key, None) if r.cache_key else None, r.prompt_ids)
-                       for r in requests]
+            entries = [
+                kvcache.usable(self._cache.pop(r.cache_key, None) if r.cache_key else None, r.prompt_ids)
+                for r in requests
+            ]
             prefix = kvcache.batch_prefix(entries, pads)
             past = kvcache.stack(entries, pads, prefix) if prefix > 0 else None
         limits = [max(1, r.max_new_tokens) for r in requests]
         sampler = _RowSampler([r.seed for r in requests], [r.temperature for r in requests], self.top_p, self.top_k)
         stops = _RowLimits(width, limits, [set(r.stop_ids) for r in requests])
-        gen_cfg = GenerationConfig(max_new_tokens=max(limits), do_sample=False, use_cache=True,
-                                   pad_token_id=self.pad_id, eos_token_id=None, return_dict_in_generate=True)
-        out = self.model.generate(input_ids=ids.to(self.device), attention_mask=mask.to(self.device),
-                                  past_key_values=past, generation_config=gen_cfg,
-                                  logits_processor=LogitsProcessorList([sampler]),
-                                  stopping_criteria=StoppingCriteriaList([stops]))
-        results = [self._cut(sampler.chosen[row], sampler.logprobs[row], limits[row], set(req.stop_ids))
-                   for row, req in enumerate(requests)]
+        gen_cfg = GenerationConfig(
+            max_new_tokens=max(limits),
+            do_sample=False,
+            use_cache=True,
+            pad_token_id=self.pad_id,
+            eos_token_id=None,
+            return_dict_in_generate=True,
+        )
+        out = self.model.generate(
+            input_ids=ids.to(self.device),
+            attention_mask=mask.to(self.device),
+            past_key_values=past,
+            generation_config=gen_cfg,
+            logits_processor=LogitsProcessorList([sampler]),
+            stopping_criteria=StoppingCriteriaList([stops]),
+        )
+        results = [
+            self._cut(sampler.chosen[row], sampler.logprobs[row], limits[row], set(req.stop_ids))
+            for row, req in enumerate(requests)
+        ]
         if self.prefix_cache:
             total = out.past_key_values.get_seq_length()
             for row, (req, res) in enumerate(zip(requests, results)):

@@ -25,15 +25,18 @@ def parse_choice(choice: dict[str, Any]) -> GenResult:
     lp = choice.get("logprobs") or {}
     tokens, logps = lp.get("tokens"), lp.get("token_logprobs")
     if tokens is not None and all(isinstance(t, str) and t.startswith(_PREFIX) for t in tokens):
-        ids = [int(t[len(_PREFIX):]) for t in tokens]
+        ids = [int(t[len(_PREFIX) :]) for t in tokens]
     elif isinstance(choice.get("token_ids"), list):
         ids = [int(t) for t in choice["token_ids"]]
     else:
-        raise ValueError("server reply carries no token ids; start vLLM with token ids enabled "
-                         "(request field return_tokens_as_token_ids) or use the `hf`/`vllm` engine")
+        raise ValueError(
+            "server reply carries no token ids; start vLLM with token ids enabled "
+            "(request field return_tokens_as_token_ids) or use the `hf`/`vllm` engine"
+        )
     if logps is None or len(logps) != len(ids):
-        raise ValueError(f"server returned {len(ids)} token ids but "
-                         f"{'no' if logps is None else len(logps)} token logprobs")
+        raise ValueError(
+            f"server returned {len(ids)} token ids but {'no' if logps is None else len(logps)} token logprobs"
+        )
     finish: Literal["stop", "length"] = "stop" if choice.get("finish_reason") == "stop" else "length"
     return GenResult(token_ids=ids, logprobs=[float(x) if x is not None else 0.0 for x in logps], finish=finish)
 
@@ -63,13 +66,24 @@ class OpenAIEngine:
     concurrent = True
     """Thread-safe (one HTTP request per call); the server batches concurrent requests."""
 
-    def __init__(self, cfg: OpenAIEngineConfig, *, top_p: float = 1.0, top_k: int = 0, checkpoint: str = "",
-                 dtype: str = "float32", device: str = "cpu") -> None:
+    def __init__(
+        self,
+        cfg: OpenAIEngineConfig,
+        *,
+        top_p: float = 1.0,
+        top_k: int = 0,
+        checkpoint: str = "",
+        dtype: str = "float32",
+        device: str = "cpu",
+    ) -> None:
         self.cfg, self.top_p, self.top_k = cfg, top_p, top_k
         self.dtype, self.device = dtype, device
         """Where the checkpoint is loaded to score the probe (`verify`)."""
-        self.url = (_server_root(cfg.base_url) + "/generate" if cfg.api == "sglang"
-                    else cfg.base_url.rstrip("/") + "/completions")
+        self.url = (
+            _server_root(cfg.base_url) + "/generate"
+            if cfg.api == "sglang"
+            else cfg.base_url.rstrip("/") + "/completions"
+        )
         self.checkpoint = checkpoint or cfg.model
 
     def body(self, req: GenRequest) -> dict[str, Any]:
@@ -77,17 +91,31 @@ class OpenAIEngine:
 
         `ignore_eos`: the server stops only at the request's stop ids or its token limit, as the hf engine does."""
         if self.cfg.api == "sglang":
-            params: dict[str, Any] = {"max_new_tokens": req.max_new_tokens, "temperature": req.temperature,
-                                      "top_p": self.top_p, "stop_token_ids": list(req.stop_ids),
-                                      "skip_special_tokens": False, "sampling_seed": req.seed, "ignore_eos": True}
+            params: dict[str, Any] = {
+                "max_new_tokens": req.max_new_tokens,
+                "temperature": req.temperature,
+                "top_p": self.top_p,
+                "stop_token_ids": list(req.stop_ids),
+                "skip_special_tokens": False,
+                "sampling_seed": req.seed,
+                "ignore_eos": True,
+            }
             if self.top_k > 0:
                 params["top_k"] = self.top_k
             return {"input_ids": list(req.prompt_ids), "sampling_params": params, "return_logprob": True}
         body: dict[str, Any] = {
-            "model": self.cfg.model, "prompt": list(req.prompt_ids), "max_tokens": req.max_new_tokens,
-            "temperature": req.temperature, "top_p": self.top_p, "seed": req.seed, "logprobs": 0,
-            "return_tokens_as_token_ids": True, "stop_token_ids": list(req.stop_ids),
-            "skip_special_tokens": False, "include_stop_str_in_output": True, "ignore_eos": True,
+            "model": self.cfg.model,
+            "prompt": list(req.prompt_ids),
+            "max_tokens": req.max_new_tokens,
+            "temperature": req.temperature,
+            "top_p": self.top_p,
+            "seed": req.seed,
+            "logprobs": 0,
+            "return_tokens_as_token_ids": True,
+            "stop_token_ids": list(req.stop_ids),
+            "skip_special_tokens": False,
+            "include_stop_str_in_output": True,
+            "ignore_eos": True,
         }
         if self.top_k > 0:
             body["top_k"] = self.top_k
@@ -97,7 +125,9 @@ class OpenAIEngine:
         last = ""
         for _ in range(self.cfg.max_retries + 1):
             try:
-                reply = post_json(self.url, self.body(req), timeout_s=self.cfg.timeout_s, api_key_env=self.cfg.api_key_env)
+                reply = post_json(
+                    self.url, self.body(req), timeout_s=self.cfg.timeout_s, api_key_env=self.cfg.api_key_env
+                )
                 return parse_sglang(reply) if self.cfg.api == "sglang" else parse_choice(reply["choices"][0])
             except HttpError as exc:
                 last = str(exc)
@@ -127,8 +157,14 @@ class OpenAIEngine:
         raises ServedModelMismatch naming both, or ModelFolderError when `path` is no model folder."""
         from bat.rollout.probe import check_served, default_tolerance
 
-        return check_served(self, path, where=f"the server at {self.cfg.base_url}", dtype=self.dtype,
-                            device=self.device, tolerance=self.cfg.probe_tolerance or default_tolerance(self.dtype))
+        return check_served(
+            self,
+            path,
+            where=f"the server at {self.cfg.base_url}",
+            dtype=self.dtype,
+            device=self.device,
+            tolerance=self.cfg.probe_tolerance or default_tolerance(self.dtype),
+        )
 
     def release(self, cache_key: str) -> None:
         """The server manages its own cache."""

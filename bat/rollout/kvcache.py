@@ -9,7 +9,8 @@ tokens get positions from the attention mask, so the result equals a full prefil
 
 from __future__ import annotations
 
-from typing import Any, Sequence
+from collections.abc import Sequence
+from typing import Any
 
 import torch
 from transformers import DynamicCache
@@ -19,7 +20,7 @@ def usable(entry: tuple[list[int], Any] | None, prompt: Sequence[int]) -> tuple[
     """The cached (ids, cache) when `prompt` strictly extends the cached ids, else None."""
     if entry is None:
         return None
-    ids, cache = entry
+    ids, _cache = entry
     if len(prompt) > len(ids) and list(prompt[: len(ids)]) == ids:
         return entry
     return None
@@ -55,6 +56,12 @@ def stack(entries: Sequence[tuple[list[int], Any] | None], pads: Sequence[int], 
 
 def split(cache: DynamicCache, row: int, pad: int, keep: int) -> DynamicCache:
     """Row `row`'s own cache: positions pad .. pad+keep of the batch cache, copied out (no batch memory kept)."""
-    return DynamicCache(ddp_cache_data=[
-        (layer.keys[row : row + 1, :, pad : pad + keep].clone(), layer.values[row : row + 1, :, pad : pad + keep].clone())
-        for layer in cache.layers])
+    return DynamicCache(
+        ddp_cache_data=[
+            (
+                layer.keys[row : row + 1, :, pad : pad + keep].clone(),
+                layer.values[row : row + 1, :, pad : pad + keep].clone(),
+            )
+            for layer in cache.layers
+        ]
+    )

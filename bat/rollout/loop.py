@@ -14,10 +14,11 @@ Token in, token out: ids are only ever appended (prompt, generated, template+obs
 from __future__ import annotations
 
 import threading
+from collections.abc import Callable, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Callable, Protocol, Sequence
+from typing import Any, Protocol
 
 from bat.config.rollout import RolloutBudgets
 from bat.policy.codec import InvalidAction, parse_tool_call
@@ -142,9 +143,14 @@ class _Live:
             self.finish(reason)
             return None
         seed = derive_seed(self.spec.seed, "turn", self.use.turns)
-        return GenRequest(prompt_ids=list(self.ids), max_new_tokens=limit, seed=seed,
-                          temperature=self.settings.temperature, stop_ids=self.tt.stop_ids,
-                          cache_key=self.spec.rollout_id)
+        return GenRequest(
+            prompt_ids=list(self.ids),
+            max_new_tokens=limit,
+            seed=seed,
+            temperature=self.settings.temperature,
+            stop_ids=self.tt.stop_ids,
+            cache_key=self.spec.rollout_id,
+        )
 
     def absorb(self, res: GenResult) -> dict[str, Any] | None:
         """Append a generated turn; returns the action to send to the environment, or None if ended."""
@@ -156,15 +162,23 @@ class _Live:
         self.use.turns += 1
         self.use.response_tokens += len(res.token_ids)
         text = self.tt.decode(res.token_ids)
-        self._pending = {"index": len(self.turns), "response_text": text,
-                         "generated_tokens": len(res.token_ids), "finish": res.finish}
+        self._pending = {
+            "index": len(self.turns),
+            "response_text": text,
+            "generated_tokens": len(res.token_ids),
+            "finish": res.finish,
+        }
         b = self.settings.budgets
         if res.finish == "length":
             reason = B.after_cut_turn(b, self.use, len(self.ids))
             if reason:
                 return self._close_turn(reason)
         parsed = parse_tool_call(text, self.settings.tool_names)
-        if isinstance(parsed, InvalidAction) and parsed.reason == "no_tool_call" and self.settings.no_tool_call == "end":
+        if (
+            isinstance(parsed, InvalidAction)
+            and parsed.reason == "no_tool_call"
+            and self.settings.no_tool_call == "end"
+        ):
             return self._close_turn("no_tool_call")
         reason = B.before_action(b, self.use)
         if reason:
@@ -207,9 +221,18 @@ class _Live:
         record, timing = split_volatile(getattr(obs, "record", None))
         self.timings.append({"turn": len(self.turns), **timing})
         done = bool(getattr(obs, "done", False))
-        self.turns.append(TurnRecord(**self._pending, observation=shown, observation_chars=len(text),
-                                     observation_truncated=truncated, record=record,
-                                     files_written=written, files_deleted=deleted, env_done=done))
+        self.turns.append(
+            TurnRecord(
+                **self._pending,
+                observation=shown,
+                observation_chars=len(text),
+                observation_truncated=truncated,
+                record=record,
+                files_written=written,
+                files_deleted=deleted,
+                env_done=done,
+            )
+        )
         if done:
             self.finish("done")
             return
@@ -226,13 +249,30 @@ class _Live:
     def to_record(self, engine: Engine) -> RolloutOutcome:
         s = self.spec
         rec = RolloutRecord(
-            rollout_id=s.rollout_id, state_id=s.state_id, round=s.round, shard=s.shard, k=s.k, pool=s.pool,
-            stage=s.stage, seed=s.seed, engine=engine.name, checkpoint=engine.checkpoint,
-            temperature=self.settings.temperature, token_ids=self.ids, loss_mask=self.mask,
-            behavior_logprobs=self.logps, prompt_len=self.prompt_len, segments=self.segments, turns=self.turns,
-            tool_calls=self.use.tool_calls, response_tokens=self.use.response_tokens,
-            end_reason=self.end_reason or "error", initial_files=self.initial_files, valid=self.invalid_reason is None,
-            invalid_reason=self.invalid_reason)
+            rollout_id=s.rollout_id,
+            state_id=s.state_id,
+            round=s.round,
+            shard=s.shard,
+            k=s.k,
+            pool=s.pool,
+            stage=s.stage,
+            seed=s.seed,
+            engine=engine.name,
+            checkpoint=engine.checkpoint,
+            temperature=self.settings.temperature,
+            token_ids=self.ids,
+            loss_mask=self.mask,
+            behavior_logprobs=self.logps,
+            prompt_len=self.prompt_len,
+            segments=self.segments,
+            turns=self.turns,
+            tool_calls=self.use.tool_calls,
+            response_tokens=self.use.response_tokens,
+            end_reason=self.end_reason or "error",
+            initial_files=self.initial_files,
+            valid=self.invalid_reason is None,
+            invalid_reason=self.invalid_reason,
+        )
         return RolloutOutcome(record=rec, timings=self.timings)
 
 
@@ -247,7 +287,9 @@ def _generate(engine: Engine, members: Sequence[_Live]) -> list[tuple[_Live, dic
         for live, _ in ready:
             live.finish("error", f"engine: {type(exc).__name__}: {exc}")
         return []
-    return [(live, action) for (live, _), res in zip(ready, results) for action in [live.absorb(res)] if action is not None]
+    return [
+        (live, action) for (live, _), res in zip(ready, results) for action in [live.absorb(res)] if action is not None
+    ]
 
 
 SCHEDULES = ("auto", "cohorts", "continuous")
@@ -262,8 +304,10 @@ def resolve_schedule(engine: Engine, schedule: str) -> str:
     if schedule == "auto":
         return "continuous" if concurrent else "cohorts"
     if schedule == "continuous" and not concurrent:
-        raise ValueError(f"rollout.schedule = 'continuous' needs an engine that batches concurrent requests "
-                         f"(vllm, openai); the {engine.name!r} engine runs with 'cohorts' or 'auto'")
+        raise ValueError(
+            f"rollout.schedule = 'continuous' needs an engine that batches concurrent requests "
+            f"(vllm, openai); the {engine.name!r} engine runs with 'cohorts' or 'auto'"
+        )
     return schedule
 
 
@@ -289,8 +333,9 @@ def _drive_one(engine: Engine, live: _Live, tools: threading.BoundedSemaphore) -
         live.observe(outcome)
 
 
-def _run_continuous(engine: Engine, lives: list[_Live], tool_workers: int,
-                    on_step: Callable[[int, int], None] | None) -> None:
+def _run_continuous(
+    engine: Engine, lives: list[_Live], tool_workers: int, on_step: Callable[[int, int], None] | None
+) -> None:
     """Every rollout on its own thread; `on_step(finished, live)` is called as rollouts end."""
     if not lives:
         return
@@ -303,8 +348,13 @@ def _run_continuous(engine: Engine, lives: list[_Live], tool_workers: int,
                 on_step(done, sum(1 for live in lives if live.end_reason is None))
 
 
-def run_rollouts(engine: Engine, specs: Sequence[RolloutSpec], tt: TurnTokens, settings: LoopSettings,
-                 on_step: Callable[[int, int], None] | None = None) -> list[RolloutOutcome]:
+def run_rollouts(
+    engine: Engine,
+    specs: Sequence[RolloutSpec],
+    tt: TurnTokens,
+    settings: LoopSettings,
+    on_step: Callable[[int, int], None] | None = None,
+) -> list[RolloutOutcome]:
     """Drive every spec to its end; returns outcomes in the order of `specs`. Envs are not closed here.
 
     With the continuous schedule every rollout runs on its own thread against the (concurrent) engine.

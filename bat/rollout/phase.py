@@ -17,7 +17,7 @@ if TYPE_CHECKING:
     from bat.schemas.routing import RoundPlan
 
 
-def plan_jobs(plan: "RoundPlan") -> tuple[list[StateJob], int]:
+def plan_jobs(plan: RoundPlan) -> tuple[list[StateJob], int]:
     """One job per state in first-listed order, `repeats` = how often the plan lists it; and the number of
     repeated entries (each still gets its K rollouts, as extra members of the state's one GRPO group)."""
     first: dict[str, tuple[str, str]] = {}
@@ -47,25 +47,50 @@ def run_rollout(ctx: PhaseContext) -> PhaseResult:
     jobs, dupes = plan_jobs(plan)
     jobs = [StateJob(j.state_id, j.pool, j.stage, payload=bank.row(j.state_id), repeats=j.repeats) for j in jobs]
     checkpoint = resolve_checkpoint(ctx.layout, plan.start_checkpoint)
-    settings = LoopSettings(budgets=rc.budgets, temperature=rc.temperature, no_tool_call=rc.no_tool_call,
-                            tool_workers=rc.tool_workers, tool_names=list(TOOL_NAMES),
-                            cohorts=rc.cohorts, schedule=rc.schedule)
+    settings = LoopSettings(
+        budgets=rc.budgets,
+        temperature=rc.temperature,
+        no_tool_call=rc.no_tool_call,
+        tool_workers=rc.tool_workers,
+        tool_names=list(TOOL_NAMES),
+        cohorts=rc.cohorts,
+        schedule=rc.schedule,
+    )
     summary = run_shards(
-        ctx.phase_dir, jobs, k=rc.k, states_per_shard=rc.states_per_shard, run_seed=cfg.run.seed,
-        round_index=ctx.round, open_env=bank_opener(bank, cfg), engine_factory=lambda: make_engine(rc, checkpoint),
+        ctx.phase_dir,
+        jobs,
+        k=rc.k,
+        states_per_shard=rc.states_per_shard,
+        run_seed=cfg.run.seed,
+        round_index=ctx.round,
+        open_env=bank_opener(bank, cfg),
+        engine_factory=lambda: make_engine(rc, checkpoint),
         turn_tokens=lambda: TurnTokens(load_tokenizer(checkpoint), policy_tools(cfg.sft.render_tools)),
         settings=settings,
-        scratch=ctx.layout.phase_scratch(ctx.round, "rollout"), keep_evidence=rc.keep_evidence,
-        log=lambda msg: log_event(ctx.layout, ctx.round, ctx.phase, msg))
+        scratch=ctx.layout.phase_scratch(ctx.round, "rollout"),
+        keep_evidence=rc.keep_evidence,
+        log=lambda msg: log_event(ctx.layout, ctx.round, ctx.phase, msg),
+    )
     reasons: dict[str, int] = {}
     for meta in summary.meta:
         for reason, n in meta.get("end_reasons", {}).items():
             reasons[reason] = reasons.get(reason, 0) + n
     return PhaseResult(
-        outputs=summary.shards, inputs=[ctx.layout.plan(ctx.round)],
-        counts={"states": len(jobs), "rollouts": sum(m["rollouts"] for m in summary.meta),
-                "valid": sum(m["valid"] for m in summary.meta), "shards": len(summary.shards),
-                "generated_tokens": sum(m["generated_tokens"] for m in summary.meta),
-                "resumed_shards": len(summary.skipped)},
-        extra={"end_reasons": reasons, "engine": rc.engine, "checkpoint": str(checkpoint),
-               "bank_version": bank.version, "duplicate_plan_entries": dupes})
+        outputs=summary.shards,
+        inputs=[ctx.layout.plan(ctx.round)],
+        counts={
+            "states": len(jobs),
+            "rollouts": sum(m["rollouts"] for m in summary.meta),
+            "valid": sum(m["valid"] for m in summary.meta),
+            "shards": len(summary.shards),
+            "generated_tokens": sum(m["generated_tokens"] for m in summary.meta),
+            "resumed_shards": len(summary.skipped),
+        },
+        extra={
+            "end_reasons": reasons,
+            "engine": rc.engine,
+            "checkpoint": str(checkpoint),
+            "bank_version": bank.version,
+            "duplicate_plan_entries": dupes,
+        },
+    )

@@ -34,12 +34,14 @@ def probe_request(checkpoint: str | Path) -> GenRequest:
     from bat.policy.loader import load_tokenizer
 
     ids = load_tokenizer(checkpoint, check_template=False)(PROBE_PROMPT, add_special_tokens=False)["input_ids"]
-    return GenRequest(prompt_ids=[int(i) for i in ids], max_new_tokens=PROBE_TOKENS, seed=PROBE_SEED,
-                      temperature=1.0, stop_ids=())
+    return GenRequest(
+        prompt_ids=[int(i) for i in ids], max_new_tokens=PROBE_TOKENS, seed=PROBE_SEED, temperature=1.0, stop_ids=()
+    )
 
 
-def local_logprobs(checkpoint: str | Path, prompt: list[int], tokens: list[int], *, dtype: str = "float32",
-                   device: str = "cpu") -> list[float]:
+def local_logprobs(
+    checkpoint: str | Path, prompt: list[int], tokens: list[int], *, dtype: str = "float32", device: str = "cpu"
+) -> list[float]:
     """log p(token) of each of `tokens` after `prompt` under the checkpoint's weights (temperature 1)."""
     import torch
 
@@ -52,20 +54,23 @@ def local_logprobs(checkpoint: str | Path, prompt: list[int], tokens: list[int],
     return [float(logp[len(prompt) - 1 + j, tok]) for j, tok in enumerate(tokens)]
 
 
-def check_served(engine: Any, checkpoint: str | Path, *, where: str, tolerance: float, dtype: str = "float32",
-                 device: str = "cpu") -> float:
+def check_served(
+    engine: Any, checkpoint: str | Path, *, where: str, tolerance: float, dtype: str = "float32", device: str = "cpu"
+) -> float:
     """Probe `engine` (anything with `generate`) and compare with `checkpoint`; returns the largest difference,
     raises ServedModelMismatch naming `where` (the server) and the checkpoint when it exceeds `tolerance`."""
     req = probe_request(checkpoint)
     res = engine.generate([req])[0]
     if res.error or not res.token_ids:
-        raise ServedModelMismatch(f"{where}: the probe request failed ({res.error or 'no tokens'}); cannot check that "
-                                  f"it serves {checkpoint}")
+        raise ServedModelMismatch(
+            f"{where}: the probe request failed ({res.error or 'no tokens'}); cannot check that it serves {checkpoint}"
+        )
     ref = local_logprobs(checkpoint, req.prompt_ids, res.token_ids, dtype=dtype, device=device)
     diff = max(abs(a - b) for a, b in zip(ref, res.logprobs))
     if diff > tolerance:
         raise ServedModelMismatch(
             f"{where} does not serve the checkpoint {checkpoint}: its log-probs on a fixed probe differ from the "
             f"checkpoint's by up to {diff:.3g} (tolerance {tolerance:g}); load {checkpoint} into the server (or point "
-            f"the config at the checkpoint it serves) and rerun")
+            f"the config at the checkpoint it serves) and rerun"
+        )
     return diff

@@ -7,9 +7,10 @@ reproduces the same bytes. The engine is built lazily: a fully finished phase lo
 from __future__ import annotations
 
 import shutil
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import Any, Callable, Sequence
+from typing import Any
 
 from bat.rollout.chat import TurnTokens
 from bat.rollout.engine import Engine
@@ -69,15 +70,28 @@ def fit_context(settings: LoopSettings, model_limit: int | None, log: Callable[[
     b = settings.budgets
     if model_limit is None or model_limit >= b.max_context_tokens:
         return settings
-    log(f"rollout: context budget {b.max_context_tokens} exceeds the model's {model_limit} positions; using {model_limit}")
+    log(
+        f"rollout: context budget {b.max_context_tokens} exceeds the model's {model_limit} positions; using {model_limit}"
+    )
     return replace(settings, budgets=b.model_copy(update={"max_context_tokens": model_limit}))
 
 
-def run_shards(phase_dir: Path, jobs: Sequence[StateJob], *, k: int, states_per_shard: int, run_seed: int,
-               round_index: int, open_env: Callable[[StateJob, int, Path], OpenedEnv],
-               engine_factory: Callable[[], Engine], turn_tokens: Callable[[], TurnTokens],
-               settings: LoopSettings, scratch: Path, keep_evidence: bool = True,
-               log: Callable[[str], None] = lambda _msg: None) -> ShardRun:
+def run_shards(
+    phase_dir: Path,
+    jobs: Sequence[StateJob],
+    *,
+    k: int,
+    states_per_shard: int,
+    run_seed: int,
+    round_index: int,
+    open_env: Callable[[StateJob, int, Path], OpenedEnv],
+    engine_factory: Callable[[], Engine],
+    turn_tokens: Callable[[], TurnTokens],
+    settings: LoopSettings,
+    scratch: Path,
+    keep_evidence: bool = True,
+    log: Callable[[str], None] = lambda _msg: None,
+) -> ShardRun:
     """Write every missing shard under `phase_dir`; finished shards are skipped. Returns a summary."""
     phase_dir.mkdir(parents=True, exist_ok=True)
     clear_partial(phase_dir)
@@ -102,10 +116,21 @@ def run_shards(phase_dir: Path, jobs: Sequence[StateJob], *, k: int, states_per_
                     rid = rollout_id(round_index, index, job.state_id, kk)
                     env = open_env(job, kk, work / rid)
                     opened.append(env)
-                    specs.append(RolloutSpec(
-                        rollout_id=rid, state_id=job.state_id, k=kk, env=env.env, messages=env.messages,
-                        seed=derive_seed(run_seed, round_index, "rollout", index, job.state_id, kk),
-                        workspace=env.workspace, round=round_index, shard=index, pool=job.pool, stage=job.stage))
+                    specs.append(
+                        RolloutSpec(
+                            rollout_id=rid,
+                            state_id=job.state_id,
+                            k=kk,
+                            env=env.env,
+                            messages=env.messages,
+                            seed=derive_seed(run_seed, round_index, "rollout", index, job.state_id, kk),
+                            workspace=env.workspace,
+                            round=round_index,
+                            shard=index,
+                            pool=job.pool,
+                            stage=job.stage,
+                        )
+                    )
             outcomes = run_rollouts(engine, specs, tt, settings)
             workspaces = {s.rollout_id: (s.workspace if keep_evidence else None) for s in specs}
             meta = {"engine": engine.name, "checkpoint": engine.checkpoint, "k": k, "round": round_index}

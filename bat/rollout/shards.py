@@ -8,8 +8,9 @@ from __future__ import annotations
 
 import shutil
 from collections import Counter
+from collections.abc import Sequence
 from pathlib import Path
-from typing import Any, Sequence
+from typing import Any
 
 from bat.rollout.loop import RolloutOutcome
 from bat.rollout.workspace import copy_evidence
@@ -31,8 +32,13 @@ def finished_shards(phase_dir: Path) -> list[Path]:
     return [s.path for s in finished_shard_layouts(phase_dir)]
 
 
-def write_shard(phase_dir: Path, index: int, outcomes: Sequence[RolloutOutcome],
-                workspaces: dict[str, Path | None], meta: dict[str, Any]) -> Path:
+def write_shard(
+    phase_dir: Path,
+    index: int,
+    outcomes: Sequence[RolloutOutcome],
+    workspaces: dict[str, Path | None],
+    meta: dict[str, Any],
+) -> Path:
     """Write one complete shard atomically: records, timings, evidence copies, then DONE.json; returns its dir."""
     final = shard_dir(phase_dir, index)
     with atomic_dir(final) as tmp:
@@ -45,16 +51,19 @@ def write_shard(phase_dir: Path, index: int, outcomes: Sequence[RolloutOutcome],
             records.append(rec.model_copy(update={"evidence_dir": rel if kept else None}))
         write_jsonl(shard.rollouts, records)
         write_jsonl(shard.timings, [{"rollout_id": o.record.rollout_id, "turns": o.timings} for o in outcomes])
-        atomic_write_json(shard.done, {
-            "shard": index,
-            "rollouts": len(records),
-            "valid": sum(r.valid for r in records),
-            "state_ids": sorted({r.state_id for r in records}),
-            "end_reasons": dict(sorted(Counter(r.end_reason for r in records).items())),
-            "generated_tokens": sum(r.response_tokens for r in records),
-            "rollouts_sha256": sha256_path(shard.rollouts),
-            **meta,
-        })
+        atomic_write_json(
+            shard.done,
+            {
+                "shard": index,
+                "rollouts": len(records),
+                "valid": sum(r.valid for r in records),
+                "state_ids": sorted({r.state_id for r in records}),
+                "end_reasons": dict(sorted(Counter(r.end_reason for r in records).items())),
+                "generated_tokens": sum(r.response_tokens for r in records),
+                "rollouts_sha256": sha256_path(shard.rollouts),
+                **meta,
+            },
+        )
     return final
 
 

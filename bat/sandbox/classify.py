@@ -17,12 +17,20 @@ from bat.sandbox.spawn import Outcome
 
 PATTERNS: dict[str, tuple[str, ...]] = {
     "memory": ("MemoryError", "Cannot allocate memory", "std::bad_alloc", "out of memory"),
-    "nproc": ("fork: retry: Resource temporarily unavailable", "fork: Resource temporarily unavailable",
-              "BlockingIOError: [Errno 11]", "can't start new thread"),
+    "nproc": (
+        "fork: retry: Resource temporarily unavailable",
+        "fork: Resource temporarily unavailable",
+        "BlockingIOError: [Errno 11]",
+        "can't start new thread",
+    ),
     "file_size": ("File too large", "[Errno 27]"),
     "access_outside": ("Read-only file system",),
-    "network": ("Network is unreachable", "Temporary failure in name resolution", "Name or service not known",
-                "Could not resolve host"),
+    "network": (
+        "Network is unreachable",
+        "Temporary failure in name resolution",
+        "Name or service not known",
+        "Could not resolve host",
+    ),
 }
 ERROR_TYPES = {"MemoryError": "memory", "BlockingIOError": "nproc"}
 
@@ -56,7 +64,7 @@ def extract_report(stderr: str, marker: str) -> tuple[str, dict[str, Any] | None
     index = stderr.rfind(marker)
     if not marker or index < 0:
         return stderr, None
-    line = stderr[index + len(marker):].split("\n", 1)[0]
+    line = stderr[index + len(marker) :].split("\n", 1)[0]
     clean = "\n".join(part for part in stderr.split("\n") if marker not in part).rstrip("\n")
     try:
         report = json.loads(line)

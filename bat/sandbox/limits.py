@@ -24,7 +24,7 @@ class Limits:
     max_output_bytes: int
 
     @classmethod
-    def from_config(cls, config: SandboxConfig, **overrides: float | int) -> "Limits":
+    def from_config(cls, config: SandboxConfig, **overrides: float | int) -> Limits:
         """Limits from config; `overrides` replace single fields (unknown names raise ValueError)."""
         valid = set(cls.__dataclass_fields__)
         unknown = sorted(set(overrides) - valid)
@@ -34,7 +34,7 @@ class Limits:
         values["cpu_s"] = config.cpu_s
         values.update(overrides)
         if not values["cpu_s"]:
-            values["cpu_s"] = int(math.ceil(float(values["timeout_s"]))) + 1
+            values["cpu_s"] = math.ceil(float(values["timeout_s"])) + 1
         return cls(**values)  # type: ignore[arg-type]
 
 
@@ -57,5 +57,7 @@ def find_prlimit() -> str:
     """Absolute path of util-linux `prlimit`; RuntimeError says how to install it."""
     found = shutil.which("prlimit")
     if not found:
-        raise RuntimeError("`prlimit` (util-linux) not found on PATH; install util-linux (Debian: apt-get install util-linux)")
+        raise RuntimeError(
+            "`prlimit` (util-linux) not found on PATH; install util-linux (Debian: apt-get install util-linux)"
+        )
     return found

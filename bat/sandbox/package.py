@@ -105,7 +105,9 @@ def tree_digest(root: str | os.PathLike[str]) -> str:
     return digest_entries(tree_entries(root))
 
 
-def build_package(src: str | os.PathLike[str], dest: str | os.PathLike[str], metadata: dict[str, Any]) -> PackageManifest:
+def build_package(
+    src: str | os.PathLike[str], dest: str | os.PathLike[str], metadata: dict[str, Any]
+) -> PackageManifest:
     """Copy `src` into `dest/files/`, write `dest/package.json`; the whole package appears atomically."""
     src_path = Path(src)
     entries = tree_entries(src_path)
@@ -124,7 +126,9 @@ def load_package(package: str | os.PathLike[str]) -> PackageManifest:
     path = Path(package)
     manifest_path = path / MANIFEST_NAME
     if not manifest_path.is_file():
-        raise ValueError(f"{path}: not a state package (missing {MANIFEST_NAME}; expected {MANIFEST_NAME} + {FILES_DIR}/)")
+        raise ValueError(
+            f"{path}: not a state package (missing {MANIFEST_NAME}; expected {MANIFEST_NAME} + {FILES_DIR}/)"
+        )
     return PackageManifest.model_validate(read_json(manifest_path))
 
 

@@ -82,8 +82,17 @@ class Runtime(abc.ABC):
         return pyenv.executable
 
     @abc.abstractmethod
-    def argv(self, inner: list[str], *, workspace: Path, scratch: Path, cwd: str, limits: Limits,
-             pyenv: PythonEnv, drop_uid: int) -> list[str]:
+    def argv(
+        self,
+        inner: list[str],
+        *,
+        workspace: Path,
+        scratch: Path,
+        cwd: str,
+        limits: Limits,
+        pyenv: PythonEnv,
+        drop_uid: int,
+    ) -> list[str]:
         """The full outer argv that runs `inner` contained, with cwd `cwd` as seen inside."""
 
 
@@ -92,8 +101,17 @@ class ProcessRuntime(Runtime):
 
     name = "process"
 
-    def argv(self, inner: list[str], *, workspace: Path, scratch: Path, cwd: str, limits: Limits,
-             pyenv: PythonEnv, drop_uid: int) -> list[str]:
+    def argv(
+        self,
+        inner: list[str],
+        *,
+        workspace: Path,
+        scratch: Path,
+        cwd: str,
+        limits: Limits,
+        pyenv: PythonEnv,
+        drop_uid: int,
+    ) -> list[str]:
         return [*prlimit_argv(limits, find_prlimit()), *inner]
 
 
@@ -140,26 +158,63 @@ class BwrapRuntime(ContainedRuntime):
             bound.append(root)
         return opts
 
-    def argv(self, inner: list[str], *, workspace: Path, scratch: Path, cwd: str, limits: Limits,
-             pyenv: PythonEnv, drop_uid: int) -> list[str]:
+    def argv(
+        self,
+        inner: list[str],
+        *,
+        workspace: Path,
+        scratch: Path,
+        cwd: str,
+        limits: Limits,
+        pyenv: PythonEnv,
+        drop_uid: int,
+    ) -> list[str]:
         bwrap = shutil.which("bwrap")
         if not bwrap:
-            raise RuntimeError("runtime 'bwrap' needs bubblewrap on PATH (Debian: apt-get install bubblewrap); "
-                               "valid runtimes: " + ", ".join(RUNTIMES))
+            raise RuntimeError(
+                "runtime 'bwrap' needs bubblewrap on PATH (Debian: apt-get install bubblewrap); "
+                "valid runtimes: " + ", ".join(RUNTIMES)
+            )
         as_root = os.geteuid() == 0
         if as_root:  # no user namespace, so the uid drop below is real and RLIMIT_NPROC applies
-            spaces = ["--unshare-ipc", "--unshare-pid", "--unshare-net", "--unshare-uts", "--unshare-cgroup-try",
-                      "--cap-add", "CAP_SETUID", "--cap-add", "CAP_SETGID"]
+            spaces = [
+                "--unshare-ipc",
+                "--unshare-pid",
+                "--unshare-net",
+                "--unshare-uts",
+                "--unshare-cgroup-try",
+                "--cap-add",
+                "CAP_SETUID",
+                "--cap-add",
+                "CAP_SETGID",
+            ]
         else:
             spaces = ["--unshare-all", "--unshare-user", "--disable-userns"]
         tmp_bytes = min(limits.memory_mb, 4 * limits.max_file_mb) * 1024 * 1024
         opts = [
-            bwrap, *spaces, "--die-with-parent", "--new-session", "--hostname", "sandbox",
-            "--proc", "/proc", "--dev", "/dev",
-            "--perms", "1777", "--size", str(tmp_bytes), "--tmpfs", "/tmp",
+            bwrap,
+            *spaces,
+            "--die-with-parent",
+            "--new-session",
+            "--hostname",
+            "sandbox",
+            "--proc",
+            "/proc",
+            "--dev",
+            "/dev",
+            "--perms",
+            "1777",
+            "--size",
+            str(tmp_bytes),
+            "--tmpfs",
+            "/tmp",
             *self.mounts(pyenv),  # after /tmp, so a venv or code dir under /tmp stays visible
-            "--bind", str(workspace), INNER_WORKSPACE,
-            "--chdir", cwd, "--",
+            "--bind",
+            str(workspace),
+            INNER_WORKSPACE,
+            "--chdir",
+            cwd,
+            "--",
         ]
         drop = []
         if as_root:
@@ -181,17 +236,42 @@ class ApptainerRuntime(ContainedRuntime):
     def inner_python(self, pyenv: PythonEnv) -> str:
         return "python3"
 
-    def argv(self, inner: list[str], *, workspace: Path, scratch: Path, cwd: str, limits: Limits,
-             pyenv: PythonEnv, drop_uid: int) -> list[str]:
+    def argv(
+        self,
+        inner: list[str],
+        *,
+        workspace: Path,
+        scratch: Path,
+        cwd: str,
+        limits: Limits,
+        pyenv: PythonEnv,
+        drop_uid: int,
+    ) -> list[str]:
         image = self.config.apptainer_image
         if not image:
-            raise RuntimeError("runtime 'apptainer' needs sandbox.apptainer_image (the .sif built by containers/); "
-                               "it is not runnable on CPU dev machines")
+            raise RuntimeError(
+                "runtime 'apptainer' needs sandbox.apptainer_image (the .sif built by containers/); "
+                "it is not runnable on CPU dev machines"
+            )
         binary = shutil.which("apptainer") or "apptainer"
         return [
-            binary, "exec", "--containall", "--cleanenv", "--no-home", "--net", "--network", "none",
-            "--bind", f"{workspace}:{INNER_WORKSPACE}:rw", "--bind", f"{scratch}:/tmp:rw", "--pwd", cwd,
-            image, *prlimit_argv(limits, "prlimit"), *inner,
+            binary,
+            "exec",
+            "--containall",
+            "--cleanenv",
+            "--no-home",
+            "--net",
+            "--network",
+            "none",
+            "--bind",
+            f"{workspace}:{INNER_WORKSPACE}:rw",
+            "--bind",
+            f"{scratch}:/tmp:rw",
+            "--pwd",
+            cwd,
+            image,
+            *prlimit_argv(limits, "prlimit"),
+            *inner,
         ]
 
 

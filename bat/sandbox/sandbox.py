@@ -113,20 +113,24 @@ class Sandbox:
         for path in self.protected:
             for root in visible:
                 if path == root or path.startswith(root.rstrip("/") + "/") or root.startswith(path.rstrip("/") + "/"):
-                    raise ValueError(f"protected path {path} overlaps {root}, which the sandbox can see; "
-                                     "keep grader paths outside the workspace and the code/python trees")
+                    raise ValueError(
+                        f"protected path {path} overlaps {root}, which the sandbox can see; "
+                        "keep grader paths outside the workspace and the code/python trees"
+                    )
 
     # public calls ------------------------------------------------------------------------------
-    def call_tool(self, tool: str, args: dict[str, Any] | None = None, *, stage: str | None = None,
-                  **limit_overrides: float | int) -> ExecutionRecord:
+    def call_tool(
+        self, tool: str, args: dict[str, Any] | None = None, *, stage: str | None = None, **limit_overrides: float | int
+    ) -> ExecutionRecord:
         """Run trusted `pkg.module:function(workspace, **args)` inside the sandbox."""
         limits = Limits.from_config(self.config, **limit_overrides)
         args = dict(args or {})
         request = {"kind": "tool", "tool": tool, "args": args, "max_result_chars": limits.max_output_chars}
         return self._run(_Call("tool", tool, args, stage, request=request), limits)
 
-    def execute_code(self, language: str, code: str, *, stage: str | None = None,
-                     **limit_overrides: float | int) -> ExecutionRecord:
+    def execute_code(
+        self, language: str, code: str, *, stage: str | None = None, **limit_overrides: float | int
+    ) -> ExecutionRecord:
         """Run untrusted `code` (`python` or `bash`) inside the sandbox with the workspace as cwd."""
         if language not in LANGUAGES:
             raise ValueError(f"unknown language {language!r}; valid: {list(LANGUAGES)}")
@@ -146,10 +150,20 @@ class Sandbox:
         python_dir = str(Path(self.runtime.inner_python(self.pyenv)).parent)
         path = ":".join(p for p in (python_dir if python_dir != "." else "", "/usr/local/bin", "/usr/bin", "/bin") if p)
         return {
-            "PATH": path, "HOME": inner_scratch, "TMPDIR": inner_scratch, "MPLCONFIGDIR": inner_scratch,
-            "LANG": "C.UTF-8", "LC_ALL": "C.UTF-8", "PYTHONPATH": ":".join(self.pyenv.pythonpath),
-            "PYTHONHASHSEED": "0", "PYTHONDONTWRITEBYTECODE": "1", "PYTHONUNBUFFERED": "1",
-            "OMP_NUM_THREADS": "1", "OPENBLAS_NUM_THREADS": "1", "MKL_NUM_THREADS": "1", "BAT_WORKSPACE": inner_ws,
+            "PATH": path,
+            "HOME": inner_scratch,
+            "TMPDIR": inner_scratch,
+            "MPLCONFIGDIR": inner_scratch,
+            "LANG": "C.UTF-8",
+            "LC_ALL": "C.UTF-8",
+            "PYTHONPATH": ":".join(self.pyenv.pythonpath),
+            "PYTHONHASHSEED": "0",
+            "PYTHONDONTWRITEBYTECODE": "1",
+            "PYTHONUNBUFFERED": "1",
+            "OMP_NUM_THREADS": "1",
+            "OPENBLAS_NUM_THREADS": "1",
+            "MKL_NUM_THREADS": "1",
+            "BAT_WORKSPACE": inner_ws,
         }
 
     def _watch(self, inner_ws: str, inner_scratch: str) -> dict[str, list[str]]:
@@ -168,8 +182,12 @@ class Sandbox:
         if call.request is None:
             return None
         call.marker = f"@@bat-toolhost-report-{secrets.token_hex(8)}@@"
-        return {**call.request, "workspace": inner_ws, "watch": self._watch(inner_ws, inner_scratch),
-                "report_marker": call.marker}
+        return {
+            **call.request,
+            "workspace": inner_ws,
+            "watch": self._watch(inner_ws, inner_scratch),
+            "report_marker": call.marker,
+        }
 
     def _run_cold(self, call: _Call, limits: Limits, inner_ws: str) -> Outcome:
         """One fresh sandbox for this call: boot shim + tool host or bash under the runtime."""
@@ -183,11 +201,24 @@ class Sandbox:
             inner, stdin, cwd = call.bash_argv, b"", inner_ws
         boot = f"@@bat-sandbox-booted-{secrets.token_hex(8)}@@"
         try:
-            argv = self.runtime.argv([*boot_shim(boot), *inner], workspace=self.workspace, scratch=scratch, cwd=cwd,
-                                     limits=limits, pyenv=self.pyenv, drop_uid=self.drop_uid or 0)
-            outcome = spawn(argv, stdin=stdin, cwd=scratch, env=self._env(inner_ws, inner_scratch),
-                            timeout_s=limits.timeout_s, keep_bytes=_keep(limits),
-                            max_output_bytes=limits.max_output_bytes)
+            argv = self.runtime.argv(
+                [*boot_shim(boot), *inner],
+                workspace=self.workspace,
+                scratch=scratch,
+                cwd=cwd,
+                limits=limits,
+                pyenv=self.pyenv,
+                drop_uid=self.drop_uid or 0,
+            )
+            outcome = spawn(
+                argv,
+                stdin=stdin,
+                cwd=scratch,
+                env=self._env(inner_ws, inner_scratch),
+                timeout_s=limits.timeout_s,
+                keep_bytes=_keep(limits),
+                max_output_bytes=limits.max_output_bytes,
+            )
         finally:
             shutil.rmtree(scratch, ignore_errors=True)
         self._check_boot(boot, outcome)
@@ -202,13 +233,26 @@ class Sandbox:
         inner_scratch = self.runtime.inner_scratch(scratch)
 
         def argv_for(inner: list[str], host_scratch: Path, limits: Limits) -> list[str]:
-            return self.runtime.argv(inner, workspace=self.workspace, scratch=host_scratch, cwd=inner_scratch,
-                                     limits=limits, pyenv=self.pyenv, drop_uid=self.drop_uid or 0)
+            return self.runtime.argv(
+                inner,
+                workspace=self.workspace,
+                scratch=host_scratch,
+                cwd=inner_scratch,
+                limits=limits,
+                pyenv=self.pyenv,
+                drop_uid=self.drop_uid or 0,
+            )
 
         try:
-            self._warm = WarmServer(argv_for=argv_for, env=self._env(inner_ws, inner_scratch),
-                                    python=self.runtime.inner_python(self.pyenv), preload=tuple(self.config.preload),
-                                    workspace=self.workspace, limits=Limits.from_config(self.config), scratch=scratch)
+            self._warm = WarmServer(
+                argv_for=argv_for,
+                env=self._env(inner_ws, inner_scratch),
+                python=self.runtime.inner_python(self.pyenv),
+                preload=tuple(self.config.preload),
+                workspace=self.workspace,
+                limits=Limits.from_config(self.config),
+                scratch=scratch,
+            )
         except ServerBootError as exc:
             shutil.rmtree(scratch, ignore_errors=True)
             raise SandboxBootError(str(exc)) from exc
@@ -222,11 +266,22 @@ class Sandbox:
         mib = 1024 * 1024
         payload = {
             "kind": call.request["kind"] if call.request is not None else "bash",
-            "request": request, "argv": call.bash_argv, "cwd": inner_ws if request is None else inner_scratch,
-            "rlimits": {"as": limits.memory_mb * mib, "cpu": limits.cpu_s, "nproc": limits.nproc,
-                        "fsize": limits.max_file_mb * mib, "nofile": limits.nofile, "core": 0},
-            "timeout_s": limits.timeout_s, "keep_bytes": _keep(limits), "max_output_bytes": limits.max_output_bytes,
-            "scratch": inner_scratch, "reap": self.runtime.name == "bwrap",
+            "request": request,
+            "argv": call.bash_argv,
+            "cwd": inner_ws if request is None else inner_scratch,
+            "rlimits": {
+                "as": limits.memory_mb * mib,
+                "cpu": limits.cpu_s,
+                "nproc": limits.nproc,
+                "fsize": limits.max_file_mb * mib,
+                "nofile": limits.nofile,
+                "core": 0,
+            },
+            "timeout_s": limits.timeout_s,
+            "keep_bytes": _keep(limits),
+            "max_output_bytes": limits.max_output_bytes,
+            "scratch": inner_scratch,
+            "reap": self.runtime.name == "bwrap",
         }
         return server.call(payload, limits.timeout_s, _keep(limits))
 
@@ -236,7 +291,7 @@ class Sandbox:
             self._warm.close()
             self._warm = None
 
-    def __enter__(self) -> "Sandbox":
+    def __enter__(self) -> Sandbox:
         return self
 
     def __exit__(self, *exc: object) -> None:
@@ -257,10 +312,15 @@ class Sandbox:
         cleaned = remove_special_files(self.workspace)
         after = snapshot(self.workspace)
         size_mb = total_bytes(after) / (1024 * 1024)
-        host = _HostChecks(changed=diff(before, after), symlinks=symlinks, cleaned=cleaned,
-                           oversize=f"workspace holds {size_mb:.0f} MiB > {limits.max_workspace_mb} MiB"
-                           if size_mb > limits.max_workspace_mb else "",
-                           protected_changed=bool(self.protected) and fingerprint(self.protected) != protected_before)
+        host = _HostChecks(
+            changed=diff(before, after),
+            symlinks=symlinks,
+            cleaned=cleaned,
+            oversize=f"workspace holds {size_mb:.0f} MiB > {limits.max_workspace_mb} MiB"
+            if size_mb > limits.max_workspace_mb
+            else "",
+            protected_changed=bool(self.protected) and fingerprint(self.protected) != protected_before,
+        )
         return self._record(call, limits, outcome, host)
 
     def _check_boot(self, boot: str, outcome: Outcome) -> None:
@@ -273,9 +333,11 @@ class Sandbox:
         index = head.find(line)
         if index < 0:
             detail = outcome.stderr.text()[0].strip()[-500:]
-            raise SandboxBootError(f"runtime {self.runtime.name!r} did not start the sandbox "
-                                   f"(exit {outcome.returncode}): {detail or 'no error output'}")
-        del outcome.stderr.head[index:index + len(line)]
+            raise SandboxBootError(
+                f"runtime {self.runtime.name!r} did not start the sandbox "
+                f"(exit {outcome.returncode}): {detail or 'no error output'}"
+            )
+        del outcome.stderr.head[index : index + len(line)]
         outcome.stderr.total -= len(line)
 
     def _record(self, call: _Call, limits: Limits, outcome: Outcome, host: _HostChecks) -> ExecutionRecord:
@@ -288,9 +350,17 @@ class Sandbox:
         if kind == "code" and call.marker:
             stderr_raw, report = extract_report(stderr_raw, call.marker)
         wrapped = self.runtime.isolates_filesystem and not self.config.warm  # warm statuses come from waitpid
-        verdict = classify(outcome, limits=limits, wrapped=wrapped, stdout=stdout_raw,
-                           stderr=stderr_raw, report=report, protected=self.protected,
-                           protected_changed=host.protected_changed, symlink_evidence=host.symlinks)
+        verdict = classify(
+            outcome,
+            limits=limits,
+            wrapped=wrapped,
+            stdout=stdout_raw,
+            stderr=stderr_raw,
+            report=report,
+            protected=self.protected,
+            protected_changed=host.protected_changed,
+            symlink_evidence=host.symlinks,
+        )
         if host.oversize:
             verdict.raise_flag("file_size", host.oversize)
         verdict.evidence.extend(host.cleaned)
@@ -307,15 +377,31 @@ class Sandbox:
         stdout_text = "" if kind == "tool" else stdout_raw
         stdout, stdout_cut = _clip(stdout_text, limits.max_output_chars)
         stderr, stderr_cut = _clip(stderr_raw, limits.max_output_chars)
-        ok = (verdict.exit_status == 0 and error is None and not verdict.flags.limited and not verdict.flags.breach
-              and (kind == "code" or bool(reply and reply.get("ok"))))
-        return ExecutionRecord(
-            kind=kind, tool=call.tool, args=call.args, stage=call.stage, runtime=self.runtime.name,
-            exit_status=verdict.exit_status, signal=verdict.signal, duration_s=round(outcome.duration_s, 6), ok=ok,
-            result=(reply or {}).get("result") if kind == "tool" else None, error=error,
-            error_type=str(report["error_type"]) if report and report.get("error_type") else None,
-            stdout=stdout, stderr=stderr,
-            stdout_truncated=stdout_cut or (kind == "code" and stdout_lost), stderr_truncated=stderr_cut or stderr_lost,
-            files_changed=host.changed, flags=verdict.flags, evidence=verdict.evidence,
+        ok = (
+            verdict.exit_status == 0
+            and error is None
+            and not verdict.flags.limited
+            and not verdict.flags.breach
+            and (kind == "code" or bool(reply and reply.get("ok")))
         )
-
+        return ExecutionRecord(
+            kind=kind,
+            tool=call.tool,
+            args=call.args,
+            stage=call.stage,
+            runtime=self.runtime.name,
+            exit_status=verdict.exit_status,
+            signal=verdict.signal,
+            duration_s=round(outcome.duration_s, 6),
+            ok=ok,
+            result=(reply or {}).get("result") if kind == "tool" else None,
+            error=error,
+            error_type=str(report["error_type"]) if report and report.get("error_type") else None,
+            stdout=stdout,
+            stderr=stderr,
+            stdout_truncated=stdout_cut or (kind == "code" and stdout_lost),
+            stderr_truncated=stderr_cut or stderr_lost,
+            files_changed=host.changed,
+            flags=verdict.flags,
+            evidence=verdict.evidence,
+        )

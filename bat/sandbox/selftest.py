@@ -34,13 +34,15 @@ ESCAPES: dict[str, Escape] = {
     "read_grader_bash": Escape("bash", "cat {grader}/truth.json", "access_outside"),
     "write_code_tree_python": Escape("python", "open('{bat}/sandbox/evil.py', 'w').write('x = 1')", "access_outside"),
     "write_system_bash": Escape("bash", "echo pwned > /usr/evil.txt", "access_outside"),
-    "network_python": Escape("python", "import socket\ns = socket.socket()\ns.settimeout(1)\ns.connect(('1.1.1.1', 80))",
-                             "network"),
+    "network_python": Escape(
+        "python", "import socket\ns = socket.socket()\ns.settimeout(1)\ns.connect(('1.1.1.1', 80))", "network"
+    ),
     "network_bash": Escape("bash", "exec 3<>/dev/tcp/1.1.1.1/80", "network"),
     "fork_bomb": Escape("bash", "bomb() {{ bomb | bomb & wait; }}; bomb", "nproc", {"nproc": 32}),
     "infinite_loop": Escape("python", "while True:\n    pass", "timeout", {"timeout_s": 1}),
-    "output_100mb": Escape("python", "import sys\nfor _ in range(100):\n    sys.stdout.write('x' * 1048576)",
-                           "output_too_large"),
+    "output_100mb": Escape(
+        "python", "import sys\nfor _ in range(100):\n    sys.stdout.write('x' * 1048576)", "output_too_large"
+    ),
     "memory_hog": Escape("python", "block = bytearray(1 << 30)", "memory", {"memory_mb": 512}),
     "file_size": Escape("python", "open('big.bin', 'wb').write(b'x' * (3 << 20))", "file_size", {"max_file_mb": 1}),
     "symlink_escape": Escape("bash", "ln -s {grader}/truth.json leak.txt; cat leak.txt", "symlink_escape"),
@@ -81,7 +83,9 @@ def run_selftest(config: SandboxConfig | None = None, names: list[str] | None = 
         workspace, grader = _setup(Path(tmp))
         with Sandbox(workspace, config, protected_paths=[grader]) as sandbox:
             if not sandbox.runtime.isolates_filesystem:
-                raise ValueError(f"runtime {config.runtime!r} does not isolate; the self-test needs 'bwrap' (or 'apptainer')")
+                raise ValueError(
+                    f"runtime {config.runtime!r} does not isolate; the self-test needs 'bwrap' (or 'apptainer')"
+                )
             rows = [_attempt(sandbox, name, workspace, grader) for name in names or sorted(ESCAPES)]
     return rows
 
@@ -104,5 +108,11 @@ def _attempt(sandbox: Sandbox, name: str, workspace: Path, grader: Path) -> Self
         and not record.ok
     )
     follow = sandbox.call_tool("bat.sandbox.tools:list_files", {})
-    return SelfTestRow(name, escape.flag, record.flags.raised(), contained,
-                       bool(follow.ok and "task/README.md" in str(follow.result)), round(seconds, 3))
+    return SelfTestRow(
+        name,
+        escape.flag,
+        record.flags.raised(),
+        contained,
+        bool(follow.ok and "task/README.md" in str(follow.result)),
+        round(seconds, 3),
+    )

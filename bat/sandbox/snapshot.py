@@ -5,8 +5,8 @@ from __future__ import annotations
 import hashlib
 import os
 import stat
+from collections.abc import Iterable
 from pathlib import Path
-from typing import Iterable
 
 from bat.sandbox.record import FilesChanged
 
@@ -40,9 +40,7 @@ def diff(before: Snapshot, after: Snapshot) -> FilesChanged:
     added = sorted(set(after) - set(before))
     removed = sorted(set(before) - set(after))
     modified = sorted(
-        rel
-        for rel in set(before) & set(after)
-        if before[rel] != after[rel] and not stat.S_ISDIR(after[rel][0])
+        rel for rel in set(before) & set(after) if before[rel] != after[rel] and not stat.S_ISDIR(after[rel][0])
     )
     return FilesChanged(added=added, modified=modified, removed=removed)
 
@@ -56,11 +54,11 @@ def contain_symlinks(root: str | os.PathLike[str], inner_root: str | None = None
     base = Path(root).resolve()
     links = [(rel, full) for rel, info, full in _walk(base) if stat.S_ISLNK(info.st_mode)]
     if inner_root:
-        for rel, full in links:
+        for _rel, full in links:
             target = os.readlink(full)
             inner = inner_root.rstrip("/")
             if target == inner or target.startswith(inner + "/"):
-                mapped = base / target[len(inner):].lstrip("/")
+                mapped = base / target[len(inner) :].lstrip("/")
                 full.unlink()
                 os.symlink(os.path.relpath(mapped, full.parent), full)
     evidence: list[str] = []

@@ -7,9 +7,9 @@ import selectors
 import signal
 import subprocess
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Callable
 
 
 @dataclass
@@ -114,7 +114,7 @@ def pump(
             for key, _ in sel.select(timeout=min(0.05 if exited_at is None else 0.1, deadline - now)):
                 if key.fd == stdin_fd:
                     try:
-                        pending = pending[os.write(stdin_fd, pending[:65536]):]
+                        pending = pending[os.write(stdin_fd, pending[:65536]) :]
                     except BlockingIOError:
                         continue
                     except BrokenPipeError:
@@ -151,15 +151,29 @@ def spawn(
     start = time.monotonic()
     deadline = start + timeout_s
     proc = subprocess.Popen(
-        argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-        cwd=cwd, env=env, start_new_session=True, close_fds=True,
+        argv,
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        cwd=cwd,
+        env=env,
+        start_new_session=True,
+        close_fds=True,
     )
     assert proc.stdin and proc.stdout and proc.stderr
     stdin_fd = os.dup(proc.stdin.fileno())
     proc.stdin.close()
-    got = pump(stdin_fd=stdin_fd, stdin=stdin, stdout_fd=proc.stdout.fileno(), stderr_fd=proc.stderr.fileno(),
-               exited=lambda: proc.poll() is not None, kill=lambda: kill_tree(proc), deadline=deadline,
-               keep_bytes=keep_bytes, max_output_bytes=max_output_bytes)
+    got = pump(
+        stdin_fd=stdin_fd,
+        stdin=stdin,
+        stdout_fd=proc.stdout.fileno(),
+        stderr_fd=proc.stderr.fileno(),
+        exited=lambda: proc.poll() is not None,
+        kill=lambda: kill_tree(proc),
+        deadline=deadline,
+        keep_bytes=keep_bytes,
+        max_output_bytes=max_output_bytes,
+    )
     if not (got.timed_out or got.output_too_large) and proc.poll() is None:
         try:  # pipes closed but the main process still runs: wait for it up to the deadline
             proc.wait(timeout=max(0.0, deadline - time.monotonic()))
@@ -169,5 +183,11 @@ def spawn(
     proc.stdout.close()
     proc.stderr.close()
     returncode = proc.wait()
-    return Outcome(returncode=returncode, duration_s=time.monotonic() - start, stdout=got.stdout,
-                   stderr=got.stderr, timed_out=got.timed_out, output_too_large=got.output_too_large)
+    return Outcome(
+        returncode=returncode,
+        duration_s=time.monotonic() - start,
+        stdout=got.stdout,
+        stderr=got.stderr,
+        timed_out=got.timed_out,
+        output_too_large=got.output_too_large,
+    )

@@ -99,8 +99,11 @@ def resolve_tool(name: str) -> Any:
     module = importlib.import_module(module_name)
     func = getattr(module, func_name, None)
     if not callable(func):
-        public = sorted(n for n, v in vars(module).items()
-                        if not n.startswith("_") and callable(v) and getattr(v, "__module__", None) == module_name)
+        public = sorted(
+            n
+            for n, v in vars(module).items()
+            if not n.startswith("_") and callable(v) and getattr(v, "__module__", None) == module_name
+        )
         raise ValueError(f"{module_name} has no callable {func_name!r}; callables there: {public}")
     return func
 
@@ -160,7 +163,7 @@ def run_tool(request: dict[str, Any], recorder: AuditRecorder) -> dict[str, Any]
         json.dumps(result)
         reply["result"], reply["truncated"] = _cap_result(result, int(request.get("max_result_chars", 8192)))
         reply["ok"] = True
-    except BaseException as exc:  # noqa: BLE001 - every tool failure becomes an error reply
+    except BaseException as exc:
         reply.update(_error_fields(exc))
         _print_traceback(exc)
     reply["events"] = recorder.events
@@ -173,11 +176,11 @@ def run_python(request: dict[str, Any], recorder: AuditRecorder) -> tuple[int, d
     code = 0
     try:
         compiled = compile(request.get("code", ""), "<execute_code>", "exec")
-        exec(compiled, {"__name__": "__main__", "__builtins__": builtins})  # noqa: S102 - contained by the runtime
+        exec(compiled, {"__name__": "__main__", "__builtins__": builtins})
     except SystemExit as exc:
         code = exc.code if isinstance(exc.code, int) else (0 if exc.code is None else 1)
         report["ok"] = code == 0
-    except BaseException as exc:  # noqa: BLE001
+    except BaseException as exc:
         _print_traceback(exc)
         report.update(ok=False, **_error_fields(exc))
         code = 1

@@ -71,13 +71,13 @@ def _child(call: dict[str, Any], fds: tuple[int, int, int]) -> None:
         if call["kind"] == "bash":
             os.execvp(call["argv"][0], call["argv"])
         code = toolhost.handle(call["request"])
-    except BaseException:  # noqa: BLE001 - the child reports and exits, whatever happened
+    except BaseException:
         traceback.print_exc()
     finally:
         for stream in (sys.stdout, sys.stderr):
             try:
                 stream.flush()
-            except Exception:  # noqa: BLE001
+            except Exception:
                 pass
         os._exit(code)
 
@@ -149,8 +149,11 @@ def _empty(directory: str) -> None:
 
 
 def _capture(cap: Capture) -> dict[str, Any]:
-    return {"head": base64.b64encode(bytes(cap.head)).decode(), "tail": base64.b64encode(bytes(cap.tail)).decode(),
-            "total": cap.total}
+    return {
+        "head": base64.b64encode(bytes(cap.head)).decode(),
+        "tail": base64.b64encode(bytes(cap.tail)).decode(),
+        "total": cap.total,
+    }
 
 
 def serve_call(call: dict[str, Any]) -> dict[str, Any]:
@@ -169,8 +172,14 @@ def serve_call(call: dict[str, Any]) -> dict[str, Any]:
         empty = {"head": "", "tail": "", "total": 0}
         message = f"tool server could not fork: {exc}\n".encode()
         stderr = {"head": base64.b64encode(message).decode(), "tail": "", "total": len(message)}
-        return {"returncode": 1, "duration_s": time.monotonic() - start, "timed_out": False,
-                "output_too_large": False, "stdout": empty, "stderr": stderr}
+        return {
+            "returncode": 1,
+            "duration_s": time.monotonic() - start,
+            "timed_out": False,
+            "output_too_large": False,
+            "stdout": empty,
+            "stderr": stderr,
+        }
     if pid == 0:
         for fd in (in_w, out_r, err_r):
             os.close(fd)
@@ -193,9 +202,17 @@ def serve_call(call: dict[str, Any]) -> dict[str, Any]:
             pass
 
     deadline = start + float(call["timeout_s"])
-    got = pump(stdin_fd=in_w, stdin=call.get("stdin", "").encode(), stdout_fd=out_r, stderr_fd=err_r, exited=exited,
-               kill=kill, deadline=deadline, keep_bytes=int(call["keep_bytes"]),
-               max_output_bytes=int(call["max_output_bytes"]))
+    got = pump(
+        stdin_fd=in_w,
+        stdin=call.get("stdin", "").encode(),
+        stdout_fd=out_r,
+        stderr_fd=err_r,
+        exited=exited,
+        kill=kill,
+        deadline=deadline,
+        keep_bytes=int(call["keep_bytes"]),
+        max_output_bytes=int(call["max_output_bytes"]),
+    )
     while not (got.timed_out or got.output_too_large) and not exited():
         if time.monotonic() >= deadline:
             got.timed_out = True
@@ -213,8 +230,14 @@ def serve_call(call: dict[str, Any]) -> dict[str, Any]:
         _empty(call["scratch"])
     code = status[0]
     returncode = -os.WTERMSIG(code) if os.WIFSIGNALED(code) else os.WEXITSTATUS(code)
-    return {"returncode": returncode, "duration_s": time.monotonic() - start, "timed_out": got.timed_out,
-            "output_too_large": got.output_too_large, "stdout": _capture(got.stdout), "stderr": _capture(got.stderr)}
+    return {
+        "returncode": returncode,
+        "duration_s": time.monotonic() - start,
+        "timed_out": got.timed_out,
+        "output_too_large": got.output_too_large,
+        "stdout": _capture(got.stdout),
+        "stderr": _capture(got.stderr),
+    }
 
 
 def main(argv: list[str]) -> int:
@@ -228,7 +251,7 @@ def main(argv: list[str]) -> int:
     for name in modules:
         try:
             importlib.import_module(name)
-        except Exception as exc:  # noqa: BLE001 - reported in the ready line, calls still work
+        except Exception as exc:
             errors.append(f"{name}: {type(exc).__name__}: {exc}")
     sys.stdout.write(json.dumps({"ready": notice, "preload_errors": errors}) + "\n")
     sys.stdout.flush()

@@ -20,8 +20,9 @@ import subprocess
 import tempfile
 import time
 import weakref
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
 from bat.sandbox.limits import Limits
 from bat.sandbox.spawn import Capture, Outcome
@@ -47,8 +48,17 @@ def _capture(data: dict[str, Any], keep: int) -> Capture:
 class WarmServer:
     """A running tool server: `call(payload, timeout_s) -> Outcome`; `close()` kills it."""
 
-    def __init__(self, *, argv_for: Callable[[list[str], Path, Limits], list[str]], env: dict[str, str],
-                 python: str, preload: tuple[str, ...], workspace: Path, limits: Limits, scratch: Path) -> None:
+    def __init__(
+        self,
+        *,
+        argv_for: Callable[[list[str], Path, Limits], list[str]],
+        env: dict[str, str],
+        python: str,
+        preload: tuple[str, ...],
+        workspace: Path,
+        limits: Limits,
+        scratch: Path,
+    ) -> None:
         self.workspace = workspace
         self.scratch = scratch
         self.identity = self._identity()
@@ -56,8 +66,16 @@ class WarmServer:
         notice = f"bat-toolserver-{secrets.token_hex(8)}"
         server_limits = dataclasses.replace(limits, cpu_s=SERVER_CPU_S)
         argv = argv_for([python, "-m", "bat.sandbox.toolserver", notice, *preload], scratch, server_limits)
-        self.proc = subprocess.Popen(argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=self.log,
-                                     cwd=scratch, env=env, start_new_session=True, close_fds=True)
+        self.proc = subprocess.Popen(
+            argv,
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            stderr=self.log,
+            cwd=scratch,
+            env=env,
+            start_new_session=True,
+            close_fds=True,
+        )
         self._finalizer = weakref.finalize(self, _shutdown, self.proc, self.log, scratch)
         self._buffer = bytearray()
         ready = self._read_line(time.monotonic() + BOOT_TIMEOUT_S)
@@ -120,11 +138,21 @@ class WarmServer:
         if not isinstance(reply, dict):
             self.close()
             elapsed = time.monotonic() - start
-            return Outcome(returncode=-9, duration_s=elapsed, stdout=Capture(keep_bytes), stderr=Capture(keep_bytes),
-                           timed_out=elapsed >= timeout_s)
-        return Outcome(returncode=int(reply["returncode"]), duration_s=float(reply["duration_s"]),
-                       stdout=_capture(reply["stdout"], keep_bytes), stderr=_capture(reply["stderr"], keep_bytes),
-                       timed_out=bool(reply["timed_out"]), output_too_large=bool(reply["output_too_large"]))
+            return Outcome(
+                returncode=-9,
+                duration_s=elapsed,
+                stdout=Capture(keep_bytes),
+                stderr=Capture(keep_bytes),
+                timed_out=elapsed >= timeout_s,
+            )
+        return Outcome(
+            returncode=int(reply["returncode"]),
+            duration_s=float(reply["duration_s"]),
+            stdout=_capture(reply["stdout"], keep_bytes),
+            stderr=_capture(reply["stderr"], keep_bytes),
+            timed_out=bool(reply["timed_out"]),
+            output_too_large=bool(reply["output_too_large"]),
+        )
 
     def close(self) -> None:
         """Kill the server's whole process group and remove its scratch directory (idempotent)."""

@@ -20,7 +20,7 @@ class Workspace:
     manifest: PackageManifest
 
     @classmethod
-    def materialise(cls, package: str | os.PathLike[str], workspace: str | os.PathLike[str]) -> "Workspace":
+    def materialise(cls, package: str | os.PathLike[str], workspace: str | os.PathLike[str]) -> Workspace:
         """Copy `package/files/` to `workspace` (replacing it) and verify the digest; returns the Workspace."""
         manifest = load_package(package)
         ws = cls(path=Path(workspace).resolve(), package=Path(package).resolve(), manifest=manifest)

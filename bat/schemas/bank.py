@@ -133,7 +133,7 @@ class SftRow(_Top):
     split: Split
 
     @model_validator(mode="after")
-    def _mask_matches(self) -> "SftRow":
+    def _mask_matches(self) -> SftRow:
         if self.loss_mask.context_messages != len(self.messages):
             raise ValueError(
                 f"loss_mask.context_messages={self.loss_mask.context_messages} but {len(self.messages)} messages"

@@ -23,7 +23,7 @@ class Record(BaseModel):
         return data
 
     @model_validator(mode="after")
-    def _check_version(self) -> "Record":
+    def _check_version(self) -> Record:
         if self.schema_version != self.SCHEMA_VERSION:
             raise ValueError(
                 f"{type(self).__name__} schema_version {self.schema_version} is not supported; "

@@ -118,7 +118,7 @@ class RolloutRecord(Record):
     invalid_reason: str | None = None
 
     @model_validator(mode="after")
-    def _aligned(self) -> "RolloutRecord":
+    def _aligned(self) -> RolloutRecord:
         n = len(self.token_ids)
         if len(self.loss_mask) != n or len(self.behavior_logprobs) != n:
             raise ValueError(
@@ -178,7 +178,7 @@ class RewardRecord(Record):
     """Judge identity (`model@endpoint`) or `none` when every item was decided without a judge."""
 
     @model_validator(mode="after")
-    def _consistent(self) -> "RewardRecord":
+    def _consistent(self) -> RewardRecord:
         if self.valid and self.reward is None:
             raise ValueError("a valid reward record needs a reward")
         if not self.valid and not self.invalid_reason:

@@ -40,8 +40,16 @@ def _set_rng_state(state: dict[str, Any]) -> None:
         torch.cuda.set_rng_state_all(state["cuda"])
 
 
-def save_step(engine: Any, store: CheckpointStore, step: int, env: DistEnv, *, client_state: dict[str, Any],
-              meta: dict[str, Any], keep: int) -> Path:
+def save_step(
+    engine: Any,
+    store: CheckpointStore,
+    step: int,
+    env: DistEnv,
+    *,
+    client_state: dict[str, Any],
+    meta: dict[str, Any],
+    keep: int,
+) -> Path:
     """Collective: write step `step` (engine + RNG + `client_state`), mark it valid, keep the newest `keep`."""
     import torch
 
@@ -84,7 +92,9 @@ def load_latest(engine: Any, store: CheckpointStore, env: DistEnv) -> tuple[int,
     return step, dict(client_state or {})
 
 
-def export_hf(engine: Any, tokenizer: Any, out_dir: str | Path, env: DistEnv, extra: dict[str, Any] | None = None) -> Path:
+def export_hf(
+    engine: Any, tokenizer: Any, out_dir: str | Path, env: DistEnv, extra: dict[str, Any] | None = None
+) -> Path:
     """Collective: write the engine's current weights as an HF safetensors directory (atomically, rank 0)."""
     import deepspeed
 
@@ -103,4 +113,3 @@ def export_hf(engine: Any, tokenizer: Any, out_dir: str | Path, env: DistEnv, ex
                     atomic_write_json(tmp / "bat_export.json", extra)
     barrier()
     return out
-

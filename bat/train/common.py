@@ -4,9 +4,10 @@ from __future__ import annotations
 
 import random
 import resource
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Sequence
+from typing import Any
 
 from bat.seeds import derive_seed
 from bat.state.jsonl import append_jsonl, read_jsonl_resuming, write_jsonl
@@ -73,8 +74,10 @@ def plan_accumulation(global_batch: int, micro: int, world: int, what: str) -> i
     """Gradient-accumulation steps so that micro * world * accum == global_batch; else a clear error."""
     if global_batch % (micro * world):
         valid = [micro * world * k for k in range(1, 5)]
-        raise ValueError(f"{what}={global_batch} must be a multiple of micro_batch_per_rank ({micro}) x ranks "
-                         f"({world}); valid values include {valid}")
+        raise ValueError(
+            f"{what}={global_batch} must be a multiple of micro_batch_per_rank ({micro}) x ranks "
+            f"({world}); valid values include {valid}"
+        )
     return global_batch // (micro * world)
 
 

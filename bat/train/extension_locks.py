@@ -15,9 +15,9 @@ import os
 import sys
 import threading
 import time
+from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Iterator
 
 DEFAULT_MAX_AGE_S = 600.0
 """Older than any real build of the op on these machines (a cold build takes well under a minute)."""
@@ -29,8 +29,9 @@ def extensions_root() -> Path:
     return Path(override) if override else Path.home() / ".cache" / "torch_extensions"
 
 
-def remove_stale_locks(root: Path | None = None, max_age_s: float = DEFAULT_MAX_AGE_S,
-                       now: float | None = None) -> list[Path]:
+def remove_stale_locks(
+    root: Path | None = None, max_age_s: float = DEFAULT_MAX_AGE_S, now: float | None = None
+) -> list[Path]:
     """Delete `lock` files up to two levels under `root` whose mtime is older than `max_age_s`; returns them."""
     root = extensions_root() if root is None else Path(root)
     now = time.time() if now is None else now
@@ -40,16 +41,21 @@ def remove_stale_locks(root: Path | None = None, max_age_s: float = DEFAULT_MAX_
             if now - lock.stat().st_mtime > max_age_s:
                 lock.unlink()
                 removed.append(lock)
-                print(f"bat: removed stale torch-extension build lock {lock} (older than {max_age_s:.0f} s; "
-                      "left by a killed job)", file=sys.stderr, flush=True)
+                print(
+                    f"bat: removed stale torch-extension build lock {lock} (older than {max_age_s:.0f} s; "
+                    "left by a killed job)",
+                    file=sys.stderr,
+                    flush=True,
+                )
         except FileNotFoundError:
             continue  # released or removed by another process meanwhile
     return removed
 
 
 @contextmanager
-def reap_stale_locks(max_age_s: float = DEFAULT_MAX_AGE_S, every_s: float = 5.0,
-                     root: Path | None = None) -> Iterator[None]:
+def reap_stale_locks(
+    max_age_s: float = DEFAULT_MAX_AGE_S, every_s: float = 5.0, root: Path | None = None
+) -> Iterator[None]:
     """While the body runs (e.g. DeepSpeed init), remove stale locks now and every `every_s` seconds, so a wait
     that began on a young stale lock also ends once the lock has aged past `max_age_s`."""
     stop = threading.Event()

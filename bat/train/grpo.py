@@ -11,8 +11,9 @@ temperature so the ratio compares like with like.
 from __future__ import annotations
 
 import time
+from collections.abc import Sequence
 from pathlib import Path
-from typing import Any, Sequence
+from typing import Any
 
 from bat.config.grpo import GrpoConfig
 from bat.state.checkpoints import CheckpointStore
@@ -28,13 +29,19 @@ def sequence_logprobs(model: Any, batch: dict[str, Any], device: Any, targets_on
     `targets_only` and a `loss_mask` in `batch` only the masked (generated) positions are computed; the others
     hold 0. Without a `loss_mask` every position is computed."""
     mask = batch.get("loss_mask")
-    return target_logprobs(model, batch["input_ids"].to(device), batch["attention_mask"].to(device),
-                           None if mask is None else mask.to(device), batch["temperature"].to(device),
-                           targets_only=targets_only)
+    return target_logprobs(
+        model,
+        batch["input_ids"].to(device),
+        batch["attention_mask"].to(device),
+        None if mask is None else mask.to(device),
+        batch["temperature"].to(device),
+        targets_only=targets_only,
+    )
 
 
-def _micro_step(engine: Any, ref: Any, batch: dict[str, Any], cfg: GrpoConfig, scale: float, *,
-                at_reference: bool) -> list[float]:
+def _micro_step(
+    engine: Any, ref: Any, batch: dict[str, Any], cfg: GrpoConfig, scale: float, *, at_reference: bool
+) -> list[float]:
     """Forward/backward one micro-batch; returns [loss numerator, kl sum, clipped count, masked tokens, skipped,
     forwarded tokens].
 
@@ -58,25 +65,49 @@ def _micro_step(engine: Any, ref: Any, batch: dict[str, Any], cfg: GrpoConfig, s
     elif ref is not None and cfg.kl_coef > 0:
         with torch.no_grad():
             ref_logp = sequence_logprobs(ref, batch, device, cfg.target_logits_only)
-    per_token, stats = grpo_token_loss(logp, batch["behavior_logprobs"].to(device), ref_logp, batch["adv"].to(device),
-                                       mask, clip_eps=cfg.clip_eps, kl_coef=cfg.kl_coef, kl_kind=cfg.kl_estimator)
+    per_token, stats = grpo_token_loss(
+        logp,
+        batch["behavior_logprobs"].to(device),
+        ref_logp,
+        batch["adv"].to(device),
+        mask,
+        clip_eps=cfg.clip_eps,
+        kl_coef=cfg.kl_coef,
+        kl_kind=cfg.kl_estimator,
+    )
     num, _ = aggregate_parts(per_token, mask, cfg.loss_agg)
     engine.backward(num * scale)
     m = mask.bool()
-    return [float(num.detach()), float(stats["kl"][m].sum()), float((stats["clipped"] & m).sum()), float(m.sum()), 0.0,
-            float(batch["attention_mask"].sum())]
+    return [
+        float(num.detach()),
+        float(stats["kl"][m].sum()),
+        float((stats["clipped"] & m).sum()),
+        float(m.sum()),
+        0.0,
+        float(batch["attention_mask"].sum()),
+    ]
 
 
-def _step_record(step: int, picked: Sequence[GrpoItem], sums: list[float], den: int, engine: Any, seconds: float,
-                 tokens: float) -> dict[str, Any]:
+def _step_record(
+    step: int, picked: Sequence[GrpoItem], sums: list[float], den: int, engine: Any, seconds: float, tokens: float
+) -> dict[str, Any]:
     loss_num, kl_sum, clipped, masked, skipped, forwarded = sums
-    return {"step": step, "loss": loss_num / max(den, 1), "kl": kl_sum / max(masked, 1),
-            "zero_advantage_microbatches_skipped": int(skipped),
-            "clip_frac": clipped / max(masked, 1), "grad_norm": grad_norm(engine), "lr": engine.get_lr()[0],
-            "tokens": int(tokens), "generated_tokens": int(masked), "rollouts": len(picked),
-            "reward_mean": sum(i.reward for i in picked) / len(picked),
-            "reward_mean_by_pool": pool_reward_means(picked),
-            "adv_abs_mean": sum(abs(i.adv) for i in picked) / len(picked), "tokens_per_s": forwarded / max(seconds, 1e-9)}
+    return {
+        "step": step,
+        "loss": loss_num / max(den, 1),
+        "kl": kl_sum / max(masked, 1),
+        "zero_advantage_microbatches_skipped": int(skipped),
+        "clip_frac": clipped / max(masked, 1),
+        "grad_norm": grad_norm(engine),
+        "lr": engine.get_lr()[0],
+        "tokens": int(tokens),
+        "generated_tokens": int(masked),
+        "rollouts": len(picked),
+        "reward_mean": sum(i.reward for i in picked) / len(picked),
+        "reward_mean_by_pool": pool_reward_means(picked),
+        "adv_abs_mean": sum(abs(i.adv) for i in picked) / len(picked),
+        "tokens_per_s": forwarded / max(seconds, 1e-9),
+    }
 
 
 def train_grpo(
@@ -102,9 +133,17 @@ def train_grpo(
     policy = load_policy(model_path)
     micro = cfg.deepspeed.micro_batch_per_rank
     accum = plan_accumulation(cfg.minibatch, micro, env.world, "grpo.minibatch")
-    engine = build_engine(policy.model.train(), cfg.deepspeed, lr=cfg.lr, weight_decay=cfg.weight_decay,
-                          grad_clip=cfg.grad_clip, grad_accum=accum, total_steps=cfg.steps,
-                          warmup_ratio=cfg.warmup_ratio, min_lr_ratio=cfg.min_lr_ratio)
+    engine = build_engine(
+        policy.model.train(),
+        cfg.deepspeed,
+        lr=cfg.lr,
+        weight_decay=cfg.weight_decay,
+        grad_clip=cfg.grad_clip,
+        grad_accum=accum,
+        total_steps=cfg.steps,
+        warmup_ratio=cfg.warmup_ratio,
+        min_lr_ratio=cfg.min_lr_ratio,
+    )
     ref = None
     store, log = CheckpointStore(Path(ckpt_root)), MetricsLog(Path(metrics_path), env.is_main)
     step, cursor = 0, 0
@@ -133,11 +172,26 @@ def train_grpo(
         last = _step_record(step, picked, sums, den, engine, time.perf_counter() - t0, tokens)
         log.write(last)
         if step % cfg.checkpoint_every == 0 or step == cfg.steps or (stop_after is not None and ran == stop_after):
-            save_step(engine, store, step, env, client_state={"cursor": cursor},
-                      meta={"kind": "grpo", "cursor": cursor, "seed": seed, "start": str(model_path)},
-                      keep=cfg.keep_checkpoints)
+            save_step(
+                engine,
+                store,
+                step,
+                env,
+                client_state={"cursor": cursor},
+                meta={"kind": "grpo", "cursor": cursor, "seed": seed, "start": str(model_path)},
+                keep=cfg.keep_checkpoints,
+            )
     done = step >= cfg.steps
     if done:
-        export_hf(engine, policy.tokenizer, export_dir, env, extra={"kind": "grpo", "steps": step, "start": str(model_path)})
-    return {"step": step, "done": done, "last": last, "seconds": time.perf_counter() - started,
-            "peak_memory_mb": peak_memory_mb(), "engine": engine, **data.counts}
+        export_hf(
+            engine, policy.tokenizer, export_dir, env, extra={"kind": "grpo", "steps": step, "start": str(model_path)}
+        )
+    return {
+        "step": step,
+        "done": done,
+        "last": last,
+        "seconds": time.perf_counter() - started,
+        "peak_memory_mb": peak_memory_mb(),
+        "engine": engine,
+        **data.counts,
+    }

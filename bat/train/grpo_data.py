@@ -9,9 +9,10 @@ their group's statistics but are not trained on.
 from __future__ import annotations
 
 from collections import Counter
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Iterable, Sequence
+from typing import Any
 
 from bat.schemas.rollout import RewardRecord, RolloutRecord
 from bat.state.jsonl import read_jsonl
@@ -54,7 +55,9 @@ def _exclusion(rollout: RolloutRecord, reward: RewardRecord | None) -> str | Non
     if not reward.valid or reward.reward is None:
         return "excluded_invalid_reward"
     if reward.state_id != rollout.state_id:
-        raise ValueError(f"reward for {rollout.rollout_id} names state {reward.state_id}, rollout has {rollout.state_id}")
+        raise ValueError(
+            f"reward for {rollout.rollout_id} names state {reward.state_id}, rollout has {rollout.state_id}"
+        )
     return None
 
 
@@ -82,8 +85,12 @@ def build_items(
             usable.append((rollout, float(by_id[rollout.rollout_id].reward)))  # type: ignore[arg-type]
     if not usable:
         return GrpoData(items=[], counts=dict(counts))
-    adv = group_advantages(torch.tensor([r for _, r in usable]), [ro.state_id for ro, _ in usable],
-                           normalize_std=normalize_std, eps=adv_eps).tolist()
+    adv = group_advantages(
+        torch.tensor([r for _, r in usable]),
+        [ro.state_id for ro, _ in usable],
+        normalize_std=normalize_std,
+        eps=adv_eps,
+    ).tolist()
     items: list[GrpoItem] = []
     groups: dict[str, list[float]] = {}
     for (rollout, reward), a in zip(usable, adv):
@@ -94,8 +101,19 @@ def build_items(
         if sum(rollout.loss_mask[1:]) == 0:
             counts["excluded_no_generated_tokens"] += 1
             continue
-        items.append(GrpoItem(rollout.rollout_id, rollout.state_id, rollout.pool, list(rollout.token_ids),
-                              list(rollout.loss_mask), list(rollout.behavior_logprobs), rollout.temperature, reward, a))
+        items.append(
+            GrpoItem(
+                rollout.rollout_id,
+                rollout.state_id,
+                rollout.pool,
+                list(rollout.token_ids),
+                list(rollout.loss_mask),
+                list(rollout.behavior_logprobs),
+                rollout.temperature,
+                reward,
+                a,
+            )
+        )
     counts["groups"] = len(groups)
     counts["groups_identical_rewards"] = sum(1 for v in groups.values() if max(v) == min(v))
     counts["trainable"] = len(items)

@@ -7,8 +7,9 @@ vocabulary; the result is the mean over all continuation tokens (up to and inclu
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from pathlib import Path
-from typing import Any, Sequence
+from typing import Any
 
 Prompt = Sequence[dict[str, Any]] | Sequence[int]
 
@@ -30,7 +31,9 @@ def _position_ids(attn: Any) -> Any:
     return (attn.cumsum(-1) - 1).clamp(min=0)
 
 
-def _kl_batch(cand: Any, ref: Any, tokenizer: Any, batch: list[list[int]], max_new_tokens: int, temperature: float) -> tuple[float, int]:
+def _kl_batch(
+    cand: Any, ref: Any, tokenizer: Any, batch: list[list[int]], max_new_tokens: int, temperature: float
+) -> tuple[float, int]:
     """Sum of per-token KL over the candidate's continuations of `batch` (left-padded) and the token count."""
     import torch
 
@@ -38,9 +41,17 @@ def _kl_batch(cand: Any, ref: Any, tokenizer: Any, batch: list[list[int]], max_n
     width = max(len(p) for p in batch)
     ids = torch.tensor([[pad] * (width - len(p)) + p for p in batch])
     attn = torch.tensor([[0] * (width - len(p)) + [1] * len(p) for p in batch])
-    out = cand.generate(input_ids=ids, attention_mask=attn, max_new_tokens=max_new_tokens, do_sample=True,
-                        temperature=temperature, top_k=0, top_p=1.0, pad_token_id=pad,
-                        eos_token_id=tokenizer.eos_token_id)
+    out = cand.generate(
+        input_ids=ids,
+        attention_mask=attn,
+        max_new_tokens=max_new_tokens,
+        do_sample=True,
+        temperature=temperature,
+        top_k=0,
+        top_p=1.0,
+        pad_token_id=pad,
+        eos_token_id=tokenizer.eos_token_id,
+    )
     new = out[:, width:]
     is_eos = new == tokenizer.eos_token_id
     after_eos = (is_eos.cumsum(-1) - is_eos.long()) > 0  # positions after the first end-of-turn
@@ -76,7 +87,9 @@ def estimate_kl(
         raise ValueError("estimate_kl needs at least one prompt")
     cand, ref = load_model(candidate), load_model(reference)
     if cand.config.vocab_size != ref.config.vocab_size:
-        raise ValueError(f"vocabularies differ: candidate {cand.config.vocab_size} vs reference {ref.config.vocab_size}")
+        raise ValueError(
+            f"vocabularies differ: candidate {cand.config.vocab_size} vs reference {ref.config.vocab_size}"
+        )
     tokenizer = load_tokenizer(candidate)
     encoded = [_prompt_ids(tokenizer, p, tools) for p in prompts]
     torch.manual_seed(seed)

@@ -9,7 +9,8 @@ from __future__ import annotations
 
 import functools
 import inspect
-from typing import Any, Literal, Sequence
+from collections.abc import Sequence
+from typing import Any, Literal
 
 import torch
 
@@ -36,8 +37,10 @@ def group_advantages(
     rewards = rewards.to(torch.float64)
     valid = torch.ones_like(rewards, dtype=torch.bool) if valid is None else valid.to(torch.bool)
     if len(group_ids) != rewards.numel() or valid.numel() != rewards.numel():
-        raise ValueError(f"rewards ({rewards.numel()}), group_ids ({len(group_ids)}) and valid "
-                         f"({valid.numel()}) must have one entry per rollout")
+        raise ValueError(
+            f"rewards ({rewards.numel()}), group_ids ({len(group_ids)}) and valid "
+            f"({valid.numel()}) must have one entry per rollout"
+        )
     adv = torch.zeros_like(rewards)
     for group in dict.fromkeys(group_ids):
         members = torch.tensor([g == group for g in group_ids]) & valid
@@ -68,7 +71,11 @@ def kl_penalty(logp: torch.Tensor, ref_logp: torch.Tensor, kind: KlKind = "k3") 
 
 
 def clipped_objective(
-    logp: torch.Tensor, behavior_logp: torch.Tensor, adv: torch.Tensor, clip_eps: float, mask: torch.Tensor | None = None
+    logp: torch.Tensor,
+    behavior_logp: torch.Tensor,
+    adv: torch.Tensor,
+    clip_eps: float,
+    mask: torch.Tensor | None = None,
 ) -> tuple[torch.Tensor, torch.Tensor]:
     """g = min(w A, clip(w, 1-eps, 1+eps) A), w = exp(logp - behavior_logp) (Eqs. 17-18).
 
@@ -162,7 +169,7 @@ def token_logprobs(logits: torch.Tensor, targets: torch.Tensor) -> torch.Tensor:
     return torch.gather(logps, -1, targets.unsqueeze(-1)).squeeze(-1)
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def _class_accepts_logits_to_keep(cls: type) -> bool:
     forward = getattr(cls, "forward", None)
     try:
@@ -176,9 +183,15 @@ def _accepts_logits_to_keep(model: Any) -> bool:
     return _class_accepts_logits_to_keep(type(getattr(model, "module", model)))
 
 
-def target_logprobs(model: Any, input_ids: torch.Tensor, attention_mask: torch.Tensor,
-                    loss_mask: torch.Tensor | None, temperature: torch.Tensor | None = None, *,
-                    targets_only: bool = True) -> torch.Tensor:
+def target_logprobs(
+    model: Any,
+    input_ids: torch.Tensor,
+    attention_mask: torch.Tensor,
+    loss_mask: torch.Tensor | None,
+    temperature: torch.Tensor | None = None,
+    *,
+    targets_only: bool = True,
+) -> torch.Tensor:
     """log pi(token_{t+1} | tokens_<=t) per position t, `[B, T-1]`, for `input_ids` `[B, T]`.
 
     With `targets_only` (and a model whose forward takes `logits_to_keep`), hidden states are projected to the

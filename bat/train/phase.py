@@ -11,8 +11,9 @@ grpo reads `round_NN/plan.json` (start checkpoint), finished rollout shards
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
 from bat.phase.context import PhaseContext, PhaseResult
 from bat.phase.plan import plan_start_checkpoint
@@ -29,7 +30,9 @@ def base_model_path(ctx: PhaseContext) -> Path:
 
 
 def _summary(summary: dict[str, Any]) -> dict[str, int | float]:
-    return {k: v for k, v in summary.items() if k not in _SUMMARY_DROP and isinstance(v, (int, float)) and v is not None}
+    return {
+        k: v for k, v in summary.items() if k not in _SUMMARY_DROP and isinstance(v, (int, float)) and v is not None
+    }
 
 
 def run_sft(ctx: PhaseContext) -> PhaseResult:
@@ -42,18 +45,37 @@ def run_sft(ctx: PhaseContext) -> PhaseResult:
     cfg, layout = ctx.config, ctx.layout
     base = base_model_path(ctx)
     bank = open_bank(layout)
-    data = prepare_sft(bank.sft_rows("train"), bank.sft_rows("validation"), load_tokenizer(base),
-                       cfg.sft.max_seq_len, tools=None if cfg.sft.render_tools else [], pack=cfg.sft.pack_prefixes,
-                       rename=cfg.sft.rename_identifiers)
+    data = prepare_sft(
+        bank.sft_rows("train"),
+        bank.sft_rows("validation"),
+        load_tokenizer(base),
+        cfg.sft.max_seq_len,
+        tools=None if cfg.sft.render_tools else [],
+        pack=cfg.sft.pack_prefixes,
+        rename=cfg.sft.rename_identifiers,
+    )
     export = layout.candidate_model(0)
     metrics = ctx.layout.training_metrics(ctx.round, ctx.phase)
-    summary = train_sft(base, data, cfg.sft, seed=ctx.seed("data"), ckpt_root=layout.sft_checkpoints,
-                        export_dir=export, metrics_path=metrics)
+    summary = train_sft(
+        base,
+        data,
+        cfg.sft,
+        seed=ctx.seed("data"),
+        ckpt_root=layout.sft_checkpoints,
+        export_dir=export,
+        metrics_path=metrics,
+    )
     return PhaseResult(
-        outputs=[export, metrics], inputs=[bank.path, base],
+        outputs=[export, metrics],
+        inputs=[bank.path, base],
         counts=_summary(summary),
-        extra={"candidate": str(export), "base_model": str(base), "bank_version": bank.version, "first_val_loss": summary["first_val_loss"],
-               "val_loss": summary["val_loss"]},
+        extra={
+            "candidate": str(export),
+            "base_model": str(base),
+            "bank_version": bank.version,
+            "first_val_loss": summary["first_val_loss"],
+            "val_loss": summary["val_loss"],
+        },
     )
 
 
@@ -75,14 +97,32 @@ def run_grpo(ctx: PhaseContext) -> PhaseResult:
     rollout_files, open_rollouts = finished_shard_files(all_shards(round_files.phase("rollout")), lambda s: s.rollouts)
     reward_files, open_rewards = finished_shard_files(all_shards(round_files.phase("verify")), lambda s: s.rewards)
     if not rollout_files or not reward_files:
-        raise FileNotFoundError(f"round {ctx.round}: no finished rollout ({len(rollout_files)}) or reward "
-                                f"({len(reward_files)}) shards under {layout.round_dir(ctx.round)}")
-    data = build_items(read_records(rollout_files, RolloutRecord), read_records(reward_files, RewardRecord),
-                       max_seq_len=cfg.grpo.max_seq_len, normalize_std=cfg.grpo.normalize_std, adv_eps=cfg.grpo.adv_eps)
+        raise FileNotFoundError(
+            f"round {ctx.round}: no finished rollout ({len(rollout_files)}) or reward "
+            f"({len(reward_files)}) shards under {layout.round_dir(ctx.round)}"
+        )
+    data = build_items(
+        read_records(rollout_files, RolloutRecord),
+        read_records(reward_files, RewardRecord),
+        max_seq_len=cfg.grpo.max_seq_len,
+        normalize_std=cfg.grpo.normalize_std,
+        adv_eps=cfg.grpo.adv_eps,
+    )
     export = layout.candidate_model(ctx.round)
     metrics = ctx.layout.training_metrics(ctx.round, ctx.phase)
-    summary = train_grpo(start, data, cfg.grpo, seed=ctx.seed("data"), ckpt_root=layout.round_checkpoints(ctx.round),
-                         export_dir=export, metrics_path=metrics)
+    summary = train_grpo(
+        start,
+        data,
+        cfg.grpo,
+        seed=ctx.seed("data"),
+        ckpt_root=layout.round_checkpoints(ctx.round),
+        export_dir=export,
+        metrics_path=metrics,
+    )
     counts = _summary(summary) | {"unfinished_rollout_shards": open_rollouts, "unfinished_reward_shards": open_rewards}
-    return PhaseResult(outputs=[export, metrics], inputs=[*rollout_files, *reward_files, start], counts=counts,
-                       extra={"candidate": str(export), "start_checkpoint": str(start), "last_step": summary["last"]})
+    return PhaseResult(
+        outputs=[export, metrics],
+        inputs=[*rollout_files, *reward_files, start],
+        counts=counts,
+        extra={"candidate": str(export), "start_checkpoint": str(start), "last_step": summary["last"]},
+    )

@@ -9,8 +9,9 @@ The training loss is the mean negative log-likelihood over every target token of
 from __future__ import annotations
 
 import time
+from collections.abc import Sequence
 from pathlib import Path
-from typing import Any, Sequence
+from typing import Any
 
 from bat.config.sft import SftConfig
 from bat.seeds import derive_seed
@@ -29,13 +30,15 @@ def _nll_sum(engine: Any, batch: dict[str, Any], targets_only: bool = True) -> t
 
     device = engine.device
     mask = batch["loss_mask"].to(device).bool()
-    logp = target_logprobs(engine, batch["input_ids"].to(device), batch["attention_mask"].to(device), mask,
-                           targets_only=targets_only)
+    logp = target_logprobs(
+        engine, batch["input_ids"].to(device), batch["attention_mask"].to(device), mask, targets_only=targets_only
+    )
     return torch.where(mask, -logp, torch.zeros_like(logp)).sum(), int(mask.sum())
 
 
-def validation_loss(engine: Any, examples: Sequence[Example], pad_id: int, micro: int, rank: int, world: int,
-                    targets_only: bool = True) -> float | None:
+def validation_loss(
+    engine: Any, examples: Sequence[Example], pad_id: int, micro: int, rank: int, world: int, targets_only: bool = True
+) -> float | None:
     """Mean target-token NLL over `examples` (sharded round-robin over ranks); None without validation rows."""
     import torch
 
@@ -74,9 +77,17 @@ def train_sft(
     tokenizer, model = policy.tokenizer, policy.model.train()
     micro = cfg.deepspeed.micro_batch_per_rank
     accum = plan_accumulation(cfg.global_batch, micro, env.world, "sft.global_batch")
-    engine = build_engine(model, cfg.deepspeed, lr=cfg.lr, weight_decay=cfg.weight_decay, grad_clip=cfg.grad_clip,
-                          grad_accum=accum, total_steps=cfg.steps, warmup_ratio=cfg.warmup_ratio,
-                          min_lr_ratio=cfg.min_lr_ratio)
+    engine = build_engine(
+        model,
+        cfg.deepspeed,
+        lr=cfg.lr,
+        weight_decay=cfg.weight_decay,
+        grad_clip=cfg.grad_clip,
+        grad_accum=accum,
+        total_steps=cfg.steps,
+        warmup_ratio=cfg.warmup_ratio,
+        min_lr_ratio=cfg.min_lr_ratio,
+    )
     store = CheckpointStore(Path(ckpt_root))
     log = MetricsLog(Path(metrics_path), env.is_main)
     step, cursor = 0, 0
@@ -89,13 +100,17 @@ def train_sft(
         log.reset()
     pad_id = tokenizer.pad_token_id
     val = data.validation(seed)[: cfg.val_sequences]
-    first_val = validation_loss(engine, val, pad_id, micro, env.rank, env.world, cfg.target_logits_only) if step == 0 else None
+    first_val = (
+        validation_loss(engine, val, pad_id, micro, env.rank, env.world, cfg.target_logits_only) if step == 0 else None
+    )
     if step == 0 and first_val is not None:
         log.write({"step": 0, "val_loss": first_val})
     last_val, started, ran = first_val, time.perf_counter(), 0
     while step < cfg.steps and (stop_after is None or ran < stop_after):
-        picked = [data.visit(data.train[i], derive_seed(seed, "rename", epoch, i))
-                  for epoch, i in batch_positions(len(data.train), cursor, cfg.global_batch, seed)]
+        picked = [
+            data.visit(data.train[i], derive_seed(seed, "rename", epoch, i))
+            for epoch, i in batch_positions(len(data.train), cursor, cfg.global_batch, seed)
+        ]
         global_tokens = sum(sum(e.mask[1:]) for e in picked)
         mine = rank_slice(picked, env.rank, env.world)
         t0, loss_sum, tokens = time.perf_counter(), 0.0, 0
@@ -107,21 +122,44 @@ def train_sft(
             loss_sum, tokens = loss_sum + float(nll.detach()), tokens + count
         step, cursor, ran = step + 1, cursor + cfg.global_batch, ran + 1
         loss_sum, all_tokens = all_sum([loss_sum, sum(len(e.ids) for e in mine)])
-        record = {"step": step, "loss": loss_sum / max(global_tokens, 1), "lr": engine.get_lr()[0],
-                  "rows": sum(e.rows for e in picked), "sequences": len(picked),
-                  "grad_norm": grad_norm(engine), "target_tokens": global_tokens, "tokens": int(all_tokens),
-                  "tokens_per_s": all_tokens / max(time.perf_counter() - t0, 1e-9)}
+        record = {
+            "step": step,
+            "loss": loss_sum / max(global_tokens, 1),
+            "lr": engine.get_lr()[0],
+            "rows": sum(e.rows for e in picked),
+            "sequences": len(picked),
+            "grad_norm": grad_norm(engine),
+            "target_tokens": global_tokens,
+            "tokens": int(all_tokens),
+            "tokens_per_s": all_tokens / max(time.perf_counter() - t0, 1e-9),
+        }
         if (step % cfg.val_every == 0 or step == cfg.steps) and data.val:
-            last_val = record["val_loss"] = validation_loss(engine, val, pad_id, micro, env.rank, env.world, cfg.target_logits_only)
+            last_val = record["val_loss"] = validation_loss(
+                engine, val, pad_id, micro, env.rank, env.world, cfg.target_logits_only
+            )
         if step % cfg.log_every == 0 or step == cfg.steps:
             log.write(record)
         if step % cfg.checkpoint_every == 0 or step == cfg.steps or (stop_after is not None and ran == stop_after):
-            save_step(engine, store, step, env, client_state={"cursor": cursor},
-                      meta={"kind": "sft", "cursor": cursor, "seed": seed, "model": str(model_path)},
-                      keep=cfg.keep_checkpoints)
+            save_step(
+                engine,
+                store,
+                step,
+                env,
+                client_state={"cursor": cursor},
+                meta={"kind": "sft", "cursor": cursor, "seed": seed, "model": str(model_path)},
+                keep=cfg.keep_checkpoints,
+            )
     done = step >= cfg.steps
     if done:
         export_hf(engine, tokenizer, export_dir, env, extra={"kind": "sft", "steps": step, "source": str(model_path)})
-    return {"step": step, "done": done, "first_val_loss": first_val, "val_loss": last_val,
-            "seconds": time.perf_counter() - started, "peak_memory_mb": peak_memory_mb(), "engine": engine,
-            "tokenizer": tokenizer, **data.counts}
+    return {
+        "step": step,
+        "done": done,
+        "first_val_loss": first_val,
+        "val_loss": last_val,
+        "seconds": time.perf_counter() - started,
+        "peak_memory_mb": peak_memory_mb(),
+        "engine": engine,
+        "tokenizer": tokenizer,
+        **data.counts,
+    }

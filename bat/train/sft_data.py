@@ -6,9 +6,10 @@ Rows are `bat.schemas.bank.SftRow` (context messages + one teacher target). A ro
 
 from __future__ import annotations
 
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Iterable, Sequence
+from typing import Any
 
 from bat.schemas.bank import SftRow
 from bat.seeds import derive_seed
@@ -106,8 +107,12 @@ def _sequences(examples: list[Example], counts: dict[str, int], pack: bool) -> l
     from bat.train.sft_pack import pack_prefixes
 
     packed = pack_prefixes(examples)[0] if pack else examples
-    counts.update(sequences=len(packed), target_tokens=sum(sum(e.mask[1:]) for e in packed),
-                  tokens=sum(len(e.ids) for e in packed), tokens_unpacked=sum(len(e.ids) for e in examples))
+    counts.update(
+        sequences=len(packed),
+        target_tokens=sum(sum(e.mask[1:]) for e in packed),
+        tokens=sum(len(e.ids) for e in packed),
+        tokens_unpacked=sum(len(e.ids) for e in examples),
+    )
     return packed
 
 

@@ -10,8 +10,8 @@ packed sequence is always one real row's ids, so it never exceeds the row-level 
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import Sequence
 
 from bat.train.sft_data import Example
 
@@ -60,14 +60,23 @@ def pack_prefixes(examples: Sequence[Example]) -> tuple[list[Example], dict[str,
             example = examples[index]
             host = next((seq for _, seq in mine if seq.accepts(example)), None)
             if host is None:
-                seq = _Open(ids=list(example.ids), mask=list(example.mask), group=example.group, rows=example.rows,
-                            targets={i for i, m in enumerate(example.mask) if m}, sources=list(example.sources))
+                seq = _Open(
+                    ids=list(example.ids),
+                    mask=list(example.mask),
+                    group=example.group,
+                    rows=example.rows,
+                    targets={i for i, m in enumerate(example.mask) if m},
+                    sources=list(example.sources),
+                )
                 mine.append((index, seq))
             else:
                 host.add(example)
         opened.extend(mine)
     opened.sort(key=lambda item: item[0])
-    packed = [Example(ids=seq.ids, mask=seq.mask, group=seq.group, rows=seq.rows, sources=tuple(seq.sources)) for _, seq in opened]
+    packed = [
+        Example(ids=seq.ids, mask=seq.mask, group=seq.group, rows=seq.rows, sources=tuple(seq.sources))
+        for _, seq in opened
+    ]
     counts = {
         "rows": sum(e.rows for e in examples),
         "sequences": len(packed),

@@ -15,7 +15,7 @@ from __future__ import annotations
 import random
 import re
 import string
-from typing import Callable
+from collections.abc import Callable
 
 from bat.benchmark.vocab import PRACTICE, SPACES, Vocab
 from bat.schemas.bank import SftRow

@@ -10,9 +10,9 @@ another tool) is left out of the view the grader sees, so it cannot raise a rewa
 from __future__ import annotations
 
 import shutil
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Mapping, Sequence
 
 from bat.rollout.workspace import sha256_file, snapshot
 from bat.schemas.rollout import TurnRecord
@@ -56,8 +56,13 @@ def expected_files(initial: Mapping[str, str], turns: Sequence[TurnRecord]) -> d
     return state
 
 
-def trusted_view(evidence_dir: Path, initial: Mapping[str, str], turns: Sequence[TurnRecord], dest: Path,
-                 owners: Mapping[str, Sequence[str]] | None = None) -> TrustReport:
+def trusted_view(
+    evidence_dir: Path,
+    initial: Mapping[str, str],
+    turns: Sequence[TurnRecord],
+    dest: Path,
+    owners: Mapping[str, Sequence[str]] | None = None,
+) -> TrustReport:
     """Copy into `dest` only the files of `evidence_dir` the records account for; returns the report."""
     owners = owners or {}
     expected = expected_files(initial, turns)

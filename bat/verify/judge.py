@@ -9,8 +9,9 @@ makes the rollout invalid for training.
 from __future__ import annotations
 
 import json
+from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import Any, Sequence
+from typing import Any
 
 from bat.config.verify import JudgeConfig
 from bat.rollout.httpjson import HttpError, post_json
@@ -57,8 +58,9 @@ def parse_reply(content: str, item_ids: Sequence[str]) -> dict[str, bool]:
     wanted = set(item_ids)
     if set(verdicts) != wanted:
         missing, extra = sorted(wanted - set(verdicts)), sorted(set(verdicts) - wanted)
-        raise JudgeReplyError(f"reply item ids do not match: missing {missing}, unexpected {extra}; "
-                              f"valid ids: {sorted(wanted)}")
+        raise JudgeReplyError(
+            f"reply item ids do not match: missing {missing}, unexpected {extra}; valid ids: {sorted(wanted)}"
+        )
     bad = sorted(k for k, v in verdicts.items() if not isinstance(v, bool))
     if bad:
         raise JudgeReplyError(f"verdicts must be true/false; not boolean: {bad}")
@@ -76,8 +78,10 @@ class JudgeClient:
     def messages(self, items: Sequence[JudgeItem], context: str) -> list[dict[str, str]]:
         """The chat request: system rules + items + the tail of the evidence context."""
         listing = "\n".join(f"- {it.id}: {it.text}" for it in items)
-        ctx = context[-self.cfg.max_context_chars:]
-        user = f"Rubric items:\n{listing}\n\nExecution evidence:\n{ctx}\n\nItem ids: {json.dumps([i.id for i in items])}"
+        ctx = context[-self.cfg.max_context_chars :]
+        user = (
+            f"Rubric items:\n{listing}\n\nExecution evidence:\n{ctx}\n\nItem ids: {json.dumps([i.id for i in items])}"
+        )
         return [{"role": "system", "content": SYSTEM_PROMPT}, {"role": "user", "content": user}]
 
     def judge(self, items: Sequence[JudgeItem], context: str) -> JudgeResult:
@@ -85,9 +89,13 @@ class JudgeClient:
         ids = [it.id for it in items]
         if not ids:
             return JudgeResult(verdicts={}, attempts=0)
-        body: dict[str, Any] = {"model": self.cfg.model, "messages": self.messages(items, context),
-                                "temperature": 0.0, "max_tokens": self.cfg.max_tokens,
-                                "response_format": {"type": "json_object"}}
+        body: dict[str, Any] = {
+            "model": self.cfg.model,
+            "messages": self.messages(items, context),
+            "temperature": 0.0,
+            "max_tokens": self.cfg.max_tokens,
+            "response_format": {"type": "json_object"},
+        }
         errors: list[str] = []
         for attempt in range(1, self.cfg.max_retries + 2):
             try:
@@ -98,5 +106,6 @@ class JudgeClient:
                 errors.append(str(exc))
             except (KeyError, IndexError, TypeError) as exc:
                 errors.append(f"reply lacks choices[0].message.content: {type(exc).__name__}: {exc}")
-        return JudgeResult(verdicts={i: None for i in ids}, attempts=self.cfg.max_retries + 1,
-                           error=errors[-1], errors=errors)
+        return JudgeResult(
+            verdicts=dict.fromkeys(ids), attempts=self.cfg.max_retries + 1, error=errors[-1], errors=errors
+        )

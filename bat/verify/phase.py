@@ -16,15 +16,15 @@ from bat.phase.events import log_event
 from bat.phase.plan import load_plan
 from bat.rollout.shards import finished_shards, read_shard, read_timings
 from bat.schemas.rollout import RolloutRecord
-from bat.verify.shards import reward_meta, write_reward_shard
 from bat.state.round_layout import ShardLayout
+from bat.verify.shards import reward_meta, write_reward_shard
 from bat.verify.verifier import StateTruth, Verifier
 
 if TYPE_CHECKING:
     from bat.config.root import BatConfig
 
 
-def make_verifier(config: "BatConfig", reward_mode: str = "rubric") -> Verifier:
+def make_verifier(config: BatConfig, reward_mode: str = "rubric") -> Verifier:
     """A Verifier on the benchmark's grader and rubric; the judge is used when `verify.judge.enabled`."""
     from bat.benchmark.contract import rubric
     from bat.benchmark.grader import grade
@@ -33,16 +33,18 @@ def make_verifier(config: "BatConfig", reward_mode: str = "rubric") -> Verifier:
     if reward_mode not in ("rubric", "final"):
         raise ValueError(f"unknown reward mode {reward_mode!r}; valid: ['rubric', 'final']")
 
-    def bound_grade(workspace: Path, grader_dir: Path, records: list[Any], *, judge: Any = None,
-                    judge_name: str = "") -> Any:
+    def bound_grade(
+        workspace: Path, grader_dir: Path, records: list[Any], *, judge: Any = None, judge_name: str = ""
+    ) -> Any:
         return grade(workspace, grader_dir, records, config, judge=judge, judge_name=judge_name)
 
     def judgment_items(stage: str, track: str) -> dict[str, str]:
         return {item.id: item.text for item in rubric(stage, track) if item.judgment}
 
     judge = JudgeClient(config.verify.judge) if config.verify.judge.enabled else None
-    return Verifier(config=config, grade=bound_grade, judge=judge, reward_mode=reward_mode,
-                    judgment_items=judgment_items)
+    return Verifier(
+        config=config, grade=bound_grade, judge=judge, reward_mode=reward_mode, judgment_items=judgment_items
+    )
 
 
 def execution_records(rec: RolloutRecord, timings: list[dict[str, Any]]) -> list[Any]:
@@ -59,18 +61,24 @@ def execution_records(rec: RolloutRecord, timings: list[dict[str, Any]]) -> list
     return out
 
 
-def state_truth(bank: Any, state_id: str, config: "BatConfig", workdir: Path) -> StateTruth:
+def state_truth(bank: Any, state_id: str, config: BatConfig, workdir: Path) -> StateTruth:
     """Grader side regenerated from the row's practice seed + the row's rubric/evidence ids + prefix records."""
     from bat.rollout.envs import grader_side, prior_records
 
     row = bank.row(state_id)
     grader = grader_side(row.task, config, workdir)
-    return StateTruth(state_id=state_id, stage=row.stage, track=row.track, grader_dir=grader,
-                      item_ids=[c.id for c in row.rubric], evidence_ids=[g.id for g in row.evidence],
-                      prior_records=prior_records(bank.state_dir(state_id)))
+    return StateTruth(
+        state_id=state_id,
+        stage=row.stage,
+        track=row.track,
+        grader_dir=grader,
+        item_ids=[c.id for c in row.rubric],
+        evidence_ids=[g.id for g in row.evidence],
+        prior_records=prior_records(bank.state_dir(state_id)),
+    )
 
 
-def verify_shard(verifier: Verifier, shard: Path, bank: Any, config: "BatConfig", scratch: Path) -> list[Any]:
+def verify_shard(verifier: Verifier, shard: Path, bank: Any, config: BatConfig, scratch: Path) -> list[Any]:
     """Rewards of every rollout in one rollout shard (one grader side per state, shared by its K rollouts)."""
     records, timings = read_shard(shard), read_timings(shard)
     truths: dict[str, StateTruth] = {}
@@ -78,8 +86,15 @@ def verify_shard(verifier: Verifier, shard: Path, bank: Any, config: "BatConfig"
     for rec in records:
         if rec.state_id not in truths:
             truths[rec.state_id] = state_truth(bank, rec.state_id, config, scratch / "states" / rec.state_id)
-        rewards.append(verifier.verify(rec, shard, truths[rec.state_id], execution_records(rec, timings.get(rec.rollout_id, [])),
-                                       scratch / "rollouts" / rec.rollout_id))
+        rewards.append(
+            verifier.verify(
+                rec,
+                shard,
+                truths[rec.state_id],
+                execution_records(rec, timings.get(rec.rollout_id, [])),
+                scratch / "rollouts" / rec.rollout_id,
+            )
+        )
     return rewards
 
 
@@ -105,8 +120,15 @@ def run_verify(ctx: PhaseContext) -> PhaseResult:
                 rewards = verify_shard(verifier, shard, bank, ctx.config, scratch)
             finally:
                 shutil.rmtree(scratch, ignore_errors=True)
-            write_reward_shard(out, rewards, {"reward_version": ctx.config.verify.reward_version,
-                                              "judge": verifier.judge_identity, "reward_mode": plan.reward_mode})
+            write_reward_shard(
+                out,
+                rewards,
+                {
+                    "reward_version": ctx.config.verify.reward_version,
+                    "judge": verifier.judge_identity,
+                    "reward_mode": plan.reward_mode,
+                },
+            )
             log_event(ctx.layout, ctx.round, ctx.phase, f"verify {shard.name}: {len(rewards)} rewards")
         outputs.append(out)
         metas.append(reward_meta(out))
@@ -117,8 +139,18 @@ def run_verify(ctx: PhaseContext) -> PhaseResult:
         for reason, n in m["invalid_reasons"].items():
             invalid[reason] = invalid.get(reason, 0) + n
     return PhaseResult(
-        outputs=outputs, inputs=[*shards, ctx.layout.plan(ctx.round)],
-        counts={"rewards": sum(m["rewards"] for m in metas), "valid": valid,
-                "reward_mean": (sum(means) / valid) if valid else 0.0, "shards": len(outputs)},
-        extra={"reward_version": ctx.config.verify.reward_version, "judge": verifier.judge_identity,
-               "reward_mode": plan.reward_mode, "invalid_reasons": invalid})
+        outputs=outputs,
+        inputs=[*shards, ctx.layout.plan(ctx.round)],
+        counts={
+            "rewards": sum(m["rewards"] for m in metas),
+            "valid": valid,
+            "reward_mean": (sum(means) / valid) if valid else 0.0,
+            "shards": len(outputs),
+        },
+        extra={
+            "reward_version": ctx.config.verify.reward_version,
+            "judge": verifier.judge_identity,
+            "reward_mode": plan.reward_mode,
+            "invalid_reasons": invalid,
+        },
+    )

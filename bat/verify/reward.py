@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Mapping, Sequence
+from collections.abc import Mapping, Sequence
 
 from bat.config.stages import DEFAULT_STAGES, StageSpec
 
@@ -16,9 +16,13 @@ def stage_reward(verdicts: Mapping[str, bool | None], eta: float | None) -> floa
     return eta * sum(float(bool(v)) for v in verdicts.values()) / len(verdicts)
 
 
-def e2e_reward(stage_rewards: Mapping[str, float | None], task_score: float | None,
-               stages: Sequence[StageSpec] = DEFAULT_STAGES, stage_weight: float = 0.5,
-               not_applicable: Sequence[str] = ()) -> float | None:
+def e2e_reward(
+    stage_rewards: Mapping[str, float | None],
+    task_score: float | None,
+    stages: Sequence[StageSpec] = DEFAULT_STAGES,
+    stage_weight: float = 0.5,
+    not_applicable: Sequence[str] = (),
+) -> float | None:
     """w * weighted stage mean + (1 - w) * task score; the weighted mean is the benchmark's own `agentic`.
 
     Stages in `not_applicable` are dropped and weights renormalised; a null stage or task -> None.

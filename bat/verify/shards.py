@@ -3,8 +3,9 @@
 from __future__ import annotations
 
 from collections import Counter
+from collections.abc import Sequence
 from pathlib import Path
-from typing import Any, Sequence
+from typing import Any
 
 from bat.schemas.rollout import RewardRecord
 from bat.state.atomic import atomic_dir, atomic_write_json, read_json
@@ -19,11 +20,19 @@ def write_reward_shard(directory: Path, rewards: Sequence[RewardRecord], meta: d
         shard = ShardLayout(tmp)
         write_jsonl(shard.rewards, rewards)
         valid = [r for r in rewards if r.valid]
-        atomic_write_json(shard.done, {
-            "rewards": len(rewards), "valid": len(valid),
-            "reward_mean": (sum(r.reward for r in valid) / len(valid)) if valid else None,
-            "invalid_reasons": dict(Counter((r.invalid_reason or "").split(":")[0] for r in rewards if not r.valid)),
-            "rewards_sha256": sha256_path(shard.rewards), **meta})
+        atomic_write_json(
+            shard.done,
+            {
+                "rewards": len(rewards),
+                "valid": len(valid),
+                "reward_mean": (sum(r.reward for r in valid) / len(valid)) if valid else None,
+                "invalid_reasons": dict(
+                    Counter((r.invalid_reason or "").split(":")[0] for r in rewards if not r.valid)
+                ),
+                "rewards_sha256": sha256_path(shard.rewards),
+                **meta,
+            },
+        )
     return directory
 
 

@@ -7,7 +7,8 @@ all zero and it contributes no gradient. Reads reward records only (training sid
 from __future__ import annotations
 
 from collections import defaultdict
-from typing import Any, Iterable
+from collections.abc import Iterable
+from typing import Any
 
 from bat.schemas.rollout import RewardRecord
 
@@ -23,7 +24,10 @@ def pool_signal(rewards: Iterable[RewardRecord], tolerance: float = 1e-9) -> dic
     for pool in sorted(groups):
         values = [v for group in groups[pool].values() for v in group]
         learnable = [g for g in groups[pool].values() if len(g) >= 2]
-        out[pool] = {"rewards": len(values), "reward_mean": sum(values) / len(values) if values else None,
-                     "groups": len(learnable),
-                     "groups_identical": sum(1 for g in learnable if max(g) - min(g) <= tolerance)}
+        out[pool] = {
+            "rewards": len(values),
+            "reward_mean": sum(values) / len(values) if values else None,
+            "groups": len(learnable),
+            "groups_identical": sum(1 for g in learnable if max(g) - min(g) <= tolerance),
+        }
     return out

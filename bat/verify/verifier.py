@@ -10,9 +10,10 @@ is regenerated from the practice seed, never from the rollout's files.
 from __future__ import annotations
 
 import shutil
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Callable, Sequence
+from typing import TYPE_CHECKING, Any
 
 from bat.schemas.rollout import ItemVerdict, RewardRecord, RolloutRecord
 from bat.verify.evidence import trusted_view
@@ -47,7 +48,7 @@ class StateTruth:
 class Verifier:
     """Binds config, grader and judge; `verify(...)` turns a RolloutRecord into a RewardRecord."""
 
-    config: "BatConfig"
+    config: BatConfig
     grade: Grade
     judge: JudgeClient | None = None
     reward_mode: str = "rubric"
@@ -59,15 +60,24 @@ class Verifier:
         return self.judge.identity if self.judge is not None else "none"
 
     def _base(self, rec: RolloutRecord) -> dict[str, Any]:
-        return dict(rollout_id=rec.rollout_id, state_id=rec.state_id, round=rec.round, pool=rec.pool, stage=rec.stage,
-                    reward_version=self.config.verify.reward_version, judge=self.judge_identity)
+        return dict(
+            rollout_id=rec.rollout_id,
+            state_id=rec.state_id,
+            round=rec.round,
+            pool=rec.pool,
+            stage=rec.stage,
+            reward_version=self.config.verify.reward_version,
+            judge=self.judge_identity,
+        )
 
     def invalid(self, rec: RolloutRecord, reason: str, **extra: Any) -> RewardRecord:
-        return RewardRecord(**self._base(rec), items=extra.pop("items", []), reward=None, valid=False,
-                            invalid_reason=reason, **extra)
+        return RewardRecord(
+            **self._base(rec), items=extra.pop("items", []), reward=None, valid=False, invalid_reason=reason, **extra
+        )
 
-    def verify(self, rec: RolloutRecord, shard_dir: Path, truth: StateTruth, records: Sequence[Any],
-               workdir: Path) -> RewardRecord:
+    def verify(
+        self, rec: RolloutRecord, shard_dir: Path, truth: StateTruth, records: Sequence[Any], workdir: Path
+    ) -> RewardRecord:
         """Reward of one rollout; `records` are its execution records (timings merged back)."""
         if not rec.valid:
             return self.invalid(rec, f"rollout invalid: {rec.invalid_reason}")
@@ -75,14 +85,24 @@ class Verifier:
             return self.invalid(rec, "rollout kept no workspace evidence (rollout.keep_evidence=false)")
         view = workdir / "trusted"
         shutil.rmtree(view, ignore_errors=True)
-        trust = trusted_view(shard_dir / rec.evidence_dir, rec.initial_files, rec.turns, view,
-                             self.config.verify.artifact_owners)
+        trust = trusted_view(
+            shard_dir / rec.evidence_dir, rec.initial_files, rec.turns, view, self.config.verify.artifact_owners
+        )
         judged, judge_fn, judge_error = self._prejudge(truth, rec, view)
-        score = self.grade(view, truth.grader_dir, [*truth.prior_records, *records], judge=judge_fn,
-                           judge_name=self.judge_identity if judge_fn else "")
+        score = self.grade(
+            view,
+            truth.grader_dir,
+            [*truth.prior_records, *records],
+            judge=judge_fn,
+            judge_name=self.judge_identity if judge_fn else "",
+        )
         items = self._items(score, truth, judged, judge_error)
-        extra = {"items": list(items.values()), "breach": bool(score.breach), "task_score": score.task,
-                 "dropped_files": trust.dropped}
+        extra = {
+            "items": list(items.values()),
+            "breach": bool(score.breach),
+            "task_score": score.task,
+            "dropped_files": trust.dropped,
+        }
         nulls = sorted(i for i, v in items.items() if v.verdict is None)
         if nulls:
             why = "; ".join(sorted({v.detail for v in items.values() if v.verdict is None}))
@@ -90,8 +110,9 @@ class Verifier:
         if self.reward_mode == "final":
             if score.overall is None:
                 return self.invalid(rec, f"final score is null: {score.null_reasons}", **extra)
-            return RewardRecord(**self._base(rec), stage_scores=dict(score.stages), reward=float(score.overall),
-                                valid=True, **extra)
+            return RewardRecord(
+                **self._base(rec), stage_scores=dict(score.stages), reward=float(score.overall), valid=True, **extra
+            )
         if score.breach:
             return RewardRecord(**self._base(rec), reward=0.0, eta=0.0, valid=True, **extra)
         if truth.stage == E2E:
@@ -101,8 +122,15 @@ class Verifier:
         reward = stage_reward({i: v.verdict for i, v in items.items()}, eta)
         if reward is None:
             return self.invalid(rec, f"no applicable rubric item of {truth.stage} could be scored", **extra)
-        return RewardRecord(**self._base(rec), evidence=evidence, eta=eta, stage_scores={truth.stage: reward},
-                            reward=reward, valid=True, **extra)
+        return RewardRecord(
+            **self._base(rec),
+            evidence=evidence,
+            eta=eta,
+            stage_scores={truth.stage: reward},
+            reward=reward,
+            valid=True,
+            **extra,
+        )
 
     def _prejudge(self, truth: StateTruth, rec: RolloutRecord, view: Path) -> tuple[set[str], Any, str | None]:
         """Ask the judge once for every judgment item in scope; returns (ids, grader hook, error)."""
@@ -118,7 +146,9 @@ class Verifier:
         result = self.judge.judge(wanted, judge_context(rec, view))
         return {w.id for w in wanted}, (lambda item, _plan: result.verdicts.get(item.id)), result.error
 
-    def _items(self, score: Any, truth: StateTruth, judged: set[str], judge_error: str | None) -> dict[str, ItemVerdict]:
+    def _items(
+        self, score: Any, truth: StateTruth, judged: set[str], judge_error: str | None
+    ) -> dict[str, ItemVerdict]:
         """The row's item verdicts from the grader (items absent from the score are not applicable)."""
         stages = list(score.items) if truth.stage == E2E else [truth.stage]
         wanted = set(truth.item_ids)
@@ -144,12 +174,20 @@ class Verifier:
             eta = score.eta.get(stage, 1.0)
             stage_rewards[stage] = None if value is None else eta * value
         eta_all = eta_from(evidence, truth.evidence_ids or list(evidence))
-        reward = e2e_reward(stage_rewards, score.task, self.config.stages, self.config.verify.e2e_stage_weight,
-                            score.not_applicable)
+        reward = e2e_reward(
+            stage_rewards, score.task, self.config.stages, self.config.verify.e2e_stage_weight, score.not_applicable
+        )
         if reward is None:
             return self.invalid(rec, f"E2E reward is null (stages {stage_rewards}, task {score.task})", **extra)
-        return RewardRecord(**self._base(rec), evidence=evidence, eta=eta_all, stage_scores=stage_rewards,
-                            reward=reward, valid=True, **extra)
+        return RewardRecord(
+            **self._base(rec),
+            evidence=evidence,
+            eta=eta_all,
+            stage_scores=stage_rewards,
+            reward=reward,
+            valid=True,
+            **extra,
+        )
 
 
 def judge_context(rec: RolloutRecord, view: Path, max_artifact_chars: int = 2000) -> str:

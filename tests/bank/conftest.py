@@ -24,7 +24,7 @@ def make_trajectory(tid: str = "trj-a", outcome: str = "success", long_obs: int 
         teacher="scripted:expert",
         brief="Classify the fictional lesions.",
         turns=turns,
-        stage_scores={s: 1.0 for s in ORDER},
+        stage_scores=dict.fromkeys(ORDER, 1.0),
         task_score=1.0,
         overall=1.0,
         checked=True,
@@ -55,8 +55,13 @@ def make_row(state_id: str, stage: str, track: str = "classification", outcome: 
         evidence=[],
         skill="skill",
         provenance=Provenance(
-            source=f"practice:{track}", generator="test", generator_version="0", teacher="scripted:expert",
-            seeds={"task": 1}, trajectory_id="trj", prefix_turns=0,
+            source=f"practice:{track}",
+            generator="test",
+            generator_version="0",
+            teacher="scripted:expert",
+            seeds={"task": 1},
+            trajectory_id="trj",
+            prefix_turns=0,
         ),
     )
 

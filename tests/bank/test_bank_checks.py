@@ -12,21 +12,43 @@ def _score(stages, task=1.0, s3_fixed=None, pilot_failed=False, breach=False):
     if s3_fixed is not None:
         items["S3"]["s3c_failure_fixed"] = s3_fixed
     agentic = sum(stages.values()) / len(stages)
-    return RunScore(track="vqa", instance_id="px-vqa-1", stages=stages, items=items, task=task, agentic=agentic,
-                    overall=0.5 * task + 0.5 * agentic, breach=breach, breach_reasons=["read grader"] if breach else [],
-                    details={"pilot_failed": pilot_failed})
+    return RunScore(
+        track="vqa",
+        instance_id="px-vqa-1",
+        stages=stages,
+        items=items,
+        task=task,
+        agentic=agentic,
+        overall=0.5 * task + 0.5 * agentic,
+        breach=breach,
+        breach_reasons=["read grader"] if breach else [],
+        details={"pilot_failed": pilot_failed},
+    )
 
 
 def _turn(t, stage, name, clean=None):
     result = {"text": "x", "meta": {"clean": clean}} if clean is not None else {"text": "x"}
-    return TrajectoryTurn(t=t, stage=stage, response=f"r{t}", call={"name": name, "arguments": {}}, observation="o",
-                          record={"ok": True, "result": result})
+    return TrajectoryTurn(
+        t=t,
+        stage=stage,
+        response=f"r{t}",
+        call={"name": name, "arguments": {}},
+        observation="o",
+        record={"ok": True, "result": result},
+    )
 
 
-PERFECT = {s: 1.0 for s in STAGES}
-RECOVERY_TURNS = [_turn(0, "S1", "write_plan"), _turn(1, "S2", "load_model"), _turn(2, "S3", "run_model"),
-                  _turn(3, "S3", "check_outputs", clean=False), _turn(4, "S3", "run_model"),
-                  _turn(5, "S3", "check_outputs", clean=True), _turn(6, "S4", "run_model"), _turn(7, "S5", "submit")]
+PERFECT = dict.fromkeys(STAGES, 1.0)
+RECOVERY_TURNS = [
+    _turn(0, "S1", "write_plan"),
+    _turn(1, "S2", "load_model"),
+    _turn(2, "S3", "run_model"),
+    _turn(3, "S3", "check_outputs", clean=False),
+    _turn(4, "S3", "run_model"),
+    _turn(5, "S3", "check_outputs", clean=True),
+    _turn(6, "S4", "run_model"),
+    _turn(7, "S5", "submit"),
+]
 
 
 def test_success_needs_every_stage_and_the_task():
@@ -57,7 +79,13 @@ def test_breach_and_label_mismatch_are_rejected():
     assert any("breach" in p for p in check_run("success", _score(PERFECT, breach=True), [], STAGES))
     mismatch = check_run("recovery", _score(PERFECT), RECOVERY_TURNS, STAGES)
     assert any("grades this run as 'success'" in p for p in mismatch)
-    assert state_starts("success", RECOVERY_TURNS, _score(PERFECT), STAGES) == {"S1": 0, "S2": 1, "S3": 2, "S4": 6, "S5": 7}
+    assert state_starts("success", RECOVERY_TURNS, _score(PERFECT), STAGES) == {
+        "S1": 0,
+        "S2": 1,
+        "S3": 2,
+        "S4": 6,
+        "S5": 7,
+    }
 
 
 def test_validation_passes_count_pilot_runs():
@@ -71,6 +99,8 @@ def test_rollout_limit_h_explicit_or_from_rollout_budgets():
     from bat.config import load_config
 
     assert rollout_limit(load_config(None, [])) == 24
-    derived = load_config(None, ["bank.rollout_limit_h=null", "rollout.budgets.max_assistant_turns=20",
-                                 "rollout.budgets.max_tool_calls=17"])
+    derived = load_config(
+        None,
+        ["bank.rollout_limit_h=null", "rollout.budgets.max_assistant_turns=20", "rollout.budgets.max_tool_calls=17"],
+    )
     assert rollout_limit(derived) == 17

@@ -23,7 +23,7 @@ class _Server:
         outer = self
 
         class Handler(BaseHTTPRequestHandler):
-            def do_POST(self):  # noqa: N802 - http.server API
+            def do_POST(self):
                 body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
                 outer.requests.append((self.path, body, self.headers.get("Authorization")))
                 reply = outer.replies.pop(0) if outer.replies else {"error": "no more replies"}
@@ -52,13 +52,33 @@ def _text(content):
 
 
 def _structured(call):
-    return {"choices": [{"message": {"role": "assistant", "content": "Using the tool.", "tool_calls": [
-        {"type": "function", "function": {"name": call["name"], "arguments": json.dumps(call["arguments"])}}]}}]}
+    return {
+        "choices": [
+            {
+                "message": {
+                    "role": "assistant",
+                    "content": "Using the tool.",
+                    "tool_calls": [
+                        {
+                            "type": "function",
+                            "function": {"name": call["name"], "arguments": json.dumps(call["arguments"])},
+                        }
+                    ],
+                }
+            }
+        ]
+    }
 
 
 def test_llm_teacher_writes_the_same_trajectory_format(tmp_path, monkeypatch):
-    base = ["bank.tracks=[classification]", "bank.tasks_per_track=1", "bank.e2e_per_track=0", "bank.outcomes=[success]",
-            "benchmark.runtime=inprocess", "leakage.enabled=false"]
+    base = [
+        "bank.tracks=[classification]",
+        "bank.tasks_per_track=1",
+        "bank.e2e_per_track=0",
+        "bank.outcomes=[success]",
+        "benchmark.runtime=inprocess",
+        "leakage.enabled=false",
+    ]
     cfg = load_config(None, base)
     task = plan_tasks(cfg, bank_seed(cfg), ["classification"])[0]
     expert = run_scripted(instance_for(task, cfg), "expert", tmp_path / "expert", cfg)
@@ -67,7 +87,9 @@ def test_llm_teacher_writes_the_same_trajectory_format(tmp_path, monkeypatch):
     server = _Server(replies)
     monkeypatch.setenv("BAT_TEACHER_API_KEY", "test-key-123")
     try:
-        llm_cfg = load_config(None, base + ["bank.teacher=llm", f"bank.llm.base_url={server.url}", "bank.llm.model=served"])
+        llm_cfg = load_config(
+            None, base + ["bank.teacher=llm", f"bank.llm.base_url={server.url}", "bank.llm.model=served"]
+        )
         bank, _ = synthesize(llm_cfg, RunLayout(tmp_path / "run"))
     finally:
         server.close()

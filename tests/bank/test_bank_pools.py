@@ -10,9 +10,12 @@ from bat.schemas.bank import BankRow, ChatMessage
 @pytest.fixture
 def rows(row_factory):
     return [
-        row_factory("a1", "S1"), row_factory("a3", "S3", outcome="recovery"),
-        row_factory("b3", "S3", track="vqa", outcome="failure"), row_factory("b5", "S5", track="vqa"),
-        row_factory("e1", "E2E"), row_factory("e2", "E2E", track="vqa"),
+        row_factory("a1", "S1"),
+        row_factory("a3", "S3", outcome="recovery"),
+        row_factory("b3", "S3", track="vqa", outcome="failure"),
+        row_factory("b5", "S5", track="vqa"),
+        row_factory("e1", "E2E"),
+        row_factory("e2", "E2E", track="vqa"),
     ]
 
 
@@ -31,7 +34,9 @@ def test_pools_are_views(rows):
     assert pool_rows(index, "E2E") == ["e1", "e2"]
     assert pool_rows(index, "S-target", "S3", tracks=["vqa"]) == ["b3"]
     assert pool_rows(index, "S-mix", "S1", outcomes=["success"]) == ["b5"]
-    all_ids = set(pool_rows(index, "S-target", "S3")) | set(pool_rows(index, "S-mix", "S3")) | set(pool_rows(index, "E2E"))
+    all_ids = (
+        set(pool_rows(index, "S-target", "S3")) | set(pool_rows(index, "S-mix", "S3")) | set(pool_rows(index, "E2E"))
+    )
     assert all_ids == {r.state_id for r in rows}
 
 

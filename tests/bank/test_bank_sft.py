@@ -1,7 +1,6 @@
 """SFT slicing (Eq. 9): one row per response, context = everything earlier, overlong rejected, grouped split."""
 
 from bat.bank.sft import ApproxLengthMeter, SliceStats, slice_trajectory, split_by_trajectory
-
 from bat.schemas.bank import E2E
 
 SKILLS = {f"S{i}": f"Skill text of stage S{i}." for i in range(1, 6)}
@@ -11,8 +10,14 @@ ORDER = ("S1", "S2", "S3", "S4", "S5")
 def _slice(traj, max_length=10_000, e2e=False):
     stats = SliceStats()
     rows = slice_trajectory(
-        traj, skills=SKILLS, stage_order=ORDER, meter=ApproxLengthMeter(3.0), max_length=max_length,
-        split="train", stats=stats, e2e=e2e,
+        traj,
+        skills=SKILLS,
+        stage_order=ORDER,
+        meter=ApproxLengthMeter(3.0),
+        max_length=max_length,
+        split="train",
+        stats=stats,
+        e2e=e2e,
     )
     return rows, stats
 

@@ -22,11 +22,19 @@ def tokenizer_dir(tmp_path_factory):
 
 @pytest.fixture(scope="module")
 def token_bank(tokenizer_dir, tmp_path_factory):
-    cfg = load_config(None, [
-        "bank.tracks=[vqa]", "bank.tasks_per_track=1", "bank.e2e_per_track=0", "bank.outcomes=[success]",
-        "benchmark.runtime=inprocess", "leakage.enabled=false", f"bank.sft_tokenizer={tokenizer_dir}",
-        "bank.sft_max_length=4000",
-    ])
+    cfg = load_config(
+        None,
+        [
+            "bank.tracks=[vqa]",
+            "bank.tasks_per_track=1",
+            "bank.e2e_per_track=0",
+            "bank.outcomes=[success]",
+            "benchmark.runtime=inprocess",
+            "leakage.enabled=false",
+            f"bank.sft_tokenizer={tokenizer_dir}",
+            "bank.sft_max_length=4000",
+        ],
+    )
     bank, _ = synthesize(cfg, RunLayout(tmp_path_factory.mktemp("b") / "run"))
     return bank
 

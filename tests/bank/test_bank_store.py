@@ -7,8 +7,8 @@ import pytest
 from bat.bank import store
 from bat.bank.pools import build_index
 from bat.state.atomic import atomic_write_json, current_umask
-from bat.state.jsonl import write_jsonl
 from bat.state.bank_layout import RL_INDEX_FILE, RL_ROWS_FILE, BankVersionLayout
+from bat.state.jsonl import write_jsonl
 from bat.state.layout import RunLayout
 
 
@@ -23,8 +23,15 @@ def _fill(rows):
 
 
 def _fields(fp="fp-1"):
-    return dict(fingerprint=fp, generator_versions={"bank": "1"}, seeds={"bank": 1}, reduction_grid="v1",
-                stages=["S1"], tracks=["classification"], config={})
+    return dict(
+        fingerprint=fp,
+        generator_versions={"bank": "1"},
+        seeds={"bank": 1},
+        reduction_grid="v1",
+        stages=["S1"],
+        tracks=["classification"],
+        config={},
+    )
 
 
 def test_versions_are_numbered_and_immutable(tmp_path, row_factory):

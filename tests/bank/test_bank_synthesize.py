@@ -15,7 +15,10 @@ from bat.state.jsonl import read_jsonl
 from bat.state.layout import RunLayout
 
 OVERRIDES = [
-    "bank.tracks=[classification]", "bank.tasks_per_track=1", "bank.e2e_per_track=1", "benchmark.runtime=inprocess",
+    "bank.tracks=[classification]",
+    "bank.tasks_per_track=1",
+    "bank.e2e_per_track=1",
+    "benchmark.runtime=inprocess",
 ]
 
 
@@ -78,8 +81,9 @@ def test_replaying_a_prefix_reproduces_the_stored_digest(bank, config, tmp_path)
     trajectories = {t.trajectory_id: t for t in bank.trajectories()}
     for row in bank.rows():
         traj = trajectories[row.provenance.trajectory_id]
-        workspace, records = replay_prefix(instance_for(row.task, config), traj.turns, row.provenance.prefix_turns,
-                                           tmp_path / row.state_id, config)
+        workspace, records = replay_prefix(
+            instance_for(row.task, config), traj.turns, row.provenance.prefix_turns, tmp_path / row.state_id, config
+        )
         assert prefixed(tree_digest(workspace)) == row.state.digest, row.state_id
         assert records == _prior(bank, row)
 
@@ -215,14 +219,17 @@ def test_prefix_replays_to_the_same_state_inside_bubblewrap(bank, config, tmp_pa
     from bat.sandbox import bwrap_available
 
     assert bwrap_available(), "bubblewrap is required (scripts/bootstrap.sh installs it)"
-    sandboxed = config.model_copy(update={
-        "benchmark": config.benchmark.model_copy(update={"runtime": "sandbox"}),
-        "sandbox": config.sandbox.model_copy(update={"runtime": "bwrap"}),
-    })
+    sandboxed = config.model_copy(
+        update={
+            "benchmark": config.benchmark.model_copy(update={"runtime": "sandbox"}),
+            "sandbox": config.sandbox.model_copy(update={"runtime": "bwrap"}),
+        }
+    )
     row = _rows(bank)[("S3", "recovery")]
     traj = {t.trajectory_id: t for t in bank.trajectories()}[row.provenance.trajectory_id]
-    workspace, records = replay_prefix(instance_for(row.task, sandboxed), traj.turns, row.provenance.prefix_turns,
-                                       tmp_path / "bw", sandboxed)
+    workspace, records = replay_prefix(
+        instance_for(row.task, sandboxed), traj.turns, row.provenance.prefix_turns, tmp_path / "bw", sandboxed
+    )
     assert prefixed(tree_digest(workspace)) == row.state.digest
     assert {r["runtime"] for r in records} == {"bwrap"}
     assert [r["result"] for r in records] == [r["result"] for r in _prior(bank, row)]
@@ -239,7 +246,9 @@ def test_leak_term_rejects_an_e2e_row_matching_the_heldout_index(bank, config):
     verdict = check_leak(Acceptance(), row, scanner)
     assert verdict.leak_clean is False and not verdict.accepted
     assert verdict.reasons[0].startswith("leak: ") and "identifier" in verdict.reasons[0]
-    clean = check_leak(Acceptance(), row, Scanner(build_index([{"kind": "identifier", "value": "zz-none-42"}], config.leakage)))
+    clean = check_leak(
+        Acceptance(), row, Scanner(build_index([{"kind": "identifier", "value": "zz-none-42"}], config.leakage))
+    )
     assert clean.leak_clean is True and clean.accepted
 
 

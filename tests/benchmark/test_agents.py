@@ -46,10 +46,18 @@ def test_skip_validate_loses_task_on_pitfall_instances(cfg, tmp_path):
 
 @pytest.mark.parametrize("track", TRACKS)
 def test_recovery_and_failure_variants_give_intended_verdicts(cfg, tmp_path, track):
-    run = next(r for r in heldout_suite(cfg, "final", secret=SECRET) if r.track == track and suite_instance(r, cfg).pilot_revealed)
+    run = next(
+        r
+        for r in heldout_suite(cfg, "final", secret=SECRET)
+        if r.track == track and suite_instance(r, cfg).pilot_revealed
+    )
     inst = suite_instance(run, cfg)
     rec = run_instance(inst, "recovery", tmp_path / "rec", cfg)
-    assert rec.score.items["S3"] == {"s3a_pilot_before_batch": True, "s3b_output_checked": True, "s3c_failure_fixed": True}
+    assert rec.score.items["S3"] == {
+        "s3a_pilot_before_batch": True,
+        "s3b_output_checked": True,
+        "s3c_failure_fixed": True,
+    }
     assert rec.score.stages["S3"] == 1.0 and rec.trajectory.outcome == "recovery"
     assert rec.score.overall >= 0.95
     fail = run_instance(inst, "failure", tmp_path / "fail", cfg)

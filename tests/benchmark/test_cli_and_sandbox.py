@@ -10,7 +10,21 @@ from bat.config.sandbox import SandboxConfig
 
 def test_cli_benchmark_run_json(capsys, tmp_path, monkeypatch):
     monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
-    code = main(["benchmark", "run", "--agent", "noop", "--track", "vqa", "--json", "--runtime", "inprocess", "--set", "benchmark.repeats=2"])
+    code = main(
+        [
+            "benchmark",
+            "run",
+            "--agent",
+            "noop",
+            "--track",
+            "vqa",
+            "--json",
+            "--runtime",
+            "inprocess",
+            "--set",
+            "benchmark.repeats=2",
+        ]
+    )
     assert code == 0
     out = json.loads(capsys.readouterr().out)
     assert out["runs"] == 2 and out["mean"]["overall"] == 0.0 and set(out["tracks"]) == {"vqa"}

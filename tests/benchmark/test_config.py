@@ -11,14 +11,17 @@ def test_defaults_match_the_paper_suite():
     assert cfg.heldout_seed != cfg.practice_seed
 
 
-@pytest.mark.parametrize("data,message", [
-    ({"heldout_seed": 5, "practice_seed": 5}, "must differ"),
-    ({"tracks": ["xray"]}, "classification"),
-    ({"tracks": ["vqa", "vqa"]}, "unique"),
-    ({"kind": "external"}, "external.command"),
-    ({"repeats": 0}, "greater than or equal"),
-    ({"surprise": 1}, "Extra inputs"),
-])
+@pytest.mark.parametrize(
+    "data,message",
+    [
+        ({"heldout_seed": 5, "practice_seed": 5}, "must differ"),
+        ({"tracks": ["xray"]}, "classification"),
+        ({"tracks": ["vqa", "vqa"]}, "unique"),
+        ({"kind": "external"}, "external.command"),
+        ({"repeats": 0}, "greater than or equal"),
+        ({"surprise": 1}, "Extra inputs"),
+    ],
+)
 def test_bad_values_are_refused_with_what_is_valid(data, message):
     with pytest.raises(ValidationError, match=message):
         BenchmarkConfig.model_validate(data)

@@ -30,8 +30,14 @@ def test_null_stage_is_null_not_zero():
 def test_stage_formulas():
     assert stage_score("S3", {"s3a_pilot_before_batch": False, "s3b_output_checked": True}) == 0.0
     assert stage_score("S3", {"s3a_pilot_before_batch": True, "s3b_output_checked": False}) == 0.5
-    assert stage_score("S3", {"s3a_pilot_before_batch": True, "s3b_output_checked": True, "s3c_failure_fixed": False}) == 0.5
-    assert stage_score("S3", {"s3a_pilot_before_batch": True, "s3b_output_checked": True, "s3c_failure_fixed": True}) == 1.0
+    assert (
+        stage_score("S3", {"s3a_pilot_before_batch": True, "s3b_output_checked": True, "s3c_failure_fixed": False})
+        == 0.5
+    )
+    assert (
+        stage_score("S3", {"s3a_pilot_before_batch": True, "s3b_output_checked": True, "s3c_failure_fixed": True})
+        == 1.0
+    )
     assert stage_score("S3", {"s3a_pilot_before_batch": True, "s3b_output_checked": True}) == 1.0
     assert stage_score("S4", {"s4a_all_cases_run": False, "s4b_format_valid": True}, {"completion_rate": 0.5}) == 0.75
     assert stage_score("S5", {"s5a_has_valid_results": True, "s5b_format_valid": False}) == 0.5
@@ -42,7 +48,13 @@ def test_rubric_ids_mirror_automedbench_and_reference_evidence():
     s1 = [i.id for i in rubric("S1", "detection")]
     assert s1 == ["s1a_plan_md", "s1b_plan_pipeline", "s1c_detection_model", "s1d_researched_3"]
     s2 = [i.id for i in rubric("S2", "vqa")]
-    assert s2 == ["s2a_checkpoint_downloaded", "s2b_compatibility_check", "s2c_env_setup_success", "s2d_env_fail_within_5", "s2e_model_loaded"]
+    assert s2 == [
+        "s2a_checkpoint_downloaded",
+        "s2b_compatibility_check",
+        "s2c_env_setup_success",
+        "s2d_env_fail_within_5",
+        "s2e_model_loaded",
+    ]
     for key in ("S1", "S2", "S3", "S4", "S5"):
         ev_ids = {e.id for e in evidence_requirements(key)}
         for item in rubric(key, "report"):

@@ -29,7 +29,10 @@ def test_malformed_calls_become_error_observations(env):
         assert obs.text.startswith("Error:") and not obs.record.ok and not obs.done
         assert obs.record.stage == "S1"
     assert "valid" in env.step({"name": "rm_rf", "arguments": {}}).text
-    assert "'none', 'unit_range' or 'zscore'" in env.step({"name": "run_model", "arguments": {"cases": ["all"], "normalize": "x"}}).text
+    assert (
+        "'none', 'unit_range' or 'zscore'"
+        in env.step({"name": "run_model", "arguments": {"cases": ["all"], "normalize": "x"}}).text
+    )
     assert len(env.records) == len(cases) + 2
 
 
@@ -44,7 +47,9 @@ def test_tool_errors_list_valid_choices_and_records_carry_stage(env):
 
 def test_reading_grader_path_is_a_breach_that_zeroes_the_run(env):
     obs = env.step({"name": "read_file", "arguments": {"path": "../grader/truth.json"}})
-    assert obs.record.breach and obs.done and "truth" not in obs.text.split("Error:")[-1].lower().replace("truth.json", "")
+    assert (
+        obs.record.breach and obs.done and "truth" not in obs.text.split("Error:")[-1].lower().replace("truth.json", "")
+    )
     score = env.score()
     assert score.breach and score.overall == 0.0 and score.task == 0.0
     assert all(v == 0.0 for v in score.stages.values()) and score.breach_reasons
@@ -62,7 +67,9 @@ def test_reset_rematerialises_a_fresh_workspace(env):
 def test_budget_and_observation_limits(tmp_path):
     from bat.config.root import BatConfig
 
-    cfg = BatConfig.model_validate({"benchmark": {"runtime": "inprocess", "max_tool_calls": 3, "max_observation_chars": 100}})
+    cfg = BatConfig.model_validate(
+        {"benchmark": {"runtime": "inprocess", "max_tool_calls": 3, "max_observation_chars": 100}}
+    )
     inst = generate_instance("report", "practice", 5, config=cfg.benchmark)
     e = StagedEnv(inst, tmp_path / "w", tmp_path / "g", cfg)
     e.reset()

@@ -6,7 +6,7 @@ import pytest
 from bat.benchmark.external import ExternalError, build_argv, run_external
 from bat.config.root import BatConfig
 
-EVALUATOR = r'''
+EVALUATOR = r"""
 import json, sys
 request, output, mode = sys.argv[1], sys.argv[2], sys.argv[3]
 req = json.load(open(request))
@@ -23,14 +23,22 @@ if mode == "missing_cell":
 if mode == "null":
     cells[0]["stages"]["S2"] = None
 json.dump({"cells": cells}, open(output, "w"))
-'''
+"""
 
 
 def _cfg(tmp_path, mode):
     script = tmp_path / "evaluator.py"
     script.write_text(EVALUATOR)
-    return BatConfig.model_validate({"benchmark": {"kind": "external", "tracks": ["vqa", "report"], "repeats": 2,
-                                                   "external": {"command": [sys.executable, str(script), "{request}", "{output}", mode]}}})
+    return BatConfig.model_validate(
+        {
+            "benchmark": {
+                "kind": "external",
+                "tracks": ["vqa", "report"],
+                "repeats": 2,
+                "external": {"command": [sys.executable, str(script), "{request}", "{output}", mode]},
+            }
+        }
+    )
 
 
 def test_external_cells_are_parsed_and_scored(tmp_path):
@@ -41,7 +49,15 @@ def test_external_cells_are_parsed_and_scored(tmp_path):
     assert request["stages"] == ["S1", "S2", "S3", "S4", "S5"] and request["checkpoint"] == "ckpt"
 
 
-@pytest.mark.parametrize("mode,message", [("dup", "duplicate"), ("range", "less than or equal|out of"), ("missing_stage", "must be exactly"), ("missing_cell", "missing cells")])
+@pytest.mark.parametrize(
+    "mode,message",
+    [
+        ("dup", "duplicate"),
+        ("range", "less than or equal|out of"),
+        ("missing_stage", "must be exactly"),
+        ("missing_cell", "missing cells"),
+    ],
+)
 def test_external_output_is_validated_strictly(tmp_path, mode, message):
     with pytest.raises(ExternalError, match=message):
         run_external("ckpt", tmp_path, _cfg(tmp_path, mode))

@@ -1,7 +1,13 @@
 import pytest
 
 from bat.benchmark import (
-    fingerprint_entries, generate_instance, heldout_suite, instance_identifiers, materialize, practice_instance, practice_seed,
+    fingerprint_entries,
+    generate_instance,
+    heldout_suite,
+    instance_identifiers,
+    materialize,
+    practice_instance,
+    practice_seed,
     suite_instance,
 )
 from bat.benchmark.secret import HeldoutSecret
@@ -26,7 +32,9 @@ def test_heldout_and_practice_share_no_identifiers(fast_config):
     practice = set()
     for track in TRACKS:
         for i in range(8):
-            practice |= instance_identifiers(practice_instance(track, practice_seed(track, i, fast_config), fast_config))
+            practice |= instance_identifiers(
+                practice_instance(track, practice_seed(track, i, fast_config), fast_config)
+            )
     assert len(heldout) > 100 and len(practice) > 100
     assert heldout.isdisjoint(practice)
 
@@ -66,8 +74,10 @@ def test_practice_teacher_rows_scan_clean_against_the_heldout_index(fast_config,
     scanner = Scanner(build_index(fingerprint_entries(fast_config, secret=SECRET), fast_config.leakage))
     practice = practice_instance("vqa", practice_seed("vqa", 1, fast_config), fast_config)
     ep = run_instance(practice, "recovery", tmp_path / "p", fast_config)
-    row = {"brief": practice.files["task/README.md"].decode(),
-           "turns": [{"thought": t.thought, "call": t.call, "observation": t.observation} for t in ep.trajectory.turns]}
+    row = {
+        "brief": practice.files["task/README.md"].decode(),
+        "turns": [{"thought": t.thought, "call": t.call, "observation": t.observation} for t in ep.trajectory.turns],
+    }
     assert scanner.scan_row(row).findings == []
     heldout = suite_instance(heldout_suite(fast_config, "controller", secret=SECRET)[0], fast_config)
     assert scanner.scan_row({"brief": heldout.files["task/README.md"].decode()}).findings

@@ -15,10 +15,10 @@ from bat.config.root import BatConfig
 class _FakeJudge(BaseHTTPRequestHandler):
     verdict = False
 
-    def do_POST(self):  # noqa: N802 - http.server API
+    def do_POST(self):
         body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
         ids = json.loads(body["messages"][-1]["content"].rsplit("Item ids: ", 1)[1])
-        reply = {"choices": [{"message": {"content": json.dumps({"verdicts": {i: self.verdict for i in ids}})}}]}
+        reply = {"choices": [{"message": {"content": json.dumps({"verdicts": dict.fromkeys(ids, self.verdict)})}}]}
         data = json.dumps(reply).encode()
         self.send_response(200)
         self.send_header("Content-Type", "application/json")
@@ -40,8 +40,12 @@ def judge_url():
 
 
 def _cfg(url: str) -> BatConfig:
-    return BatConfig.model_validate({"benchmark": {"runtime": "inprocess"},
-                                     "verify": {"judge": {"enabled": True, "base_url": url, "max_retries": 0, "timeout_s": 5}}})
+    return BatConfig.model_validate(
+        {
+            "benchmark": {"runtime": "inprocess"},
+            "verify": {"judge": {"enabled": True, "base_url": url, "max_retries": 0, "timeout_s": 5}},
+        }
+    )
 
 
 def test_configured_judge_decides_judgment_items(judge_url, tmp_path):

@@ -20,5 +20,7 @@ def test_config_check_ok_and_failure(tmp_path: Path, capsys) -> None:
 
 
 def test_console_script_help_lists_groups() -> None:
-    out = subprocess.run([sys.executable, "-m", "bat.cli.main", "--help"], capture_output=True, text=True, check=True).stdout
+    out = subprocess.run(
+        [sys.executable, "-m", "bat.cli.main", "--help"], capture_output=True, text=True, check=True
+    ).stdout
     assert "config" in out and "bench" in out

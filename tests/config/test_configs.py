@@ -5,8 +5,8 @@ from pathlib import Path
 import pytest
 
 from bat.config import ConfigError, config_hash, load_config
-from bat.state.layout import RunLayout
 from bat.config.run_record import RunConfigMismatch, open_run
+from bat.state.layout import RunLayout
 
 CONFIG_DIR = Path(__file__).resolve().parents[2] / "configs"
 EXPERIMENTS = CONFIG_DIR / "experiments"

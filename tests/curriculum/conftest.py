@@ -1,7 +1,6 @@
 """Fixtures of outer-loop tests."""
 
 import pytest
-
 from curriculum_helpers import build_agg
 
 

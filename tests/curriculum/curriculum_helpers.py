@@ -16,17 +16,35 @@ STAGES = ("S1", "S2", "S3", "S4", "S5")
 TRACKS = ("classification", "detection", "segmentation")
 
 
-def build_agg(round_index: int, overall: float, *, task: float | None = None, stages: dict | None = None,
-              tracks: dict | None = None, checkpoint: str | None = None) -> EvalAggregate:
-    stages = stages or {k: overall for k in STAGES}
+def build_agg(
+    round_index: int,
+    overall: float,
+    *,
+    task: float | None = None,
+    stages: dict | None = None,
+    tracks: dict | None = None,
+    checkpoint: str | None = None,
+) -> EvalAggregate:
+    stages = stages or dict.fromkeys(STAGES, overall)
     task = overall if task is None else task
-    tracks = tracks or {t: overall for t in TRACKS}
+    tracks = tracks or dict.fromkeys(TRACKS, overall)
     return EvalAggregate(
-        round=round_index, split="controller", checkpoint=checkpoint or f"ckpt/r{round_index}",
-        checkpoint_digest=f"d{round_index}", suite_version="suite-1", harness_version="h-1", manifest_digest="m",
-        stage_keys=list(STAGES), stages=dict(stages), task=task, agentic=2 * overall - task, overall=overall,
-        half_widths={}, tracks={t: TrackAggregate(track=t, n_runs=2, overall=v, task=v, agentic=v) for t, v in tracks.items()},
-        n_runs=2 * len(tracks), routable=True,
+        round=round_index,
+        split="controller",
+        checkpoint=checkpoint or f"ckpt/r{round_index}",
+        checkpoint_digest=f"d{round_index}",
+        suite_version="suite-1",
+        harness_version="h-1",
+        manifest_digest="m",
+        stage_keys=list(STAGES),
+        stages=dict(stages),
+        task=task,
+        agentic=2 * overall - task,
+        overall=overall,
+        half_widths={},
+        tracks={t: TrackAggregate(track=t, n_runs=2, overall=v, task=v, agentic=v) for t, v in tracks.items()},
+        n_runs=2 * len(tracks),
+        routable=True,
     )
 
 
@@ -34,14 +52,29 @@ def bank_row(state_id, stage):
     """A complete RL row (no state package behind it: routing and planning never open one)."""
     task = PracticeTask(task_id=f"task-{state_id}", track="classification", seed=1, variant="expert")
     return BankRow(
-        state_id=state_id, stage=stage, track="classification", outcome="success",
-        reward_source="e2e_rubric_task" if stage == "E2E" else "stage_rubric", task=task,
+        state_id=state_id,
+        stage=stage,
+        track="classification",
+        outcome="success",
+        reward_source="e2e_rubric_task" if stage == "E2E" else "stage_rubric",
+        task=task,
         state=StateRef(path=f"states/{state_id}", digest="sha256:" + "0" * 64, files=0, bytes=0),
-        prompt=[ChatMessage(role="system", content="You are a careful imaging agent."),
-                ChatMessage(role="user", content=f"Stage {stage}: continue the fictional task {state_id}.")],
-        rubric=[], evidence=[], skill="skill",
-        provenance=Provenance(source="practice:classification", generator="test", generator_version="0",
-                              teacher="scripted:expert", seeds={"task": 1}, trajectory_id="trj", prefix_turns=0),
+        prompt=[
+            ChatMessage(role="system", content="You are a careful imaging agent."),
+            ChatMessage(role="user", content=f"Stage {stage}: continue the fictional task {state_id}."),
+        ],
+        rubric=[],
+        evidence=[],
+        skill="skill",
+        provenance=Provenance(
+            source="practice:classification",
+            generator="test",
+            generator_version="0",
+            teacher="scripted:expert",
+            seeds={"task": 1},
+            trajectory_id="trj",
+            prefix_turns=0,
+        ),
     )
 
 
@@ -54,9 +87,19 @@ def make_bank(layout, per_stage=6):
         atomic_write_json(BankVersionLayout(build).rl_index, build_index(rows))
         return {"rl": len(rows)}
 
-    bank = store.write_version(layout, fill, dict(fingerprint="fp", generator_versions={"bank": "1"}, seeds={"bank": 1},
-                                                  reduction_grid="v1", stages=list(STAGES), tracks=["classification"],
-                                                  config={}))
+    bank = store.write_version(
+        layout,
+        fill,
+        dict(
+            fingerprint="fp",
+            generator_versions={"bank": "1"},
+            seeds={"bank": 1},
+            reduction_grid="v1",
+            stages=list(STAGES),
+            tracks=["classification"],
+            config={},
+        ),
+    )
     (bank.path / "leakage.json").write_text(json.dumps({"verdict": "admitted", "rows_scanned": len(rows)}))
     (bank.files.admitted_marker).write_text("")
     return layout

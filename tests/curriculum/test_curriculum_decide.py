@@ -10,15 +10,17 @@ from bat.schemas.evaluation import NullCell
 STAGES = ("S1", "S2", "S3", "S4", "S5")
 
 
-def _run(make_agg, overalls, cfg=CurriculumConfig(), kls=None):
+def _run(make_agg, overalls, cfg=None, kls=None):
     """Feed a sequence of controller Overall scores through `decide`, carrying best and history as route does."""
+    cfg = cfg if cfg is not None else CurriculumConfig()
     arm = resolve_arm(cfg)
     best, history, decisions = None, History(), []
     for r, overall in enumerate(overalls):
         agg = make_agg(r, overall)
         kl = kls[r] if kls else None
-        decision, best = decide(round_index=r, arm=arm, cfg=cfg, stage_keys=STAGES, candidate=agg, best=best,
-                                history=history, kl=kl)
+        decision, best = decide(
+            round_index=r, arm=arm, cfg=cfg, stage_keys=STAGES, candidate=agg, best=best, history=history, kl=kl
+        )
         history = History(previous_overall=overall, drop_counter=decision.drop_counter, previous=snapshot(agg))
         decisions.append(decision)
     return decisions, best
@@ -62,8 +64,15 @@ def test_held_gate_routes_to_largest_regression(make_agg):
     assert (d0.action, d0.target_stage, d0.rule) == ("bootstrap", "S4", "lowest")
     assert d0.mixture == {"S-target": 4, "S-mix": 2, "E2E": 2}
     r1 = make_agg(1, 0.45, stages={**base, "S3": 0.5, "S4": 0.25})
-    d1, best1 = decide(round_index=1, arm=arm, cfg=cfg, stage_keys=STAGES, candidate=r1, best=best,
-                       history=History(previous_overall=0.5, previous=snapshot(r0)))
+    d1, best1 = decide(
+        round_index=1,
+        arm=arm,
+        cfg=cfg,
+        stage_keys=STAGES,
+        candidate=r1,
+        best=best,
+        history=History(previous_overall=0.5, previous=snapshot(r0)),
+    )
     assert d1.action == "hold" and "overall_drop" in d1.reason
     assert (d1.target_stage, d1.rule) == ("S3", "largest_regression")
     assert best1 == best and d1.start_checkpoint == "ckpt/r0"
@@ -71,10 +80,19 @@ def test_held_gate_routes_to_largest_regression(make_agg):
 
 
 def test_null_cells_stop_routing(make_agg):
-    agg = make_agg(0, 0.5).model_copy(update={"routable": False, "null_cells": [NullCell(track="detection", repeat=3, field="S2")]})
+    agg = make_agg(0, 0.5).model_copy(
+        update={"routable": False, "null_cells": [NullCell(track="detection", repeat=3, field="S2")]}
+    )
     with pytest.raises(NullCellsError, match="detection#3:S2"):
-        decide(round_index=0, arm=resolve_arm(CurriculumConfig()), cfg=CurriculumConfig(), stage_keys=STAGES,
-               candidate=agg, best=None, history=History())
+        decide(
+            round_index=0,
+            arm=resolve_arm(CurriculumConfig()),
+            cfg=CurriculumConfig(),
+            stage_keys=STAGES,
+            candidate=agg,
+            best=None,
+            history=History(),
+        )
 
 
 def test_baseline_arms(make_agg):

@@ -24,25 +24,43 @@ def test_identical_candidate_passes_every_check(best):
     result = evaluate_gate(best, best, TrainingHealth(total=10), G)
     assert result.passed and not result.failed
     names = {c.name for c in result.checks}
-    assert {"overall_drop", "task_drop", "track_drop", "catastrophic", "training_health",
-            "late_stage_drop:S3", "late_stage_drop:S4", "late_stage_drop:S5"} <= names
+    assert {
+        "overall_drop",
+        "task_drop",
+        "track_drop",
+        "catastrophic",
+        "training_health",
+        "late_stage_drop:S3",
+        "late_stage_drop:S4",
+        "late_stage_drop:S5",
+    } <= names
 
 
 @pytest.mark.parametrize("overall, ok", [(0.49, True), (0.485, False)])
 def test_overall_drop(make_agg, best, overall, ok):
-    cand = snapshot(make_agg(2, overall, task=0.5, stages=STAGES, tracks={"classification": 0.5, "detection": 0.5, "segmentation": 0.5}))
+    cand = snapshot(
+        make_agg(
+            2, overall, task=0.5, stages=STAGES, tracks={"classification": 0.5, "detection": 0.5, "segmentation": 0.5}
+        )
+    )
     assert _check(evaluate_gate(cand, best, None, G), "overall_drop").passed is ok
 
 
 @pytest.mark.parametrize("task, ok", [(0.47, True), (0.46, False)])
 def test_task_drop(make_agg, best, task, ok):
-    cand = snapshot(make_agg(2, 0.5, task=task, stages=STAGES, tracks={"classification": 0.5, "detection": 0.5, "segmentation": 0.5}))
+    cand = snapshot(
+        make_agg(
+            2, 0.5, task=task, stages=STAGES, tracks={"classification": 0.5, "detection": 0.5, "segmentation": 0.5}
+        )
+    )
     assert _check(evaluate_gate(cand, best, None, G), "task_drop").passed is ok
 
 
 @pytest.mark.parametrize("track, ok", [(0.45, True), (0.44, False)])
 def test_track_drop(make_agg, best, track, ok):
-    cand = snapshot(make_agg(2, 0.5, stages=STAGES, tracks={"classification": 0.55, "detection": track, "segmentation": 0.5}))
+    cand = snapshot(
+        make_agg(2, 0.5, stages=STAGES, tracks={"classification": 0.55, "detection": track, "segmentation": 0.5})
+    )
     check = _check(evaluate_gate(cand, best, None, G), "track_drop")
     assert check.passed is ok and "detection" in check.detail
 
@@ -68,11 +86,14 @@ def test_catastrophic_drop(make_agg, best, value, ok):
     assert check.passed is ok and "stage:S1" in check.detail
 
 
-@pytest.mark.parametrize("health, ok", [
-    (TrainingHealth(metrics_finite=True, aborted=2, total=8), True),
-    (TrainingHealth(metrics_finite=True, aborted=3, total=8), False),
-    (TrainingHealth(metrics_finite=False, aborted=0, total=8), False),
-])
+@pytest.mark.parametrize(
+    "health, ok",
+    [
+        (TrainingHealth(metrics_finite=True, aborted=2, total=8), True),
+        (TrainingHealth(metrics_finite=True, aborted=3, total=8), False),
+        (TrainingHealth(metrics_finite=False, aborted=0, total=8), False),
+    ],
+)
 def test_training_health(best, health, ok):
     result = evaluate_gate(best, best, health, G)
     assert _check(result, "training_health").passed is ok
@@ -80,7 +101,11 @@ def test_training_health(best, health, ok):
 
 
 def test_thresholds_are_configurable(make_agg, best):
-    cand = snapshot(make_agg(2, 0.45, task=0.5, stages=STAGES, tracks={"classification": 0.5, "detection": 0.5, "segmentation": 0.5}))
+    cand = snapshot(
+        make_agg(
+            2, 0.45, task=0.5, stages=STAGES, tracks={"classification": 0.5, "detection": 0.5, "segmentation": 0.5}
+        )
+    )
     assert not evaluate_gate(cand, best, None, G).passed
     assert evaluate_gate(cand, best, None, GateConfig(max_overall_drop=0.05)).passed
 
@@ -92,8 +117,13 @@ def test_training_health_read_from_done_counts(tmp_path):
 
     layout = RunLayout(tmp_path / "run")
     assert training_health(layout, 0) is None and training_health(layout, 1) is None
-    write_done(layout.phase_dir(1, "rollout"), phase="rollout", config_hash="h", round_index=1,
-               counts={"rollouts": 32, "valid": 28})
+    write_done(
+        layout.phase_dir(1, "rollout"),
+        phase="rollout",
+        config_hash="h",
+        round_index=1,
+        counts={"rollouts": 32, "valid": 28},
+    )
     write_done(layout.phase_dir(1, "grpo"), phase="grpo", config_hash="h", round_index=1, counts={"loss": float("nan")})
     health = training_health(layout, 1)
     assert (health.aborted, health.total, health.metrics_finite) == (4, 32, False)

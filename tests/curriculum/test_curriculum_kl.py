@@ -1,6 +1,7 @@
 """Fallback by KL on real checkpoints: route measures KL(candidate || best) on held-back bank probe prompts."""
 
 import pytest
+from curriculum_helpers import build_agg, make_bank
 
 from bat.config.root import BatConfig
 from bat.curriculum.phase import run_route
@@ -9,8 +10,6 @@ from bat.phase.context import PhaseContext
 from bat.schemas.routing import RoundPlan
 from bat.state.atomic import read_json
 from bat.state.layout import RunLayout
-
-from curriculum_helpers import build_agg, make_bank
 
 
 @pytest.fixture(scope="module")
@@ -40,8 +39,12 @@ def checkpoints(tmp_path_factory):
 def test_kl_above_tau_falls_back_to_the_best(tmp_path, checkpoints):
     base, moved = checkpoints
     layout = make_bank(RunLayout(tmp_path / "run").ensure(), per_stage=4)
-    cfg = BatConfig.model_validate({"run": {"rounds": 3}, "curriculum": {
-        "batches_per_round": 1, "fallback": {"kl_prompts": 4, "kl_new_tokens": 8, "kl_tau": 0.1}}})
+    cfg = BatConfig.model_validate(
+        {
+            "run": {"rounds": 3},
+            "curriculum": {"batches_per_round": 1, "fallback": {"kl_prompts": 4, "kl_new_tokens": 8, "kl_tau": 0.1}},
+        }
+    )
     write_aggregate(layout, build_agg(0, 0.40, checkpoint=str(base)))
     run_route(PhaseContext(config=cfg, layout=layout, round=0, phase="route"))
     write_aggregate(layout, build_agg(1, 0.45, checkpoint=str(moved)))  # better scores, but a large policy shift

@@ -22,7 +22,11 @@ def test_switched_off_pool_is_renormalised():
 
 
 def test_sampling_is_exact_and_without_replacement_inside_a_round():
-    ids = {"S-target": [f"t{i}" for i in range(16)], "S-mix": [f"m{i}" for i in range(8)], "E2E": [f"e{i}" for i in range(8)]}
+    ids = {
+        "S-target": [f"t{i}" for i in range(16)],
+        "S-mix": [f"m{i}" for i in range(8)],
+        "E2E": [f"e{i}" for i in range(8)],
+    }
     counts = {"S-target": 4, "S-mix": 2, "E2E": 2}
     batches, passes = sample_round(ids, counts, 4, seed=7, exhausted="error")
     assert len(batches) == 4

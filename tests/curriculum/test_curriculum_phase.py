@@ -1,19 +1,18 @@
 """The route phase end to end on disk: aggregates -> decision, best.json, next plan, report + plots (under the guard)."""
 
 import pytest
+from curriculum_helpers import build_agg, make_bank
 
 from bat.config.root import BatConfig
 from bat.curriculum.decide import NullCellsError
 from bat.curriculum.phase import run_route
-from bat.phase.guard import guard_phase
 from bat.evaluate.store import write_aggregate
 from bat.phase.context import PhaseContext
+from bat.phase.guard import guard_phase
 from bat.schemas.evaluation import NullCell
 from bat.schemas.routing import RoundPlan
 from bat.state.atomic import read_json
 from bat.state.layout import RunLayout
-
-from curriculum_helpers import build_agg, make_bank
 
 
 @pytest.fixture
@@ -61,7 +60,9 @@ def test_route_rounds_write_decisions_plans_best_and_reports(layout):
 
 
 def test_route_stops_on_null_cells(layout):
-    agg = build_agg(0, 0.4).model_copy(update={"routable": False, "null_cells": [NullCell(track="detection", repeat=1, field="task")]})
+    agg = build_agg(0, 0.4).model_copy(
+        update={"routable": False, "null_cells": [NullCell(track="detection", repeat=1, field="task")]}
+    )
     write_aggregate(layout, agg)
     with pytest.raises(NullCellsError, match="detection#1:task"):
         _route(layout, 0)

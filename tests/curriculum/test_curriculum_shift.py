@@ -1,9 +1,9 @@
 """Domain-shift detector: tracks collapsing while the track mean holds; changed track sets."""
 
+from curriculum_helpers import build_agg
+
 from bat.curriculum.decide import snapshot
 from bat.curriculum.shift import detect_domain_shift
-
-from curriculum_helpers import build_agg
 
 
 def _snap(r, tracks):
@@ -20,7 +20,9 @@ def test_shift_detected_when_a_track_collapses_but_the_mean_holds():
 
 def test_no_shift_for_uniform_moves_or_first_round():
     prev = _snap(0, {"classification": 0.5, "detection": 0.5, "segmentation": 0.5})
-    down = _snap(1, {"classification": 0.35, "detection": 0.38, "segmentation": 0.36})  # everything fell: a drop, not a shift
+    down = _snap(
+        1, {"classification": 0.35, "detection": 0.38, "segmentation": 0.36}
+    )  # everything fell: a drop, not a shift
     assert not detect_domain_shift(prev, down, 0.10).detected
     up = _snap(1, {"classification": 0.55, "detection": 0.52, "segmentation": 0.56})
     assert not detect_domain_shift(prev, up, 0.10).detected

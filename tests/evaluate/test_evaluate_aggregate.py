@@ -11,13 +11,13 @@ KEYS = tuple(W)
 
 # track, repeat, stages, task  -> hand-computed Agentic / Overall in comments
 TABLE = [
-    ("A", 0, dict(S1=1, S2=1, S3=0.5, S4=1, S5=1), 0.8),      # agentic .825    overall .8125
-    ("A", 1, dict(S1=0, S2=1, S3=0, S4=0.5, S5=1), 0.2),      # agentic .325    overall .2625
-    ("B", 0, dict(S1=1, S2=1, S3=1, S4=1, S5=1), 1.0),        # agentic 1       overall 1
-    ("B", 1, dict(S1=1, S2=0, S3=1, S4=1, S5=0), 0.0),        # agentic .75     overall .375
-    ("B", 2, dict(S1=1, S2=1, S3=0, S4=1), 0.6),              # S5 n/a: agentic .55/.9 = .61111  overall .60556
-    ("C", 0, dict(S1=.5, S2=.5, S3=.5, S4=.5, S5=.5), 0.5),   # agentic .5      overall .5
-    ("C", 1, dict(S1=.5, S2=.5, S3=.5, S4=.5, S5=.5), 0.3),   # agentic .5      overall .4
+    ("A", 0, dict(S1=1, S2=1, S3=0.5, S4=1, S5=1), 0.8),  # agentic .825    overall .8125
+    ("A", 1, dict(S1=0, S2=1, S3=0, S4=0.5, S5=1), 0.2),  # agentic .325    overall .2625
+    ("B", 0, dict(S1=1, S2=1, S3=1, S4=1, S5=1), 1.0),  # agentic 1       overall 1
+    ("B", 1, dict(S1=1, S2=0, S3=1, S4=1, S5=0), 0.0),  # agentic .75     overall .375
+    ("B", 2, dict(S1=1, S2=1, S3=0, S4=1), 0.6),  # S5 n/a: agentic .55/.9 = .61111  overall .60556
+    ("C", 0, dict(S1=0.5, S2=0.5, S3=0.5, S4=0.5, S5=0.5), 0.5),  # agentic .5      overall .5
+    ("C", 1, dict(S1=0.5, S2=0.5, S3=0.5, S4=0.5, S5=0.5), 0.3),  # agentic .5      overall .4
 ]
 
 
@@ -25,14 +25,33 @@ def _runs(table=TABLE, split="controller"):
     runs = []
     for track, rep, stages, task in table:
         agentic, overall = run_metrics(stages, task, W)
-        runs.append(EvalRun(run_id=f"{track}-{rep}", split=split, track=track, repeat=rep, seed=rep,
-                            stages=stages, task=task, agentic=agentic, overall=overall))
+        runs.append(
+            EvalRun(
+                run_id=f"{track}-{rep}",
+                split=split,
+                track=track,
+                repeat=rep,
+                seed=rep,
+                stages=stages,
+                task=task,
+                agentic=agentic,
+                overall=overall,
+            )
+        )
     return runs
 
 
 def _agg(runs):
-    return aggregate_runs(runs, stage_keys=KEYS, round_index=1, checkpoint="c", checkpoint_digest="d",
-                          suite_version="s", harness_version="h", manifest_digest="m")
+    return aggregate_runs(
+        runs,
+        stage_keys=KEYS,
+        round_index=1,
+        checkpoint="c",
+        checkpoint_digest="d",
+        suite_version="s",
+        harness_version="h",
+        manifest_digest="m",
+    )
 
 
 def test_run_metrics_by_hand():
@@ -60,7 +79,7 @@ def test_two_level_aggregation_matches_hand_table():
     pooled = sum(r.overall for r in _runs()) / 7
     assert abs(agg.overall - pooled) > 1e-3
     # half-width across the 3 track means: t(0.975, 2) * sd / sqrt(3)
-    assert agg.half_widths["overall"] == pytest.approx(4.302652729749464 * 0.10558228760486121 / 3 ** 0.5)
+    assert agg.half_widths["overall"] == pytest.approx(4.302652729749464 * 0.10558228760486121 / 3**0.5)
     assert agg.routable and not agg.null_cells and agg.n_runs == 7
     assert pct(agg.overall) == "54.9" and pct_delta(0.5, agg.overall) == "+4.9"
 

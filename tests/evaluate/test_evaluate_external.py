@@ -9,7 +9,7 @@ from bat.config import parse_config
 from bat.evaluate.runner import evaluate_split
 from bat.state.layout import RunLayout
 
-EVALUATOR = textwrap.dedent('''
+EVALUATOR = textwrap.dedent("""
     import json, sys
     request = json.load(open(sys.argv[1]))
     cells = []
@@ -20,7 +20,7 @@ EVALUATOR = textwrap.dedent('''
                           "task": None if null else 0.2 * (t + 1),
                           "stages": {k: (None if null else 0.5) for k in request["stages"]}})
     json.dump({"cells": cells}, open(request["output"], "w"))
-''')
+""")
 
 
 def test_external_evaluator_cells_are_aggregated_and_nulls_reported(tmp_path):
@@ -29,8 +29,16 @@ def test_external_evaluator_cells_are_aggregated_and_nulls_reported(tmp_path):
     ckpt = tmp_path / "ckpt"
     ckpt.mkdir()
     (ckpt / "model.safetensors").write_bytes(b"weights")
-    cfg = parse_config({"benchmark": {"kind": "external", "tracks": ["classification", "vqa"], "repeats": 2,
-                                      "external": {"command": [sys.executable, str(script), "{request}"]}}})
+    cfg = parse_config(
+        {
+            "benchmark": {
+                "kind": "external",
+                "tracks": ["classification", "vqa"],
+                "repeats": 2,
+                "external": {"command": [sys.executable, str(script), "{request}"]},
+            }
+        }
+    )
     layout = RunLayout(tmp_path / "run").ensure()
     agg, written = evaluate_split(cfg, layout, 0, "controller", str(ckpt), driver=None, config_hash="x")  # type: ignore[arg-type]
     assert agg.n_runs == 4 and agg.tracks["classification"].task == pytest.approx(0.2)

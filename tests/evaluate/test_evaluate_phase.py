@@ -69,23 +69,38 @@ def test_null_runs_are_retried_then_reported(layout):
 
     def engine_outage(prepared):  # test double for an engine that is down for one run, on every attempt
         infos = expert(prepared)
-        return [EpisodeInfo("error", 0, "engine: ConnectionError") if p.run.run_id in outage else i
-                for p, i in zip(prepared, infos)]
+        return [
+            EpisodeInfo("error", 0, "engine: ConnectionError") if p.run.run_id in outage else i
+            for p, i in zip(prepared, infos)
+        ]
 
-    agg, _ = evaluate_split(_cfg(null_retries=1), layout, 1, "controller", "scripted:expert", engine_outage, config_hash="x")
+    agg, _ = evaluate_split(
+        _cfg(null_retries=1), layout, 1, "controller", "scripted:expert", engine_outage, config_hash="x"
+    )
     assert not agg.routable and agg.overall is None and agg.tracks["vqa"].overall is None
     assert agg.tracks["classification"].overall == pytest.approx(1.0)
     assert {(c.track, c.repeat, c.field) for c in agg.null_cells} >= {("vqa", 1, "task"), ("vqa", 1, "S1")}
     assert all(c.reason == "engine: ConnectionError" for c in agg.null_cells)
     outage.clear()  # the outage is repaired: re-running the evaluation fills the null cells
-    agg, _ = evaluate_split(_cfg(null_retries=1), layout, 1, "controller", "scripted:expert", engine_outage, config_hash="x")
+    agg, _ = evaluate_split(
+        _cfg(null_retries=1), layout, 1, "controller", "scripted:expert", engine_outage, config_hash="x"
+    )
     assert agg.routable and agg.overall == pytest.approx(1.0)
 
 
 def test_evaluation_resumes_from_partial_runs(layout):
     cfg = _cfg()
-    done = EvalRun(run_id="controller-classification-r00", split="controller", track="classification", repeat=0, seed=1,
-                   stages={k: 0.5 for k in cfg.stage_keys}, task=0.5, agentic=0.5, overall=0.5)
+    done = EvalRun(
+        run_id="controller-classification-r00",
+        split="controller",
+        track="classification",
+        repeat=0,
+        seed=1,
+        stages=dict.fromkeys(cfg.stage_keys, 0.5),
+        task=0.5,
+        agentic=0.5,
+        overall=0.5,
+    )
     run_secret(layout)  # the run started (bat run creates the held-out secret) before its evaluation was cut off
     append_jsonl(partial_runs_path(layout, 2, "controller"), [done])
     played = []
@@ -113,18 +128,29 @@ def test_unknown_agent_and_missing_checkpoint(layout):
 def test_policy_checkpoint_through_the_rollout_loop(layout, tmp_path):
     from bat.policy.tiny import build_tiny_model
 
-    cfg = parse_config({"benchmark": {"tracks": ["vqa"], "repeats": 1, "runtime": "inprocess"},
-                        "rollout": {"budgets": {"max_new_tokens_per_turn": 16, "max_assistant_turns": 2, "max_tool_calls": 2}}})
+    cfg = parse_config(
+        {
+            "benchmark": {"tracks": ["vqa"], "repeats": 1, "runtime": "inprocess"},
+            "rollout": {"budgets": {"max_new_tokens_per_turn": 16, "max_assistant_turns": 2, "max_tool_calls": 2}},
+        }
+    )
     ckpt = build_tiny_model(tmp_path / "tiny", cfg.model.tiny, 7)
     driver, close = policy_driver(cfg, ckpt)
     try:
-        agg, written = evaluate_split(cfg, layout, 0, "controller", str(ckpt), driver, config_hash="x")
+        agg, _written = evaluate_split(cfg, layout, 0, "controller", str(ckpt), driver, config_hash="x")
     finally:
         close()
     assert agg.routable and agg.n_runs == 1 and 0.0 <= agg.overall <= 1.0
     assert len(agg.checkpoint_digest) == 64
     run = json.loads(heldout_runs_path(layout, 0, "controller").read_text().splitlines()[0])
-    assert run["end_reason"] in ("no_tool_call", "max_turns", "max_tool_calls", "done", "context_length", "max_response_tokens")
+    assert run["end_reason"] in (
+        "no_tool_call",
+        "max_turns",
+        "max_tool_calls",
+        "done",
+        "context_length",
+        "max_response_tokens",
+    )
 
 
 def test_opening_messages_match_the_bank_e2e_prompt_shape():
@@ -143,8 +169,13 @@ def test_round_zero_also_scores_the_base_policy_once(layout, tmp_path):
     from bat.report.summary import progress_rows, run_views
     from bat.state.markers import write_done
 
-    cfg = parse_config({"benchmark": {"tracks": ["vqa"], "repeats": 1, "runtime": "inprocess"}, "run": {"rounds": 1},
-                        "rollout": {"budgets": {"max_new_tokens_per_turn": 8, "max_assistant_turns": 1, "max_tool_calls": 1}}})
+    cfg = parse_config(
+        {
+            "benchmark": {"tracks": ["vqa"], "repeats": 1, "runtime": "inprocess"},
+            "run": {"rounds": 1},
+            "rollout": {"budgets": {"max_new_tokens_per_turn": 8, "max_assistant_turns": 1, "max_tool_calls": 1}},
+        }
+    )
     base = build_tiny_model(tmp_path / "base", cfg.model.tiny, 7)
     candidate = build_tiny_model(tmp_path / "sft", cfg.model.tiny, 8)
     cfg = cfg.model_copy(update={"model": cfg.model.model_copy(update={"path": str(base)})})
@@ -162,4 +193,7 @@ def test_round_zero_also_scores_the_base_policy_once(layout, tmp_path):
     again = run_evaluate(ctx)  # a rerun keeps the finished base evaluation
     assert runs.stat().st_mtime_ns == before and again.counts["base_controller_runs"] == 1
     off = cfg.model_copy(update={"evaluate": cfg.evaluate.model_copy(update={"base_model": False})})
-    assert "base_controller_runs" not in run_evaluate(PhaseContext(config=off, layout=layout, round=0, phase="evaluate")).counts
+    assert (
+        "base_controller_runs"
+        not in run_evaluate(PhaseContext(config=off, layout=layout, round=0, phase="evaluate")).counts
+    )

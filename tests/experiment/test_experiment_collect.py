@@ -13,13 +13,28 @@ STAGES = ["S1", "S2"]
 
 
 def _agg(track_overall: dict[str, float]) -> EvalAggregate:
-    tracks = {t: TrackAggregate(track=t, n_runs=1, stages={"S1": v, "S2": v / 2}, task=v, agentic=v, overall=v)
-              for t, v in track_overall.items()}
+    tracks = {
+        t: TrackAggregate(track=t, n_runs=1, stages={"S1": v, "S2": v / 2}, task=v, agentic=v, overall=v)
+        for t, v in track_overall.items()
+    }
     mean = sum(track_overall.values()) / len(track_overall)
-    return EvalAggregate(round=1, split="final", checkpoint="c", checkpoint_digest="d", suite_version="s",
-                         harness_version="h", manifest_digest="m", stage_keys=STAGES,
-                         stages={"S1": mean, "S2": mean / 2}, task=mean, agentic=mean, overall=mean,
-                         tracks=tracks, n_runs=len(tracks), routable=True)
+    return EvalAggregate(
+        round=1,
+        split="final",
+        checkpoint="c",
+        checkpoint_digest="d",
+        suite_version="s",
+        harness_version="h",
+        manifest_digest="m",
+        stage_keys=STAGES,
+        stages={"S1": mean, "S2": mean / 2},
+        task=mean,
+        agentic=mean,
+        overall=mean,
+        tracks=tracks,
+        n_runs=len(tracks),
+        routable=True,
+    )
 
 
 def test_arm_summary_averages_seeds_per_track_then_tracks() -> None:
@@ -28,7 +43,7 @@ def test_arm_summary_averages_seeds_per_track_then_tracks() -> None:
     track_means = [0.3, 0.3, 0.7]
     assert s["n_seeds"] == 2 and s["track_means"]["overall"] == pytest.approx(dict(zip("abc", track_means)))
     assert s["mean"]["overall"] == pytest.approx(sum(track_means) / 3)
-    expected_hw = stats.t.ppf(0.975, 2) * statistics.stdev(track_means) / 3 ** 0.5
+    expected_hw = stats.t.ppf(0.975, 2) * statistics.stdev(track_means) / 3**0.5
     assert s["half_width"]["overall"] == pytest.approx(expected_hw)
     assert s["seed_sd"]["overall"] == pytest.approx(statistics.stdev([0.5, 1.1 / 3]))
     assert s["seed_min"]["overall"] == pytest.approx(1.1 / 3) and s["seed_max"]["overall"] == pytest.approx(0.5)
@@ -37,8 +52,9 @@ def test_arm_summary_averages_seeds_per_track_then_tracks() -> None:
 
 def test_null_track_makes_metric_null_and_empty_arm_is_empty() -> None:
     agg = _agg({"a": 0.2, "b": 0.4})
-    broken = agg.model_copy(update={"tracks": {**agg.tracks, "b": agg.tracks["b"].model_copy(update={"overall": None})},
-                                    "overall": None})
+    broken = agg.model_copy(
+        update={"tracks": {**agg.tracks, "b": agg.tracks["b"].model_copy(update={"overall": None})}, "overall": None}
+    )
     s = arm_summary([agg, broken], STAGES, 0.95)
     assert s["mean"]["overall"] is None and s["mean"]["task"] is not None
     assert arm_summary([], STAGES, 0.95)["mean"] == {}
@@ -51,8 +67,16 @@ def test_compare_paired_deltas_and_closing_note() -> None:
     assert cmp["deltas"] == pytest.approx({"a": 0.4, "b": 0.3, "c": 0.5}) and cmp["n_tracks"] == 3
     assert cmp["mean_delta"] == pytest.approx(0.4)
     assert cmp["p_value"] == pytest.approx(stats.ttest_1samp([0.4, 0.3, 0.5], 0.0).pvalue)
-    results = {"report_split": "final", "reference_arm": "bicurl", "comparisons": {"grpo": cmp, "no-e2e": None},
-               "arms": {"bicurl": {"summary": ref}, "grpo": {"summary": other}, "no-e2e": {"summary": arm_summary([], STAGES, 0.95)}}}
+    results = {
+        "report_split": "final",
+        "reference_arm": "bicurl",
+        "comparisons": {"grpo": cmp, "no-e2e": None},
+        "arms": {
+            "bicurl": {"summary": ref},
+            "grpo": {"summary": other},
+            "no-e2e": {"summary": arm_summary([], STAGES, 0.95)},
+        },
+    }
     note = _ordering(results)
     assert "bicurl (73.3) > grpo (33.3)" in note and "bicurl − grpo: +40.0 points ±" in note
     assert "bicurl is ahead" in note and "bicurl vs no-e2e: not comparable" in note
@@ -65,10 +89,20 @@ def test_stage_staircase_table_profile_and_figure(tmp_path) -> None:
     def seed(stages_by_round):
         return {"curve": {"rounds": list(range(len(stages_by_round))), "stages": stages_by_round}}
 
-    results = {"experiment": "t", "seeds": [1, 2], "stage_keys": STAGES, "arms": {
-        "bicurl": {"seeds": [seed([{"S1": 0.2, "S2": 0.0}, {"S1": 0.6, "S2": 0.1}]),
-                             seed([{"S1": 0.4, "S2": None}, {"S1": 0.8, "S2": 0.3}])]},
-        "base": {"seeds": [{"status": "done"}]}}}
+    results = {
+        "experiment": "t",
+        "seeds": [1, 2],
+        "stage_keys": STAGES,
+        "arms": {
+            "bicurl": {
+                "seeds": [
+                    seed([{"S1": 0.2, "S2": 0.0}, {"S1": 0.6, "S2": 0.1}]),
+                    seed([{"S1": 0.4, "S2": None}, {"S1": 0.8, "S2": 0.3}]),
+                ]
+            },
+            "base": {"seeds": [{"status": "done"}]},
+        },
+    }
     lines = "\n".join(_stage_tables(results))
     assert "| bicurl | 0 | 30.0 | 0.0 |" in lines and "| bicurl | 1 | 70.0 | 20.0 |" in lines
     assert "| bicurl | 0 -> 1 | 30.0 -> 70.0 (+40.0) | 0.0 -> 20.0 (+20.0) |" in lines

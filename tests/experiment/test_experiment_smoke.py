@@ -23,7 +23,8 @@ def test_two_arm_experiment_matched_budget_shared_sft(tmp_path: Path) -> None:
         f"name: t2\nbase_config: {REPO / 'configs' / 'smoke.yaml'}\n"
         "overrides: [run.rounds=1, bank.e2e_per_track=4]\nseeds: [3]\n"
         f"state_dir: {tmp_path / 'state'}\nout_dir: {tmp_path / 'out'}\n"
-        "arms:\n  - {name: grpo, overrides: [curriculum.arm=grpo]}\n  - {name: bicurl, overrides: [curriculum.arm=bicurl]}\n")
+        "arms:\n  - {name: grpo, overrides: [curriculum.arm=grpo]}\n  - {name: bicurl, overrides: [curriculum.arm=bicurl]}\n"
+    )
     assert main(["experiment", "--config", str(exp)]) == 0
 
     out = tmp_path / "out"
@@ -59,7 +60,9 @@ def test_two_arm_experiment_matched_budget_shared_sft(tmp_path: Path) -> None:
     assert not (arm_root / "grpo" / "jobs" / "round_00" / "synthesize").exists()
     # one held-out secret for the whole experiment: every run is evaluated on the same held-out suite
     secret = (tmp_path / "state" / "t2" / "HELDOUT_SECRET").read_text()
-    assert all((root / "heldout" / "SECRET").read_text() == secret for root in (shared, arm_root / "grpo", arm_root / "bicurl"))
+    assert all(
+        (root / "heldout" / "SECRET").read_text() == secret for root in (shared, arm_root / "grpo", arm_root / "bicurl")
+    )
 
     plans = {n: read_json(arm_root / n / "round_01" / "plan.json") for n in runs}
     assert plans["grpo"]["reward_mode"] == "final" and set(plans["grpo"]["mixture"]) == {"E2E"}

@@ -26,9 +26,14 @@ def test_shipped_experiments_load_with_matched_budgets(path: Path, monkeypatch: 
     sigs = [budget_signature(arm_config(spec, a, s)) for a in trained for s in spec.seeds[:1]]
     assert all(sig == sigs[0] for sig in sigs)
     arms = {a.name: arm_config(spec, a, spec.seeds[0]).curriculum for a in trained}
-    assert arms["grpo"].arm == "grpo" and arms["sft"].arm == "sft" and arms["bicurl"].pools == ("S-target", "S-mix", "E2E")
+    assert (
+        arms["grpo"].arm == "grpo" and arms["sft"].arm == "sft" and arms["bicurl"].pools == ("S-target", "S-mix", "E2E")
+    )
     assert {tuple(c.pools) for n, c in arms.items() if n.startswith("no-")} == {
-        ("S-mix", "E2E"), ("S-target", "E2E"), ("S-target", "S-mix")}
+        ("S-mix", "E2E"),
+        ("S-target", "E2E"),
+        ("S-target", "S-mix"),
+    }
     assert any(a.kind == "base" for a in spec.arms) and len(spec.seeds) >= 1
     shared = shared_config(spec, spec.seeds[0])
     assert shared.run.rounds == 0 and shared.evaluate.final_eval == "never"
@@ -48,11 +53,15 @@ def test_unknown_key_lists_valid_keys(tmp_path: Path) -> None:
     assert "arms.0.overides: unknown key" in str(info.value) and "overrides" in str(info.value)
 
 
-@pytest.mark.parametrize(("arms", "match"), [
-    ("[{name: a, overrides: [grpo.lr=1.0]}]", r"KEY under \['curriculum.'\]"),  # arm override outside curriculum
-    ("[{name: a, overrides: [curriculum.batch_size=2]}]", "sets the training budget"),  # per-arm budget key
-    ("[{name: a, overrides: [curriculum.arm=ppo]}]", r"(?s)arm .a. \(seed 1\).*curriculum.arm"),  # bad value
-], ids=["outside-curriculum", "budget-key", "bad-value"])
+@pytest.mark.parametrize(
+    ("arms", "match"),
+    [
+        ("[{name: a, overrides: [grpo.lr=1.0]}]", r"KEY under \['curriculum.'\]"),  # arm override outside curriculum
+        ("[{name: a, overrides: [curriculum.batch_size=2]}]", "sets the training budget"),  # per-arm budget key
+        ("[{name: a, overrides: [curriculum.arm=ppo]}]", r"(?s)arm .a. \(seed 1\).*curriculum.arm"),  # bad value
+    ],
+    ids=["outside-curriculum", "budget-key", "bad-value"],
+)
 def test_bad_arm_override_is_refused_with_its_reason(tmp_path: Path, arms: str, match: str) -> None:
     path = _write(tmp_path, f"arms: {arms}\n")
     with pytest.raises(ExperimentError, match=match):
@@ -107,8 +116,10 @@ def test_bootstrap_seed_shares_one_bootstrap_across_seeds(tmp_path: Path) -> Non
     from bat.experiment.share import arm_dir, shared_dir
 
     path = tmp_path / "exp.yaml"
-    path.write_text(f"name: t\nbase_config: {SMOKE}\nseeds: [1, 2]\nbootstrap_seed: 9\nstate_dir: {tmp_path}\n"
-                    "arms: [{name: a, overrides: [curriculum.arm=grpo]}]\n")
+    path.write_text(
+        f"name: t\nbase_config: {SMOKE}\nseeds: [1, 2]\nbootstrap_seed: 9\nstate_dir: {tmp_path}\n"
+        "arms: [{name: a, overrides: [curriculum.arm=grpo]}]\n"
+    )
     spec = load_experiment(path)
     assert shared_dir(spec, 1) == shared_dir(spec, 2) == tmp_path / "t" / "seed_9" / "_shared"
     assert shared_config(spec, 1).run.seed == shared_config(spec, 2).run.seed == 9

@@ -4,8 +4,9 @@ from __future__ import annotations
 
 import copy
 import json
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
 import pytest
 from leakage_fixtures import CLEAN_BRIEF, HELDOUT_ENTRIES, rl_row, sft_row
@@ -30,15 +31,30 @@ def index(config: LeakageConfig):
 def make_bank(tmp_path: Path) -> Callable[..., Path]:
     """Write a bank version dir: `make_bank(version, mutate=None)`; `mutate(files)` edits the file map first."""
 
-    def make(version: int = 1, mutate: Callable[[dict[str, Any]], None] | None = None, root: Path | None = None) -> Path:
+    def make(
+        version: int = 1, mutate: Callable[[dict[str, Any]], None] | None = None, root: Path | None = None
+    ) -> Path:
         bank = (root or tmp_path / "state" / "run" / "bank") / f"v{version:04d}"
         files: dict[str, Any] = {
-            "tasks.jsonl": [{"schema_version": 1, "task_id": "prac-det-0007", "track": "detection", "seed": 7,
-                             "variant": "recovery", "reduction": None}],
+            "tasks.jsonl": [
+                {
+                    "schema_version": 1,
+                    "task_id": "prac-det-0007",
+                    "track": "detection",
+                    "seed": 7,
+                    "variant": "recovery",
+                    "reduction": None,
+                }
+            ],
             "rl/rows.jsonl": [rl_row("st-0001"), rl_row("st-0002")],
             "sft/train.jsonl": [sft_row("sft-0001"), sft_row("sft-0002")],
-            "rl/index.json": {"schema_version": 1, "by_track": {"detection": ["st-0001", "st-0002"]},
-                              "by_stage": {"S3": ["st-0001", "st-0002"]}, "by_outcome": {}, "by_reward_source": {}},
+            "rl/index.json": {
+                "schema_version": 1,
+                "by_track": {"detection": ["st-0001", "st-0002"]},
+                "by_stage": {"S3": ["st-0001", "st-0002"]},
+                "by_outcome": {},
+                "by_reward_source": {},
+            },
             "states/st-0001/files/task/README.md": CLEAN_BRIEF,
             "states/st-0001/files/data/case_01.npy": b"\x93NUMPY\x01\x00\x00\x00binary",
         }

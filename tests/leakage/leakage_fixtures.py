@@ -50,8 +50,14 @@ def rl_row(state_id: str, brief: str = CLEAN_BRIEF) -> dict[str, Any]:
         "track": "detection",
         "outcome": "recovery",
         "reward_source": "stage_rubric",
-        "task": {"schema_version": 1, "task_id": "prac-det-0007", "track": "detection", "seed": 7,
-                 "variant": "recovery", "reduction": None},
+        "task": {
+            "schema_version": 1,
+            "task_id": "prac-det-0007",
+            "track": "detection",
+            "seed": 7,
+            "variant": "recovery",
+            "reduction": None,
+        },
         "state": {"path": f"states/{state_id}", "digest": "sha256:" + "ab" * 32, "files": 3, "bytes": 2048},
         "prompt": [
             {"role": "system", "content": SKILL, "name": None},
@@ -60,29 +66,52 @@ def rl_row(state_id: str, brief: str = CLEAN_BRIEF) -> dict[str, Any]:
         "rubric": [{"id": "s3a_pilot_before_batch", "stage": "S3", "text": "pilot on a small case"}],
         "evidence": [{"id": "pilot_record", "stage": "S3", "text": "execution record of the pilot"}],
         "skill": SKILL,
-        "provenance": {"source": "practice:detection", "generator": "bat.bank", "generator_version": "1",
-                       "teacher": "scripted:recovery", "seeds": {"task": 7}, "reduction": None,
-                       "trajectory_id": "traj-0007", "prefix_turns": 4, "digests": {}},
+        "provenance": {
+            "source": "practice:detection",
+            "generator": "bat.bank",
+            "generator_version": "1",
+            "teacher": "scripted:recovery",
+            "seeds": {"task": 7},
+            "reduction": None,
+            "trajectory_id": "traj-0007",
+            "prefix_turns": 4,
+            "digests": {},
+        },
     }
 
 
-def sft_row(row_id: str, target: str = "<tool_call>{\"name\": \"run_model\", \"arguments\": {\"cases\": [\"case_01\"]}}</tool_call>") -> dict[str, Any]:
+def sft_row(
+    row_id: str, target: str = '<tool_call>{"name": "run_model", "arguments": {"cases": ["case_01"]}}</tool_call>'
+) -> dict[str, Any]:
     """An SFT row shaped like `bat.schemas.bank.SftRow` (assistant target allowed here)."""
     return {
-        "schema_version": 1, "row_id": row_id, "trajectory_id": "traj-0007", "task_id": "prac-det-0007",
-        "track": "detection", "stage": "S3", "outcome": "recovery", "turn": 3,
+        "schema_version": 1,
+        "row_id": row_id,
+        "trajectory_id": "traj-0007",
+        "task_id": "prac-det-0007",
+        "track": "detection",
+        "stage": "S3",
+        "outcome": "recovery",
+        "turn": 3,
         "messages": [
             {"role": "system", "content": SKILL, "name": None},
             {"role": "user", "content": CLEAN_BRIEF, "name": None},
-            {"role": "tool", "content": "loaded kestrel-find-v1 (ok) from /workspace/models/kestrel.json", "name": "load_model"},
+            {
+                "role": "tool",
+                "content": "loaded kestrel-find-v1 (ok) from /workspace/models/kestrel.json",
+                "name": "load_model",
+            },
         ],
         "target": target,
         "loss_mask": {"kind": "target_only", "context_messages": 3},
-        "length": 180, "length_unit": "approx_tokens", "split": "train",
+        "length": 180,
+        "length_unit": "approx_tokens",
+        "split": "train",
     }
 
 
 # Planted leaks: each edits the file map of `make_bank` (see conftest) to add one leak of its kind.
+
 
 def plant_identifier(files):
     files["rl/rows.jsonl"][1]["prompt"][1]["content"] += " Reuse the layout of orion-det-0042."

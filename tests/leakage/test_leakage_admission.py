@@ -3,13 +3,12 @@
 from __future__ import annotations
 
 import json
-from pathlib import Path
 
 import pytest
 from leakage_fixtures import PLANTS, plant_answer, plant_file_name, plant_identifier
 
 from bat.config.root import BatConfig
-from bat.leakage import LeakageRejected, is_admitted, read_report, save_index, scan_bank_dir, Scanner
+from bat.leakage import LeakageRejected, Scanner, is_admitted, read_report, save_index, scan_bank_dir
 from bat.leakage.phase import run_scan
 from bat.phase.context import PhaseContext
 from bat.state.jsonl import CorruptRecordError
@@ -148,9 +147,10 @@ def test_phase_table_resolves_the_scan_phase():
 
 
 def test_report_lists_at_most_max_report_rows(make_bank):
+    from leakage_fixtures import HELDOUT_ENTRIES
+
     from bat.config.leakage import LeakageConfig
     from bat.leakage import build_index
-    from leakage_fixtures import HELDOUT_ENTRIES
 
     def leak_everywhere(files):
         for row in files["sft/train.jsonl"] + files["rl/rows.jsonl"]:

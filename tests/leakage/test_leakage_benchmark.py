@@ -62,8 +62,8 @@ def test_short_heldout_question_and_answer_in_a_row(scanner):
 
 
 def test_ensure_index_builds_reuses_and_follows_the_heldout_suite(tmp_path, cfg):
-    from bat.phase.guard import heldout_guard
     from bat.leakage import ensure_index, export_index
+    from bat.phase.guard import heldout_guard
     from bat.state.layout import RunLayout
 
     layout = RunLayout(tmp_path / "run")
@@ -81,7 +81,9 @@ def test_ensure_index_builds_reuses_and_follows_the_heldout_suite(tmp_path, cfg)
     assert rebuilt.origin != first.origin
     assert "heldout_secret" in first.origin and layout.heldout_secret.exists()
     key = layout.heldout_secret.read_text().strip()
-    assert key not in (layout.fingerprint_index / "INDEX.json").read_text()  # the index names the secret, never holds it
+    assert (
+        key not in (layout.fingerprint_index / "INDEX.json").read_text()
+    )  # the index names the secret, never holds it
     layout.heldout_secret.unlink()  # another secret is another held-out suite: the index follows it
     other = export_index(layout, moved)
     assert other.digest != rebuilt.digest and other.origin["heldout_secret"] != rebuilt.origin["heldout_secret"]
@@ -101,12 +103,11 @@ def test_every_exported_brief_is_caught_after_word_substitutions(scanner):
 def test_a_guarded_phase_cannot_export_the_index(tmp_path, cfg):
     """The export reads the held-out secret, which only the run's start (not a training phase) may do."""
     from bat.benchmark.secret import run_secret
-    from bat.phase.guard import HeldoutAccessError, heldout_guard
     from bat.leakage import ensure_index
+    from bat.phase.guard import HeldoutAccessError, heldout_guard
     from bat.state.layout import RunLayout
 
     layout = RunLayout(tmp_path / "run").ensure()
     run_secret(layout)
-    with pytest.raises(HeldoutAccessError, match="SECRET"):
-        with heldout_guard(layout, "synthesize"):
-            ensure_index(layout, cfg)
+    with pytest.raises(HeldoutAccessError, match="SECRET"), heldout_guard(layout, "synthesize"):
+        ensure_index(layout, cfg)

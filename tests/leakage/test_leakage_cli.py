@@ -4,11 +4,11 @@ from __future__ import annotations
 
 import json
 
+from leakage_fixtures import plant_answer
+
 from bat.cli.main import main
 from bat.leakage import save_index
 from bat.state.layout import RunLayout
-
-from leakage_fixtures import plant_answer
 
 
 def test_bank_scan_admits_then_rejects(tmp_path, index, make_bank, capsys):

@@ -25,8 +25,11 @@ def test_empty_value_and_bad_shape_are_rejected(config):
 
 def test_counts_dedupe_and_accepted_shapes(config):
     index = build_index(
-        [("identifier", "abc-123"), {"kind": "identifier", "value": "abc-123", "source": "dup"},
-         Entry(kind="answer", value="42 mm lesion")],
+        [
+            ("identifier", "abc-123"),
+            {"kind": "identifier", "value": "abc-123", "source": "dup"},
+            Entry(kind="answer", value="42 mm lesion"),
+        ],
         config,
     )
     assert index.counts() == {"identifier": 1, "path": 0, "answer": 1, "text": 0, "field": 0}

@@ -5,9 +5,9 @@ from __future__ import annotations
 import json
 
 from bat.config.leakage import LeakageConfig
+from bat.leakage.findings import Finding
 from bat.leakage.report import ReportBuilder, is_admitted, read_report, similarity_audit, write_verdict
 from bat.leakage.scanner import RowScan
-from bat.leakage.findings import Finding
 
 
 def test_similarity_histogram_and_quantiles():

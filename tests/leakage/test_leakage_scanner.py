@@ -3,13 +3,20 @@
 from __future__ import annotations
 
 import pytest
+from leakage_fixtures import (
+    CLEAN_BRIEF,
+    HELDOUT_BRIEF,
+    HELDOUT_ENTRIES,
+    HELDOUT_QUESTION,
+    PARAPHRASED_BRIEF,
+    rl_row,
+    sft_row,
+)
 from pydantic import BaseModel
 
 from bat.config.leakage import LeakageConfig
 from bat.leakage.index import build_index
 from bat.leakage.scanner import Scanner, walk
-
-from leakage_fixtures import CLEAN_BRIEF, HELDOUT_BRIEF, HELDOUT_ENTRIES, HELDOUT_QUESTION, PARAPHRASED_BRIEF, rl_row, sft_row
 
 
 def kinds(scan) -> set[str]:
@@ -98,7 +105,7 @@ def test_credentials_are_caught_and_never_echoed(index):
 
 def test_machine_paths_are_caught_and_sandbox_paths_allowed(index):
     scanner = Scanner(index)
-    scan = scanner.scan_row({"obs": "Traceback: File \"/home/alice/bat/run.py\", line 3"})
+    scan = scanner.scan_row({"obs": 'Traceback: File "/home/alice/bat/run.py", line 3'})
     assert kinds(scan) == {"machine_path"}
     assert scanner.scan_row({"obs": "wrote /workspace/outputs/case_01.npy"}).findings == []
     assert kinds(scanner.scan_row({"obs": r"saved to C:\Users\bob\data.npy"})) == {"machine_path"}
@@ -142,7 +149,12 @@ def test_bad_config_cross_check_names_values():
 def test_audit_floor_prefilter_never_hides_a_similarity_at_or_above_the_floor(config):
     from bat.leakage import text as T
 
-    texts = [PARAPHRASED_BRIEF, CLEAN_BRIEF, HELDOUT_BRIEF[:150] + " " + CLEAN_BRIEF, HELDOUT_QUESTION + " " + CLEAN_BRIEF]
+    texts = [
+        PARAPHRASED_BRIEF,
+        CLEAN_BRIEF,
+        HELDOUT_BRIEF[:150] + " " + CLEAN_BRIEF,
+        HELDOUT_QUESTION + " " + CLEAN_BRIEF,
+    ]
     filtered = build_index(HELDOUT_ENTRIES, config)
     unfiltered = build_index(HELDOUT_ENTRIES, config)
     every = set(unfiltered.shingle_union)

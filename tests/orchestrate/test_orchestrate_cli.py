@@ -45,7 +45,8 @@ def test_bat_run_then_status_json(tmp_path, capsys):
     data = json.loads(capsys.readouterr().out)
     assert data["round_budget"] == 1 and [r["round"] for r in data["rounds"]] == [0, 1]
     assert {p: c["status"] for p, c in data["rounds"][0]["phases"].items()} == dict.fromkeys(
-        ("synthesize", "scan", "sft", "evaluate", "route"), "done")
+        ("synthesize", "scan", "sft", "evaluate", "route"), "done"
+    )
     assert set(data["rounds"][1]["phases"]) == {"rollout", "verify", "grpo", "evaluate", "route"}
     assert data["rounds"][1]["phases"]["grpo"]["counts"] == {"rows": 12.0}
     assert main(["status", "--state", str(state)]) == 0
@@ -60,8 +61,10 @@ def test_status_shows_partial_pending_and_scores(tmp_path, capsys):
     layout = RunLayout(tmp_path / "state")
     (layout.phase_dir(0, "synthesize")).mkdir(parents=True)
     (layout.phase_dir(0, "synthesize") / "shard_000.jsonl").write_text("{}\n")
-    atomic_write_json(layout.phase_dir(0, "evaluate") / "aggregate_controller.json",
-                      {"stages": {"S1": 0.5, "S2": None}, "task": 0.2, "agentic": 0.4, "overall": 0.3, "routable": False})
+    atomic_write_json(
+        layout.phase_dir(0, "evaluate") / "aggregate_controller.json",
+        {"stages": {"S1": 0.5, "S2": None}, "task": 0.2, "agentic": 0.4, "overall": 0.3, "routable": False},
+    )
     assert main(["status", "--state", str(layout.root), "--json"]) == 0
     data = json.loads(capsys.readouterr().out)
     phases = data["rounds"][0]["phases"]
@@ -79,8 +82,17 @@ def test_bat_run_refuses_bad_config_with_exit_2(tmp_path, capsys):
     assert main(["run", "--config", str(bad), "--state", str(tmp_path / "s")]) == 2
     assert "orchestrate.executor" in capsys.readouterr().err
     cfg = _toy_yaml(tmp_path)
-    code = main(["run", "--config", str(cfg), "--state", str(tmp_path / "s"),
-                 "--set", "orchestrate.phase_overrides.sft=no_such_module_xyz:sft"])
+    code = main(
+        [
+            "run",
+            "--config",
+            str(cfg),
+            "--state",
+            str(tmp_path / "s"),
+            "--set",
+            "orchestrate.phase_overrides.sft=no_such_module_xyz:sft",
+        ]
+    )
     assert code == 2 and "refusing to queue round 0" in capsys.readouterr().err
     assert not (tmp_path / "s" / "jobs").exists()
 
@@ -101,7 +113,16 @@ def test_run_round_sh_and_phase_job_entry_points(tmp_path):
     assert "round 0 finished (debug executor)" in out.stdout
     assert len(toy_phases.output_digests(state)) == 5
     # a thin job entry point: DONE phase is a no-op, a missing one runs in-process
-    job = [sys.executable, str(REPO / "jobs" / "rollout.py"), "--config", str(cfg), "--state", str(state), "--round", "1"]
+    job = [
+        sys.executable,
+        str(REPO / "jobs" / "rollout.py"),
+        "--config",
+        str(cfg),
+        "--state",
+        str(state),
+        "--round",
+        "1",
+    ]
     first = subprocess.run(job, env=env, capture_output=True, text=True, timeout=120)
     assert first.returncode == 0 and "DONE {'rows': 12}" in first.stdout, first.stderr
     again = subprocess.run(job, env=env, capture_output=True, text=True, timeout=120)

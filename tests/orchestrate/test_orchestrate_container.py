@@ -24,7 +24,7 @@ def test_argv_binds_state_and_scratch_and_sets_env(tmp_path):
     assert argv[:4] == ["apptainer", "exec", "--nv", "--containall"]
     assert _pairs(argv, "--bind") == [f"{state}:{state}", "/local/scratch:/tmp", "/data:/data:ro"]
     assert _pairs(argv, "--env") == ["PYTHONNOUSERSITE=1", "HF_HOME=/tmp/hf_home", "HF_HUB_OFFLINE=1"]
-    assert argv[argv.index("/img/bat.sif") + 1:] == ["python", "-m", "x"]
+    assert argv[argv.index("/img/bat.sif") + 1 :] == ["python", "-m", "x"]
     assert _pairs(argv, "--pwd") == [state]
 
 
@@ -41,16 +41,26 @@ def test_submitit_python_hook_expands_scratch_in_bash(tmp_path):
     cfg = ContainerConfig(enabled=True, image="/img/my image.sif", apptainer="/bin/echo")
     hook = submitit_python(cfg, tmp_path)
     # run the hook line through bash exactly as sbatch would (apptainer replaced by echo)
-    out = subprocess.run(["bash", "-c", f"export SLURM_TMPDIR=/node/tmp; {hook} -u -m submitit.core._submit DIR"],
-                         capture_output=True, text=True, check=True).stdout.split()
+    out = subprocess.run(
+        ["bash", "-c", f"export SLURM_TMPDIR=/node/tmp; {hook} -u -m submitit.core._submit DIR"],
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout.split()
     assert "/node/tmp:/tmp" in out and "--containall" in out
     assert out[-5:] == ["python", "-u", "-m", "submitit.core._submit", "DIR"]
     assert shlex.quote("/img/my image.sif") in hook
 
 
 def test_slurm_executor_uses_the_container_hook(tmp_path):
-    cfg = load_config(None, ["orchestrate.executor=slurm", "orchestrate.container.enabled=true",
-                             "orchestrate.container.image=/img/bat.sif"])
+    cfg = load_config(
+        None,
+        [
+            "orchestrate.executor=slurm",
+            "orchestrate.container.enabled=true",
+            "orchestrate.container.image=/img/bat.sif",
+        ],
+    )
     executor = make_executor(cfg, RunLayout(tmp_path), 1, "grpo")
     python = executor._executor.python
     assert python.startswith("apptainer exec --nv --containall --bind ")

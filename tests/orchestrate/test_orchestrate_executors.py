@@ -10,13 +10,21 @@ from bat.state.layout import RunLayout
 
 
 def test_slurm_parameters_come_from_the_phase_resources(tmp_path):
-    cfg = load_config(None, [
-        "orchestrate.executor=slurm", "orchestrate.signal_delay_s=120", "orchestrate.max_timeouts=5",
-        "orchestrate.resources.grpo.partition=gpu", "orchestrate.resources.grpo.gpus=8",
-        "orchestrate.resources.grpo.nodes=2", "orchestrate.resources.grpo.launcher=tasks",
-        "orchestrate.resources.grpo.mem_gb=400", "orchestrate.resources.grpo.time_min=240",
-        "orchestrate.resources.grpo.additional={account: lab}",
-    ])
+    cfg = load_config(
+        None,
+        [
+            "orchestrate.executor=slurm",
+            "orchestrate.signal_delay_s=120",
+            "orchestrate.max_timeouts=5",
+            "orchestrate.resources.grpo.partition=gpu",
+            "orchestrate.resources.grpo.gpus=8",
+            "orchestrate.resources.grpo.nodes=2",
+            "orchestrate.resources.grpo.launcher=tasks",
+            "orchestrate.resources.grpo.mem_gb=400",
+            "orchestrate.resources.grpo.time_min=240",
+            "orchestrate.resources.grpo.additional={account: lab}",
+        ],
+    )
     ex = make_executor(cfg, RunLayout(tmp_path), 3, "grpo", dependency=["11", "12"])._executor
     p = ex.parameters
     assert p["partition"] == "gpu" and p["gpus_per_node"] == 8 and p["nodes"] == 2
@@ -45,9 +53,14 @@ def test_auto_picks_slurm_only_when_sbatch_exists(monkeypatch):
 
 
 def test_preflight_lists_every_problem_before_queueing(monkeypatch):
-    cfg = toy_phases.toy_config("slurm", rounds=1, extra=[
-        "orchestrate.resources.sft.partition=gpu-a100",
-        "orchestrate.phase_overrides.evaluate=no_such_module_xyz:evaluate"])
+    cfg = toy_phases.toy_config(
+        "slurm",
+        rounds=1,
+        extra=[
+            "orchestrate.resources.sft.partition=gpu-a100",
+            "orchestrate.phase_overrides.evaluate=no_such_module_xyz:evaluate",
+        ],
+    )
     monkeypatch.setattr(preflight.shutil, "which", lambda name: "/usr/bin/sbatch")
     monkeypatch.setattr(preflight, "slurm_partitions", lambda: ["cpu", "debug"])
     with pytest.raises(preflight.PreflightError) as info:

@@ -3,17 +3,31 @@
 import pytest
 
 from bat.config import ConfigError, load_config
-from bat.orchestrate.graph import (ASYNC_ORDER, BOOTSTRAP_ORDER, PHASES, ROUND_ORDER, check_round, load_phase_fn,
-                                   resolve_table, round_phases)
+from bat.orchestrate.graph import (
+    ASYNC_ORDER,
+    BOOTSTRAP_ORDER,
+    PHASES,
+    ROUND_ORDER,
+    check_round,
+    load_phase_fn,
+    resolve_table,
+    round_phases,
+)
 
 
 def test_table_points_at_real_phase_modules_in_data_flow_order():
     assert list(PHASES) == ["synthesize", "scan", "sft", "rollout", "verify", "grpo", "evaluate", "route", "final_test"]
     owners = {p: spec.target.split(":")[0] for p, spec in PHASES.items()}
     assert owners == {
-        "synthesize": "bat.bank.phase", "scan": "bat.leakage.phase", "sft": "bat.train.phase",
-        "rollout": "bat.rollout.phase", "verify": "bat.verify.phase", "grpo": "bat.train.phase",
-        "evaluate": "bat.evaluate.phase", "route": "bat.curriculum.phase", "final_test": "bat.evaluate.phase",
+        "synthesize": "bat.bank.phase",
+        "scan": "bat.leakage.phase",
+        "sft": "bat.train.phase",
+        "rollout": "bat.rollout.phase",
+        "verify": "bat.verify.phase",
+        "grpo": "bat.train.phase",
+        "evaluate": "bat.evaluate.phase",
+        "route": "bat.curriculum.phase",
+        "final_test": "bat.evaluate.phase",
     }
     assert round_phases(0) == BOOTSTRAP_ORDER == ("synthesize", "scan", "sft", "evaluate", "route")
     assert round_phases(3) == ROUND_ORDER == ("rollout", "verify", "grpo", "evaluate", "route")
@@ -56,15 +70,18 @@ def test_check_round_reports_unimportable_phases():
     assert len(problems) == 1 and problems[0].startswith("sft: ") and "no_such_module_xyz" in problems[0]
 
 
-@pytest.mark.parametrize("override, needle", [
-    ("orchestrate.executor=kubernetes", "orchestrate.executor"),
-    ("orchestrate.resources.trainer.gpus=1", "unknown resources key(s) ['trainer']"),
-    ("orchestrate.resources.sft.gpus=-1", "orchestrate.resources.sft.gpus"),
-    ("orchestrate.resources.sft.nodes=2", "needs launcher='tasks'"),
-    ("orchestrate.phase_overrides.train=x:y", "unknown phase 'train'"),
-    ("orchestrate.phase_overrides.sft=justamodule", "is not 'module:function'"),
-    ("orchestrate.colour=blue", "unknown key"),
-])
+@pytest.mark.parametrize(
+    "override, needle",
+    [
+        ("orchestrate.executor=kubernetes", "orchestrate.executor"),
+        ("orchestrate.resources.trainer.gpus=1", "unknown resources key(s) ['trainer']"),
+        ("orchestrate.resources.sft.gpus=-1", "orchestrate.resources.sft.gpus"),
+        ("orchestrate.resources.sft.nodes=2", "needs launcher='tasks'"),
+        ("orchestrate.phase_overrides.train=x:y", "unknown phase 'train'"),
+        ("orchestrate.phase_overrides.sft=justamodule", "is not 'module:function'"),
+        ("orchestrate.colour=blue", "unknown key"),
+    ],
+)
 def test_bad_orchestrate_config_is_rejected_with_a_clear_message(override, needle):
     with pytest.raises(ConfigError) as info:
         load_config(None, [override])

@@ -14,7 +14,8 @@ from bat.state.layout import RunLayout
 from bat.state.lease import Lease
 
 ALL_PHASES = [f"round_00/{p}" for p in ("evaluate", "route", "scan", "sft", "synthesize")] + [
-    f"round_01/{p}" for p in ("evaluate", "grpo", "rollout", "route", "verify")]
+    f"round_01/{p}" for p in ("evaluate", "grpo", "rollout", "route", "verify")
+]
 
 
 @pytest.fixture(scope="module")
@@ -35,7 +36,7 @@ def _background_run(config, layout):
     def target():
         try:
             box["rc"] = driver.run(config, layout)
-        except Exception as exc:  # noqa: BLE001 - handed to the test thread
+        except Exception as exc:
             box["error"] = exc
 
     thread = threading.Thread(target=target, daemon=True)
@@ -89,8 +90,9 @@ def test_interrupt_near_short_time_limit_counts_as_timeout(tmp_path, monkeypatch
     monkeypatch.setenv("BAT_TOY_SLEEP", "0.3")
     monkeypatch.setenv("BAT_TOY_SLOW", "0:scan")
     layout = RunLayout(tmp_path / "run")
-    cfg = toy_phases.toy_config("local", rounds=0, extra=[
-        "orchestrate.resources.scan.time_min=5", "orchestrate.max_timeouts=0"])
+    cfg = toy_phases.toy_config(
+        "local", rounds=0, extra=["orchestrate.resources.scan.time_min=5", "orchestrate.max_timeouts=0"]
+    )
     thread, box = _background_run(cfg, layout)
     _signal_mid_phase(layout, 0, "scan", signal.SIGUSR2)
     thread.join(120)
@@ -159,13 +161,32 @@ def test_ctrl_c_of_bat_run_exits_130_with_one_line_and_resumes(tmp_path):
 
     state = tmp_path / "run"
     sets = [a for o in toy_phases.overrides() for a in ("--set", o)]
-    cmd = [sys.executable, "-m", "bat.cli.main", "run", "--state", str(state), "--rounds", "0",
-           "--set", "orchestrate.executor=local", "--set", "orchestrate.poll_s=0.5", "--set", "evaluate.test_split=false",
-           *sets]
-    env = {**os.environ, "PYTHONPATH": os.pathsep.join([os.path.dirname(__file__), os.environ.get("PYTHONPATH", "")]),
-           "BAT_TOY_SLEEP": "0.5", "BAT_TOY_SLOW": "0:sft"}
-    proc = subprocess.Popen(cmd, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-                            start_new_session=True)
+    cmd = [
+        sys.executable,
+        "-m",
+        "bat.cli.main",
+        "run",
+        "--state",
+        str(state),
+        "--rounds",
+        "0",
+        "--set",
+        "orchestrate.executor=local",
+        "--set",
+        "orchestrate.poll_s=0.5",
+        "--set",
+        "evaluate.test_split=false",
+        *sets,
+    ]
+    env = {
+        **os.environ,
+        "PYTHONPATH": os.pathsep.join([os.path.dirname(__file__), os.environ.get("PYTHONPATH", "")]),
+        "BAT_TOY_SLEEP": "0.5",
+        "BAT_TOY_SLOW": "0:sft",
+    }
+    proc = subprocess.Popen(
+        cmd, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, start_new_session=True
+    )
     shard = RunLayout(state).phase_dir(0, "sft") / "shard_000.jsonl"
     deadline = time.monotonic() + 120
     while not shard.exists() and time.monotonic() < deadline and proc.poll() is None:

@@ -55,6 +55,8 @@ def _imported_modules(path: Path) -> set[str]:
 
 def test_phase_modules_and_the_contract_never_import_the_orchestrator():
     paths = [ROOT / "bat" / pkg / "phase.py" for pkg in PHASE_MODULES] + sorted((ROOT / "bat" / "phase").glob("*.py"))
-    upward = {str(p.relative_to(ROOT)): sorted(m for m in _imported_modules(p) if m.startswith("bat.orchestrate"))
-              for p in paths}
+    upward = {
+        str(p.relative_to(ROOT)): sorted(m for m in _imported_modules(p) if m.startswith("bat.orchestrate"))
+        for p in paths
+    }
     assert {k: v for k, v in upward.items() if v} == {}

@@ -25,8 +25,11 @@ def test_shipped_recipe_is_clean() -> None:
         ("    jobs /opt/bat/jobs\n", "    jobz /opt/bat/jobs\n", "copies 'jobz', which is not in"),
         ("    export HF_HUB_OFFLINE=1\n", "", "must export HF_HUB_OFFLINE=1"),
         ("    export BAT_VLLM_PYTHON=/opt/venv-engine/bin/python\n", "", "does not export BAT_VLLM_PYTHON"),
-        ("/opt/venv/bin/pip install --no-cache-dir /opt/bat\n", "/opt/venv/bin/pip install --no-cache-dir \"/opt/bat[vllm]\"\n",
-         "installs a serving engine into bat's environment"),
+        (
+            "/opt/venv/bin/pip install --no-cache-dir /opt/bat\n",
+            '/opt/venv/bin/pip install --no-cache-dir "/opt/bat[vllm]"\n',
+            "installs a serving engine into bat's environment",
+        ),
         ("%test\n", "%foo\n", "needs a %test section"),
     ],
 )

@@ -18,8 +18,14 @@ from bat.state.jsonl import read_jsonl, write_jsonl
 
 ROWS_PER_SHARD = 3
 UPSTREAM = {  # phase -> (round offset, phase) it reads
-    "synthesize": None, "scan": (0, "synthesize"), "sft": (0, "scan"), "rollout": (-1, "route"),
-    "verify": (0, "rollout"), "grpo": (0, "verify"), "evaluate": None, "route": (0, "evaluate"),
+    "synthesize": None,
+    "scan": (0, "synthesize"),
+    "sft": (0, "scan"),
+    "rollout": (-1, "route"),
+    "verify": (0, "rollout"),
+    "grpo": (0, "verify"),
+    "evaluate": None,
+    "route": (0, "evaluate"),
     "final_test": (0, "route"),
 }
 
@@ -48,8 +54,17 @@ def _run(ctx: PhaseContext) -> PhaseResult:
         if path.exists():
             continue  # finished before an interruption
         time.sleep(delay)
-        rows = [{"phase": ctx.phase, "round": ctx.round, "shard": i, "row": j, "upstream": digest,
-                 "value": ctx.seed("row", i, j)} for j in range(ROWS_PER_SHARD)]
+        rows = [
+            {
+                "phase": ctx.phase,
+                "round": ctx.round,
+                "shard": i,
+                "row": j,
+                "upstream": digest,
+                "value": ctx.seed("row", i, j),
+            }
+            for j in range(ROWS_PER_SHARD)
+        ]
         write_jsonl(path, rows)
     total = sum(len(read_jsonl(p)) for p in outputs)
     extra = {"stop": False} if ctx.phase == "route" else {}
@@ -71,9 +86,20 @@ def toy_config(executor: str = "local", rounds: int = 1, extra: list[str] | None
     from bat.config import load_config
 
     small = [f"orchestrate.resources.{p}.mem_gb=0.5" for p in UPSTREAM] + [
-        f"orchestrate.resources.{p}.cpus=1" for p in UPSTREAM]
-    return load_config(None, [*overrides(), *small, f"run.rounds={rounds}", f"orchestrate.executor={executor}",
-                              "orchestrate.poll_s=0.5", "evaluate.test_split=false", *(extra or [])])
+        f"orchestrate.resources.{p}.cpus=1" for p in UPSTREAM
+    ]
+    return load_config(
+        None,
+        [
+            *overrides(),
+            *small,
+            f"run.rounds={rounds}",
+            f"orchestrate.executor={executor}",
+            "orchestrate.poll_s=0.5",
+            "evaluate.test_split=false",
+            *(extra or []),
+        ],
+    )
 
 
 def output_digests(state_root: Path) -> dict[str, str | None]:

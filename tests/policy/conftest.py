@@ -6,8 +6,9 @@ import pytest
 
 from bat.config.model import TinyModelConfig
 
-SMALL = TinyModelConfig(vocab_size=512, hidden_size=64, num_layers=2, num_heads=4, num_kv_heads=2,
-                        intermediate_size=128, max_positions=512)
+SMALL = TinyModelConfig(
+    vocab_size=512, hidden_size=64, num_layers=2, num_heads=4, num_kv_heads=2, intermediate_size=128, max_positions=512
+)
 
 
 @pytest.fixture(scope="session")

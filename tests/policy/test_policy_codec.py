@@ -6,7 +6,7 @@ from bat.policy.codec import INVALID_REASONS, InvalidAction, ToolCall, parse_too
 
 
 def test_render_then_parse_round_trips():
-    call = ToolCall(name="write_file", arguments={"path": "plan.md", "content": "a\n\"b\" ü", "n": [1, 2]})
+    call = ToolCall(name="write_file", arguments={"path": "plan.md", "content": 'a\n"b" ü', "n": [1, 2]})
     text = render_tool_call(call, thought="I will write the plan.")
     assert text.startswith("I will write the plan.\n<tool_call>{")
     parsed = parse_tool_call(text)
@@ -54,8 +54,14 @@ def test_string_arguments_are_decoded():
 
 def test_every_reason_is_documented():
     assert set(INVALID_REASONS) == {
-        "no_tool_call", "unclosed_tool_call", "bad_json", "not_an_object", "missing_name", "bad_arguments",
-        "multiple_tool_calls", "unknown_tool",
+        "no_tool_call",
+        "unclosed_tool_call",
+        "bad_json",
+        "not_an_object",
+        "missing_name",
+        "bad_arguments",
+        "multiple_tool_calls",
+        "unknown_tool",
     }
 
 
@@ -85,7 +91,7 @@ def test_bounded_bodies_within_limits_still_parse():
 
     text = '<tool_call>{"name": "x", "arguments": {"emoji": "\\ud83d\\ude00", "n": -12.5e3, "deep": [[[[1]]]]}}</tool_call>'
     call = parse_tool_call(text)
-    assert call.arguments == {"emoji": "\U0001F600", "n": -12500.0, "deep": [[[[1]]]]}
+    assert call.arguments == {"emoji": "\U0001f600", "n": -12500.0, "deep": [[[[1]]]]}
     json.dumps(call.as_dict(), ensure_ascii=False).encode("utf-8")
 
 
@@ -94,13 +100,46 @@ def test_random_text_never_raises_and_accepted_calls_serialise():
     import random
 
     rng = random.Random(0)
-    alphabet = ['{', '}', '[', ']', '"', '\\', ':', ',', '1', 'e', '9', 'u', 'd', '8', '0', 'a', ' ', 'name',
-                'arguments', '"name": "f"', '<tool_call>', '</tool_call>', 'NaN', '-', '.', '\ud7ff', '\u00e9']
+    alphabet = [
+        "{",
+        "}",
+        "[",
+        "]",
+        '"',
+        "\\",
+        ":",
+        ",",
+        "1",
+        "e",
+        "9",
+        "u",
+        "d",
+        "8",
+        "0",
+        "a",
+        " ",
+        "name",
+        "arguments",
+        '"name": "f"',
+        "<tool_call>",
+        "</tool_call>",
+        "NaN",
+        "-",
+        ".",
+        "\ud7ff",
+        "\u00e9",
+    ]
     for _ in range(3000):
         text = "".join(rng.choice(alphabet) for _ in range(rng.randrange(1, 60)))
-        out = parse_tool_call(f"<tool_call>{{\"name\": \"f\", \"arguments\": {{\"a\": {text}}}}}</tool_call>")
+        out = parse_tool_call(f'<tool_call>{{"name": "f", "arguments": {{"a": {text}}}}}</tool_call>')
         if hasattr(out, "arguments"):
             json.dumps(out.as_dict(), ensure_ascii=False).encode("utf-8")
         else:
-            assert out.reason in {"bad_json", "bad_arguments", "multiple_tool_calls", "not_an_object", "missing_name",
-                                  "unclosed_tool_call"}
+            assert out.reason in {
+                "bad_json",
+                "bad_arguments",
+                "multiple_tool_calls",
+                "not_an_object",
+                "missing_name",
+                "unclosed_tool_call",
+            }

@@ -27,7 +27,11 @@ def test_practice_texts_are_deterministic_and_seeded(texts):
 def test_no_heldout_identifier_reaches_the_corpus(texts):
     from bat.benchmark import HeldoutSecret, fingerprint_entries
 
-    identifiers = {e["value"] for e in fingerprint_entries(secret=HeldoutSecret.from_text("tests")) if e["kind"] == "identifier" and len(e["value"]) >= 6}
+    identifiers = {
+        e["value"]
+        for e in fingerprint_entries(secret=HeldoutSecret.from_text("tests"))
+        if e["kind"] == "identifier" and len(e["value"]) >= 6
+    }
     assert identifiers
     joined = "\n".join(texts)
     assert not [i for i in identifiers if i in joined]

@@ -19,12 +19,20 @@ from bat.state.digest import sha256_file
 
 NAME = "smollm2-135m-instruct"
 # SmolLM2's own template (as shipped in its GGUF): it ignores `tools` and `tool_calls`.
-FOREIGN_TEMPLATE = ("{% for message in messages %}{{'<|im_start|>' + message['role'] + '\\n' + message['content'] + "
-                    "'<|im_end|>' + '\\n'}}{% endfor %}{% if add_generation_prompt %}{{ '<|im_start|>assistant\\n' }}"
-                    "{% endif %}")
-CALL_MESSAGES = [{"role": "system", "content": "Be careful."}, {"role": "user", "content": "List the workspace."},
-                 {"role": "assistant", "content": "I will look.",
-                  "tool_calls": [{"name": "list_files", "arguments": {"path": "inputs/zq81"}}]}]
+FOREIGN_TEMPLATE = (
+    "{% for message in messages %}{{'<|im_start|>' + message['role'] + '\\n' + message['content'] + "
+    "'<|im_end|>' + '\\n'}}{% endfor %}{% if add_generation_prompt %}{{ '<|im_start|>assistant\\n' }}"
+    "{% endif %}"
+)
+CALL_MESSAGES = [
+    {"role": "system", "content": "Be careful."},
+    {"role": "user", "content": "List the workspace."},
+    {
+        "role": "assistant",
+        "content": "I will look.",
+        "tool_calls": [{"name": "list_files", "arguments": {"path": "inputs/zq81"}}],
+    },
+]
 
 
 def test_conversion_writes_a_plain_hf_folder_with_its_record(smollm2_dir):
@@ -82,7 +90,10 @@ def test_loss_mask_and_stop_ids_follow_the_template(smollm2_dir):
     assert tt.stop_ids == (2,) and tt.close_text == "<|im_end|>\n"
     ids, mask = encode_messages(tokenizer, CALL_MESSAGES, TOOL_SPECS)
     target = tokenizer.decode([i for i, m in zip(ids, mask) if m])
-    assert target == 'I will look.\n<tool_call>{"name": "list_files", "arguments": {"path": "inputs/zq81"}}</tool_call><|im_end|>'
+    assert (
+        target
+        == 'I will look.\n<tool_call>{"name": "list_files", "arguments": {"path": "inputs/zq81"}}</tool_call><|im_end|>'
+    )
     assert mask[-1] == 0 and tokenizer.decode(ids[-1:]) == "\n"  # the newline after the stop id is not trained
     first = mask.index(1)
     prompt = tt.prompt_ids(CALL_MESSAGES[:2])
@@ -125,9 +136,14 @@ def test_config_limits_follow_the_policy_positions():
     assert cfg.model.positions() == 8192
     with pytest.raises(ConfigError, match=r"sft\.max_seq_len=12288.*exceed the 8192 positions"):
         load_config(None, [f"model.pretrained={NAME}", "sft.max_seq_len=12288"])
-    with pytest.raises(ConfigError, match=r"rollout\.budgets\.max_context_tokens=9000, grpo\.max_seq_len=9000|"
-                                          r"grpo\.max_seq_len=9000, rollout\.budgets\.max_context_tokens=9000"):
-        load_config(None, [f"model.pretrained={NAME}", "grpo.max_seq_len=9000", "rollout.budgets.max_context_tokens=9000"])
+    with pytest.raises(
+        ConfigError,
+        match=r"rollout\.budgets\.max_context_tokens=9000, grpo\.max_seq_len=9000|"
+        r"grpo\.max_seq_len=9000, rollout\.budgets\.max_context_tokens=9000",
+    ):
+        load_config(
+            None, [f"model.pretrained={NAME}", "grpo.max_seq_len=9000", "rollout.budgets.max_context_tokens=9000"]
+        )
     with pytest.raises(ConfigError, match="valid names"):
         load_config(None, ["model.pretrained=gpt-17"])
     with pytest.raises(ConfigError, match="not both"):

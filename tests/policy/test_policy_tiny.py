@@ -13,7 +13,11 @@ from bat.policy.tiny import build_tiny_model, read_build_info
 MESSAGES = [
     {"role": "system", "content": "You are an agent."},
     {"role": "user", "content": "Plan the task."},
-    {"role": "assistant", "content": "Listing first.", "tool_calls": [{"name": "list_files", "arguments": {"path": "."}}]},
+    {
+        "role": "assistant",
+        "content": "Listing first.",
+        "tool_calls": [{"name": "list_files", "arguments": {"path": "."}}],
+    },
     {"role": "tool", "content": "a.txt\nb.txt"},
     {"role": "assistant", "content": render_tool_call({"name": "read_file", "arguments": {"path": "a.txt"}})},
 ]
@@ -40,7 +44,7 @@ def test_load_policy_offline_and_chat_template(tiny_dir):
     assert (tiny_dir / "chat_template.jinja").exists()
     text = render_messages(tok, MESSAGES, tools=[{"name": "list_files", "parameters": {}}])
     assert text.startswith("<|im_start|>system\nYou are an agent.\n\n# Tools\n")
-    assert '<|im_start|>tool\na.txt\nb.txt<|im_end|>\n' in text
+    assert "<|im_start|>tool\na.txt\nb.txt<|im_end|>\n" in text
     assert 'Listing first.\n<tool_call>{"name": "list_files", "arguments": {"path": "."}}</tool_call><|im_end|>' in text
     # markers are single tokens and survive decoding
     ids = tok("<tool_call>x</tool_call>", add_special_tokens=False)["input_ids"]
@@ -93,5 +97,7 @@ def test_damaged_model_folders_name_the_folder_and_what_to_do(tiny_dir, tmp_path
         load_model(torn)
     config = tmp_path / "cfg.yaml"
     config.write_text("benchmark:\n  tracks: [classification]\n  repeats: 1\n  runtime: inprocess\n")
-    code = main(["evaluate", "run", "--config", str(config), "--state", str(tmp_path / "run"), "--checkpoint", str(torn)])
+    code = main(
+        ["evaluate", "run", "--config", str(config), "--state", str(tmp_path / "run"), "--checkpoint", str(torn)]
+    )
     assert code == 2 and "lacks config.json" in capsys.readouterr().err

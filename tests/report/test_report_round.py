@@ -20,13 +20,28 @@ CFG = BatConfig()
 
 
 def _agg(r, overall, split="controller"):
-    tracks = {t: TrackAggregate(track=t, n_runs=3, overall=overall + d, task=overall + d, agentic=overall + d)
-              for t, d in (("classification", -0.02), ("detection", 0.0), ("vqa", 0.02))}
+    tracks = {
+        t: TrackAggregate(track=t, n_runs=3, overall=overall + d, task=overall + d, agentic=overall + d)
+        for t, d in (("classification", -0.02), ("detection", 0.0), ("vqa", 0.02))
+    }
     return EvalAggregate(
-        round=r, split=split, checkpoint=f"ckpt/r{r}", checkpoint_digest="ab" * 32, suite_version="suite-1",
-        harness_version="h-1", manifest_digest="m", stage_keys=list(STAGES),
-        stages={"S1": 0.9, "S2": 0.8, "S3": 0.1234, "S4": 0.7, "S5": 0.6}, task=overall, agentic=overall,
-        overall=overall, half_widths={"overall": 0.0123, "S3": 0.05}, tracks=tracks, n_runs=9, routable=True)
+        round=r,
+        split=split,
+        checkpoint=f"ckpt/r{r}",
+        checkpoint_digest="ab" * 32,
+        suite_version="suite-1",
+        harness_version="h-1",
+        manifest_digest="m",
+        stage_keys=list(STAGES),
+        stages={"S1": 0.9, "S2": 0.8, "S3": 0.1234, "S4": 0.7, "S5": 0.6},
+        task=overall,
+        agentic=overall,
+        overall=overall,
+        half_widths={"overall": 0.0123, "S3": 0.05},
+        tracks=tracks,
+        n_runs=9,
+        routable=True,
+    )
 
 
 @pytest.fixture
@@ -36,8 +51,15 @@ def layout(tmp_path):
     for r, overall in enumerate((0.41, 0.47)):
         agg = _agg(r, overall)
         write_aggregate(lay, agg)
-        decision, best = decide(round_index=r, arm=resolve_arm(CFG.curriculum), cfg=CFG.curriculum, stage_keys=STAGES,
-                                candidate=agg, best=best, history=history)
+        decision, best = decide(
+            round_index=r,
+            arm=resolve_arm(CFG.curriculum),
+            cfg=CFG.curriculum,
+            stage_keys=STAGES,
+            candidate=agg,
+            best=best,
+            history=history,
+        )
         atomic_write_json(decision_path(lay, r), decision)
         atomic_write_json(best_after_path(lay, r), best)
         history = History(previous_overall=overall, drop_counter=decision.drop_counter, previous=decision.candidate)
@@ -63,7 +85,9 @@ def test_round_report_contents(layout):
 def test_run_summary_and_cli(layout, capsys):
     rows = run_summary(layout)
     assert [(r["round"], r["overall"], r["best"], r["action"], r["target"]) for r in rows] == [
-        (0, "41.0", "41.0", "bootstrap", "S3"), (1, "47.0", "47.0", "promote", "S3")]
+        (0, "41.0", "41.0", "bootstrap", "S3"),
+        (1, "47.0", "47.0", "promote", "S3"),
+    ]
     assert main(["report", "--state", str(layout.root)]) == 0
     out = capsys.readouterr().out
     assert "report.md" in out and "47.0" in out
@@ -79,13 +103,28 @@ def test_round_report_rebuilds_tensorboard_events(layout):
 
     from bat.state.jsonl import write_jsonl
 
-    write_jsonl(layout.phase_dir(0, "sft") / "metrics.jsonl",
-                [{"step": 0, "val_loss": 1.2}, {"step": 1, "loss": 0.9, "grad_norm": 3.0, "lr": 1e-4},
-                 {"step": 2, "loss": 0.7, "grad_norm": 2.0, "lr": 1e-4, "val_loss": 0.8}])
-    write_jsonl(layout.phase_dir(1, "grpo") / "metrics.jsonl",
-                [{"step": 1, "loss": 0.1, "kl": 0.01, "clip_frac": 0.0, "reward_mean": 0.25,
-                  "reward_mean_by_pool": {"S-target": 0.5, "E2E": 0.0}},
-                 {"step": 2, "loss": 0.2, "kl": 0.02, "clip_frac": 0.1, "reward_mean": 0.5, "reward_mean_by_pool": {}}])
+    write_jsonl(
+        layout.phase_dir(0, "sft") / "metrics.jsonl",
+        [
+            {"step": 0, "val_loss": 1.2},
+            {"step": 1, "loss": 0.9, "grad_norm": 3.0, "lr": 1e-4},
+            {"step": 2, "loss": 0.7, "grad_norm": 2.0, "lr": 1e-4, "val_loss": 0.8},
+        ],
+    )
+    write_jsonl(
+        layout.phase_dir(1, "grpo") / "metrics.jsonl",
+        [
+            {
+                "step": 1,
+                "loss": 0.1,
+                "kl": 0.01,
+                "clip_frac": 0.0,
+                "reward_mean": 0.25,
+                "reward_mean_by_pool": {"S-target": 0.5, "E2E": 0.0},
+            },
+            {"step": 2, "loss": 0.2, "kl": 0.02, "clip_frac": 0.1, "reward_mean": 0.5, "reward_mean_by_pool": {}},
+        ],
+    )
     for _ in range(2):
         write_round_report(layout, 1, CFG)
 

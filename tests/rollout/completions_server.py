@@ -32,22 +32,41 @@ class CompletionsServer:
                 server.requests.append(body)
                 if self.path == "/generate":  # SGLang native API
                     sp = body["sampling_params"]
-                    req = GenRequest(prompt_ids=body["input_ids"], max_new_tokens=sp["max_new_tokens"],
-                                     seed=sp["sampling_seed"], temperature=sp["temperature"],
-                                     stop_ids=tuple(sp.get("stop_token_ids", ())))
+                    req = GenRequest(
+                        prompt_ids=body["input_ids"],
+                        max_new_tokens=sp["max_new_tokens"],
+                        seed=sp["sampling_seed"],
+                        temperature=sp["temperature"],
+                        stop_ids=tuple(sp.get("stop_token_ids", ())),
+                    )
                 else:
-                    req = GenRequest(prompt_ids=body["prompt"], max_new_tokens=body["max_tokens"], seed=body["seed"],
-                                     temperature=body["temperature"], stop_ids=tuple(body.get("stop_token_ids", ())))
+                    req = GenRequest(
+                        prompt_ids=body["prompt"],
+                        max_new_tokens=body["max_tokens"],
+                        seed=body["seed"],
+                        temperature=body["temperature"],
+                        stop_ids=tuple(body.get("stop_token_ids", ())),
+                    )
                 with lock:
                     res = server.engine.generate([req])[0]
                 if self.path == "/generate":
-                    payload = json.dumps({"text": "", "meta_info": {
-                        "finish_reason": {"type": res.finish},
-                        "output_token_logprobs": [[lp, t, None] for lp, t in zip(res.logprobs, res.token_ids)]}}).encode()
+                    payload = json.dumps(
+                        {
+                            "text": "",
+                            "meta_info": {
+                                "finish_reason": {"type": res.finish},
+                                "output_token_logprobs": [[lp, t, None] for lp, t in zip(res.logprobs, res.token_ids)],
+                            },
+                        }
+                    ).encode()
                 else:
                     tokens = [f"token_id:{t}" for t in res.token_ids] if not ids_as_text else ["x"] * len(res.token_ids)
-                    choice = {"index": 0, "text": "", "finish_reason": res.finish,
-                              "logprobs": {"tokens": tokens, "token_logprobs": res.logprobs}}
+                    choice = {
+                        "index": 0,
+                        "text": "",
+                        "finish_reason": res.finish,
+                        "logprobs": {"tokens": tokens, "token_logprobs": res.logprobs},
+                    }
                     payload = json.dumps({"object": "text_completion", "choices": [choice]}).encode()
                 self.send_response(200)
                 self.send_header("Content-Type", "application/json")

@@ -85,5 +85,7 @@ class ScriptedEngine:
 
 
 def make_messages(i: int) -> list[dict[str, str]]:
-    return [{"role": "system", "content": "You are a test agent."},
-            {"role": "user", "content": f"ROLLOUT-{i} solve the toy task"}]
+    return [
+        {"role": "system", "content": "You are a test agent."},
+        {"role": "user", "content": f"ROLLOUT-{i} solve the toy task"},
+    ]

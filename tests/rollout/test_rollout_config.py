@@ -14,7 +14,12 @@ from bat.rollout.budgets import BudgetUse, before_action, before_turn, cap_obser
 def test_reference_defaults():
     cfg = RolloutConfig()
     b = cfg.budgets
-    assert (b.max_assistant_turns, b.max_tool_calls, b.max_response_tokens, b.max_observation_chars) == (24, 23, 16384, 2048)
+    assert (b.max_assistant_turns, b.max_tool_calls, b.max_response_tokens, b.max_observation_chars) == (
+        24,
+        23,
+        16384,
+        2048,
+    )
     assert cfg.k == 4 and cfg.temperature == 0.7 and cfg.engine == "hf"
     v = VerifyConfig()
     assert v.e2e_stage_weight == 0.5 and not v.judge.enabled
@@ -22,7 +27,9 @@ def test_reference_defaults():
 
 
 def test_bad_values_are_rejected_with_what_is_valid():
-    with pytest.raises(ValidationError, match="max_tool_calls \\(30\\) cannot exceed budgets.max_assistant_turns \\(24\\)"):
+    with pytest.raises(
+        ValidationError, match="max_tool_calls \\(30\\) cannot exceed budgets.max_assistant_turns \\(24\\)"
+    ):
         RolloutConfig.model_validate({"budgets": {"max_tool_calls": 30}})
     with pytest.raises(ValidationError, match="'hf', 'vllm' or 'openai'"):
         RolloutConfig(engine="tgi")
@@ -31,8 +38,14 @@ def test_bad_values_are_rejected_with_what_is_valid():
 
 
 def test_budget_checks():
-    b = RolloutConfig().budgets.model_copy(update={"max_assistant_turns": 2, "max_response_tokens": 100,
-                                                   "max_context_tokens": 1000, "max_new_tokens_per_turn": 64})
+    b = RolloutConfig().budgets.model_copy(
+        update={
+            "max_assistant_turns": 2,
+            "max_response_tokens": 100,
+            "max_context_tokens": 1000,
+            "max_new_tokens_per_turn": 64,
+        }
+    )
     assert before_turn(b, BudgetUse(turns=2), 10) == "max_turns"
     assert before_turn(b, BudgetUse(response_tokens=100), 10) == "max_response_tokens"
     assert before_turn(b, BudgetUse(), 1000) == "context_length"

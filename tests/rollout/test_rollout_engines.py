@@ -4,17 +4,25 @@ from __future__ import annotations
 
 import pytest
 import torch
+from completions_server import CompletionsServer
 
 from bat.config.rollout import OpenAIEngineConfig, RolloutConfig
 from bat.rollout.engine import GenRequest, make_engine
 from bat.rollout.engine_hf import HFEngine, filter_logits
 from bat.rollout.engine_openai import OpenAIEngine
-from completions_server import CompletionsServer
 
 
 def requests_for(n: int) -> list[GenRequest]:
-    return [GenRequest(prompt_ids=list(range(10, 14 + 3 * i)), max_new_tokens=6 + 4 * i, seed=100 + i,
-                       temperature=0.9, stop_ids=(2,)) for i in range(n)]
+    return [
+        GenRequest(
+            prompt_ids=list(range(10, 14 + 3 * i)),
+            max_new_tokens=6 + 4 * i,
+            seed=100 + i,
+            temperature=0.9,
+            stop_ids=(2,),
+        )
+        for i in range(n)
+    ]
 
 
 def test_hf_batched_equals_one_at_a_time(tiny_model):
@@ -71,8 +79,9 @@ def test_openai_engine_token_ids_roundtrip(tiny_model):
     # new weights: the client asks the server to drop its prefix cache
     with CompletionsServer(local) as srv:
         root = srv.url[: -len("/v1")]
-        engine = OpenAIEngine(OpenAIEngineConfig(base_url=srv.url, flush_cache_url=root + "/reset_prefix_cache",
-                                                 verify_checkpoint=False))
+        engine = OpenAIEngine(
+            OpenAIEngineConfig(base_url=srv.url, flush_cache_url=root + "/reset_prefix_cache", verify_checkpoint=False)
+        )
         engine.set_weights("step_000050")
         assert srv.flushes == 1 and engine.checkpoint == "step_000050"
 
@@ -107,9 +116,17 @@ def test_hf_prefix_cache_matches_full_prefill_and_is_flushed_on_new_weights(tiny
     first = GenRequest(prompt_ids=list(range(10, 60)), max_new_tokens=8, seed=1, temperature=1.0, cache_key="r0")
     a = cached.generate([first])[0]
     assert a.token_ids == full.generate([first])[0].token_ids
-    assert "r0" in cached._cache and cached._cache["r0"][0] == (first.prompt_ids + a.token_ids)[: len(cached._cache["r0"][0])]
-    second = GenRequest(prompt_ids=first.prompt_ids + a.token_ids + [11, 12, 13], max_new_tokens=8, seed=2,
-                        temperature=1.0, cache_key="r0")
+    assert (
+        "r0" in cached._cache
+        and cached._cache["r0"][0] == (first.prompt_ids + a.token_ids)[: len(cached._cache["r0"][0])]
+    )
+    second = GenRequest(
+        prompt_ids=first.prompt_ids + a.token_ids + [11, 12, 13],
+        max_new_tokens=8,
+        seed=2,
+        temperature=1.0,
+        cache_key="r0",
+    )
     b = cached.generate([second])[0]
     ref = full.generate([second])[0]
     assert b.token_ids == ref.token_ids and b.logprobs == pytest.approx(ref.logprobs, abs=1e-4)
@@ -125,8 +142,17 @@ def test_hf_prefix_cache_matches_full_prefill_and_is_flushed_on_new_weights(tiny
 
 def test_hf_batched_prefix_cache_equals_full_prefill_over_turns(tiny_model):
     full, cached = HFEngine(tiny_model), HFEngine(tiny_model, prefix_cache=True)
-    reqs = [GenRequest(prompt_ids=list(range(10, 10 + n)), max_new_tokens=m, seed=i, temperature=1.0, stop_ids=(2,),
-                       cache_key=f"r{i}") for i, (n, m) in enumerate(((30, 8), (45, 12), (20, 5)))]
+    reqs = [
+        GenRequest(
+            prompt_ids=list(range(10, 10 + n)),
+            max_new_tokens=m,
+            seed=i,
+            temperature=1.0,
+            stop_ids=(2,),
+            cache_key=f"r{i}",
+        )
+        for i, (n, m) in enumerate(((30, 8), (45, 12), (20, 5)))
+    ]
     for turn in range(3):
         got, want = cached.generate(reqs), [full.generate([r])[0] for r in reqs]
         assert [g.token_ids for g in got] == [w.token_ids for w in want]
@@ -134,18 +160,26 @@ def test_hf_batched_prefix_cache_equals_full_prefill_over_turns(tiny_model):
             assert g.logprobs == pytest.approx(w.logprobs, abs=1e-4)
         assert set(cached._cache) == {"r0", "r1", "r2"}
         # next turn: context + generated + a different-length observation per row (row 1 uncached on turn 2)
-        reqs = [GenRequest(prompt_ids=r.prompt_ids + g.token_ids + list(range(40, 41 + 3 * i)), max_new_tokens=r.max_new_tokens,
-                           seed=r.seed + 10, temperature=1.0, stop_ids=(2,),
-                           cache_key=None if (i == 1 and turn == 1) else r.cache_key)
-                for i, (r, g) in enumerate(zip(reqs, got))]
+        reqs = [
+            GenRequest(
+                prompt_ids=r.prompt_ids + g.token_ids + list(range(40, 41 + 3 * i)),
+                max_new_tokens=r.max_new_tokens,
+                seed=r.seed + 10,
+                temperature=1.0,
+                stop_ids=(2,),
+                cache_key=None if (i == 1 and turn == 1) else r.cache_key,
+            )
+            for i, (r, g) in enumerate(zip(reqs, got))
+        ]
 
 
 def test_continuous_schedule_matches_cohorts_through_a_served_engine(tiny_model, tokenizer, tmp_path):
     """Every rollout on its own thread against a served engine gives the records lockstep cohorts give."""
+    from rollout_doubles import ToyEnv, make_messages
+
     from bat.config.rollout import RolloutBudgets
     from bat.rollout.chat import TurnTokens
     from bat.rollout.loop import LoopSettings, RolloutSpec, run_rollouts
-    from rollout_doubles import ToyEnv, make_messages
 
     tt = TurnTokens(tokenizer)
     budgets = RolloutBudgets(max_assistant_turns=3, max_tool_calls=3, max_new_tokens_per_turn=8)
@@ -153,10 +187,20 @@ def test_continuous_schedule_matches_cohorts_through_a_served_engine(tiny_model,
         engine = OpenAIEngine(OpenAIEngineConfig(base_url=srv.url, concurrency=4), checkpoint="ck")
         runs = {}
         for schedule in ("continuous", "cohorts"):
-            specs = [RolloutSpec(rollout_id=f"r{i}", state_id="s", k=i, seed=50 + i,
-                                 env=ToyEnv(tmp_path / schedule / str(i)), messages=make_messages(i)) for i in range(4)]
-            settings = LoopSettings(budgets=budgets, temperature=1.0, no_tool_call="observe", schedule=schedule,
-                                    tool_workers=2)
+            specs = [
+                RolloutSpec(
+                    rollout_id=f"r{i}",
+                    state_id="s",
+                    k=i,
+                    seed=50 + i,
+                    env=ToyEnv(tmp_path / schedule / str(i)),
+                    messages=make_messages(i),
+                )
+                for i in range(4)
+            ]
+            settings = LoopSettings(
+                budgets=budgets, temperature=1.0, no_tool_call="observe", schedule=schedule, tool_workers=2
+            )
             runs[schedule] = [o.record for o in run_rollouts(engine, specs, tt, settings)]
     assert [r.rollout_id for r in runs["continuous"]] == ["r0", "r1", "r2", "r3"]
     for a, b in zip(runs["continuous"], runs["cohorts"]):
@@ -204,8 +248,11 @@ def test_served_checkpoint_is_verified_both_ways(tiny_model, other_tiny_model):
     other = other_tiny_model
     server_engine = HFEngine(tiny_model)
     with CompletionsServer(server_engine) as srv:
-        cfg = RolloutConfig(engine="openai", openai=OpenAIEngineConfig(base_url=srv.url),
-                            budgets=RolloutBudgets(max_context_tokens=1024))
+        cfg = RolloutConfig(
+            engine="openai",
+            openai=OpenAIEngineConfig(base_url=srv.url),
+            budgets=RolloutBudgets(max_context_tokens=1024),
+        )
         engine = make_engine(cfg, tiny_model)  # the server serves tiny_model: accepted
         assert engine.checkpoint == str(tiny_model)
         with pytest.raises(ServedModelMismatch, match="does not serve the checkpoint") as info:

@@ -6,12 +6,12 @@ import json
 
 import pytest
 import torch
+from rollout_doubles import ScriptedEngine, ToyEnv, make_messages
 
 from bat.config.rollout import RolloutBudgets
 from bat.policy.codec import render_tool_call
 from bat.rollout.chat import TurnTokens
 from bat.rollout.loop import LoopSettings, RolloutSpec, run_rollouts
-from rollout_doubles import ScriptedEngine, ToyEnv, make_messages
 
 
 def call(name: str, **arguments) -> str:
@@ -24,8 +24,17 @@ def run_scripted(tokenizer, tmp_path, scripts, budgets=None, no_tool_call="end",
     specs = []
     for i in scripts:
         env = (envs or {}).get(i) or ToyEnv(tmp_path / f"ws{i}")
-        specs.append(RolloutSpec(rollout_id=f"r{i}", state_id="s", k=i, seed=100 + i, env=env,
-                                 messages=make_messages(i), workspace=env.workspace))
+        specs.append(
+            RolloutSpec(
+                rollout_id=f"r{i}",
+                state_id="s",
+                k=i,
+                seed=100 + i,
+                env=env,
+                messages=make_messages(i),
+                workspace=env.workspace,
+            )
+        )
     settings = LoopSettings(budgets=budgets or RolloutBudgets(), temperature=1.0, no_tool_call=no_tool_call)
     return [o.record for o in run_rollouts(engine, specs, tt, settings)], tt
 
@@ -60,7 +69,7 @@ def test_multiturn_masks_align_and_malformed_call_continues(tokenizer, tmp_path)
     assert rec.segments[-1].end == len(rec.token_ids)
     # the observation tokens hold the tool message and the next assistant header
     obs_seg = rec.segments[2]
-    obs_text = tt.decode(rec.token_ids[obs_seg.start:obs_seg.end])
+    obs_text = tt.decode(rec.token_ids[obs_seg.start : obs_seg.end])
     assert "<|im_start|>tool\nwrote out.txt<|im_end|>" in obs_text and obs_text.endswith("<|im_start|>assistant\n")
 
 
@@ -73,8 +82,9 @@ def test_no_tool_call_ends_or_observes(tokenizer, tmp_path):
     assert all(t.invalid["reason"] == "no_tool_call" for t in rec.turns)
 
 
-@pytest.mark.parametrize("case", ["max_turns", "max_tool_calls", "max_response_tokens", "context_length",
-                                  "max_observation_chars"])
+@pytest.mark.parametrize(
+    "case", ["max_turns", "max_tool_calls", "max_response_tokens", "context_length", "max_observation_chars"]
+)
 def test_every_budget_ends_with_its_reason(tokenizer, tmp_path, case):
     write = call("write", path="a.txt", text="x")
     n_write = len(tokenizer(write, add_special_tokens=False)["input_ids"]) + 1
@@ -127,8 +137,18 @@ def test_many_rollouts_in_flight_share_batches(tokenizer, tmp_path):
     tt = TurnTokens(tokenizer)
     engine = ScriptedEngine(tokenizer, scripts, end_id=tt.stop_ids[0])
     envs = {i: ToyEnv(tmp_path / f"w{i}") for i in scripts}
-    specs = [RolloutSpec(rollout_id=f"r{i}", state_id="s", k=i, seed=i, env=envs[i], messages=make_messages(i),
-                         workspace=envs[i].workspace) for i in scripts]
+    specs = [
+        RolloutSpec(
+            rollout_id=f"r{i}",
+            state_id="s",
+            k=i,
+            seed=i,
+            env=envs[i],
+            messages=make_messages(i),
+            workspace=envs[i].workspace,
+        )
+        for i in scripts
+    ]
     recs = [o.record for o in run_rollouts(engine, specs, tt, LoopSettings(budgets=RolloutBudgets()))]
     assert [len(r.turns) for r in recs] == [2, 3, 4, 5]
     assert engine.calls == 5  # one batched generation per lockstep step, not one per rollout turn
@@ -144,8 +164,17 @@ def test_real_hf_engine_multiturn_logprobs_and_determinism(tiny_model, tokenizer
     settings = LoopSettings(budgets=budgets, temperature=1.0, no_tool_call="observe")
 
     def once(tag):
-        specs = [RolloutSpec(rollout_id=f"r{i}", state_id="s", k=i, seed=7 + i, env=ToyEnv(tmp_path / tag / str(i)),
-                             messages=make_messages(i)) for i in range(3)]
+        specs = [
+            RolloutSpec(
+                rollout_id=f"r{i}",
+                state_id="s",
+                k=i,
+                seed=7 + i,
+                env=ToyEnv(tmp_path / tag / str(i)),
+                messages=make_messages(i),
+            )
+            for i in range(3)
+        ]
         return [o.record for o in run_rollouts(engine, specs, tt, settings)]
 
     first, second = once("a"), once("b")
@@ -200,8 +229,18 @@ def test_cohorts_overlap_tool_calls_with_generation_and_keep_results(tokenizer, 
     def go(cohorts, tag):
         engine = Watching(tokenizer, scripts, end_id=tt.stop_ids[0])
         envs = {i: _SlowEnv(tmp_path / tag / str(i)) for i in scripts}
-        specs = [RolloutSpec(rollout_id=f"r{i}", state_id="s", k=i, seed=i, env=envs[i], messages=make_messages(i),
-                             workspace=envs[i].workspace) for i in scripts]
+        specs = [
+            RolloutSpec(
+                rollout_id=f"r{i}",
+                state_id="s",
+                k=i,
+                seed=i,
+                env=envs[i],
+                messages=make_messages(i),
+                workspace=envs[i].workspace,
+            )
+            for i in scripts
+        ]
         settings = LoopSettings(budgets=RolloutBudgets(), cohorts=cohorts, tool_workers=4)
         return [o.record.model_dump() for o in run_rollouts(engine, specs, tt, settings)], engine.calls
 
@@ -220,8 +259,17 @@ def test_hf_results_do_not_depend_on_cohorts(tiny_model, tokenizer, tmp_path):
     budgets = RolloutBudgets(max_assistant_turns=2, max_tool_calls=2, max_new_tokens_per_turn=10)
 
     def go(cohorts):
-        specs = [RolloutSpec(rollout_id=f"r{i}", state_id="s", k=i, seed=3 + i, env=ToyEnv(tmp_path / f"{cohorts}-{i}"),
-                             messages=make_messages(i)) for i in range(4)]
+        specs = [
+            RolloutSpec(
+                rollout_id=f"r{i}",
+                state_id="s",
+                k=i,
+                seed=3 + i,
+                env=ToyEnv(tmp_path / f"{cohorts}-{i}"),
+                messages=make_messages(i),
+            )
+            for i in range(4)
+        ]
         settings = LoopSettings(budgets=budgets, temperature=1.0, no_tool_call="observe", cohorts=cohorts)
         return [o.record.token_ids for o in run_rollouts(engine, specs, tt, settings)]
 
@@ -278,10 +326,24 @@ def test_hostile_model_output_never_crashes_and_records_stay_utf8_jsonl(tokenize
     specs = []
     for i in range(6):
         env = ToyEnv(tmp_path / f"ws{i}")
-        specs.append(RolloutSpec(rollout_id=f"r{i}", state_id="s", k=i, seed=7 + i, env=env,
-                                 messages=make_messages(i), workspace=env.workspace))
-    budgets = RolloutBudgets(max_assistant_turns=5, max_tool_calls=5, max_new_tokens_per_turn=600,
-                             max_response_tokens=2500, max_context_tokens=6000)
+        specs.append(
+            RolloutSpec(
+                rollout_id=f"r{i}",
+                state_id="s",
+                k=i,
+                seed=7 + i,
+                env=env,
+                messages=make_messages(i),
+                workspace=env.workspace,
+            )
+        )
+    budgets = RolloutBudgets(
+        max_assistant_turns=5,
+        max_tool_calls=5,
+        max_new_tokens_per_turn=600,
+        max_response_tokens=2500,
+        max_context_tokens=6000,
+    )
     settings = LoopSettings(budgets=budgets, temperature=1.0, no_tool_call="observe")
     records = [o.record for o in run_rollouts(_HostileEngine(tokenizer, seed), specs, tt, settings)]
     assert len(records) == 6 and all(r.end_reason for r in records)

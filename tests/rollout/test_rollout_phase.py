@@ -19,8 +19,12 @@ from bat.verify.shards import read_rewards
 CFG = {
     "benchmark": {"runtime": "inprocess", "cases_per_instance": 3, "tracks": ["classification"]},
     "bank": {"tasks_per_track": 1, "e2e_per_track": 1},
-    "rollout": {"k": 2, "states_per_shard": 2, "no_tool_call": "observe",
-                "budgets": {"max_new_tokens_per_turn": 12, "max_assistant_turns": 2, "max_tool_calls": 2}},
+    "rollout": {
+        "k": 2,
+        "states_per_shard": 2,
+        "no_tool_call": "observe",
+        "budgets": {"max_new_tokens_per_turn": 12, "max_assistant_turns": 2, "max_tool_calls": 2},
+    },
 }
 
 
@@ -35,10 +39,19 @@ def run(tmp_path_factory, tiny_model):
     assert scan_and_admit(layout, bank.version, cfg).verdict == "admitted"
     rows = bank.rows()
     picks = [next(r for r in rows if r.stage == s) for s in ("S3", "S1", "E2E")]
-    plan = RoundPlan(round=1, arm="bicurl", target_stage="S3", mixture={"S-target": 1, "S-mix": 1, "E2E": 1},
-                     reward_mode="rubric", bank_version=bank.version, start_checkpoint=str(tiny_model), seed=7,
-                     batches=[[PlanRow(state_id=r.state_id, pool=p, stage=r.stage)
-                               for r, p in zip(picks, ("S-target", "S-mix", "E2E"))]])
+    plan = RoundPlan(
+        round=1,
+        arm="bicurl",
+        target_stage="S3",
+        mixture={"S-target": 1, "S-mix": 1, "E2E": 1},
+        reward_mode="rubric",
+        bank_version=bank.version,
+        start_checkpoint=str(tiny_model),
+        seed=7,
+        batches=[
+            [PlanRow(state_id=r.state_id, pool=p, stage=r.stage) for r, p in zip(picks, ("S-target", "S-mix", "E2E"))]
+        ],
+    )
     atomic_write_json(layout.plan(1), plan)
     return cfg, layout, picks
 
@@ -92,9 +105,15 @@ def test_rollout_then_verify_phases(run):
 
 
 def test_cli_reports_done_and_missing_plan(run, capsys):
-    cfg, layout, _ = run
-    sets = ["--set", "benchmark.runtime=inprocess", "--set", "benchmark.tracks=[classification]",
-            "--set", "benchmark.cases_per_instance=3"]
+    _cfg, layout, _ = run
+    sets = [
+        "--set",
+        "benchmark.runtime=inprocess",
+        "--set",
+        "benchmark.tracks=[classification]",
+        "--set",
+        "benchmark.cases_per_instance=3",
+    ]
     code = main(["rollout", "--state", str(layout.root), "--round", "1", *sets])
     out = capsys.readouterr().out
     assert code == 0 and "already DONE" in out
@@ -107,9 +126,17 @@ def test_repeated_plan_rows_keep_their_rollouts_in_one_group():
     from bat.rollout.phase import plan_jobs
 
     row = lambda s, pool="S-target": PlanRow(state_id=s, pool=pool, stage="S3")  # noqa: E731
-    plan = RoundPlan(round=1, arm="bicurl", target_stage="S3", mixture={"S-target": 2}, reward_mode="rubric",
-                     bank_version=1, start_checkpoint="ck", seed=1,
-                     batches=[[row("a"), row("b")], [row("a"), row("c")], [row("a"), row("b")]])
+    plan = RoundPlan(
+        round=1,
+        arm="bicurl",
+        target_stage="S3",
+        mixture={"S-target": 2},
+        reward_mode="rubric",
+        bank_version=1,
+        start_checkpoint="ck",
+        seed=1,
+        batches=[[row("a"), row("b")], [row("a"), row("c")], [row("a"), row("b")]],
+    )
     jobs, repeated = plan_jobs(plan)
     assert [(j.state_id, j.repeats) for j in jobs] == [("a", 3), ("b", 2), ("c", 1)]
     assert repeated == 3

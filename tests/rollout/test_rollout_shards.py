@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import pytest
+from rollout_doubles import ToyEnv
 
 from bat.config.rollout import RolloutBudgets
 from bat.rollout import runner as runner_mod
@@ -12,7 +13,6 @@ from bat.rollout.loop import LoopSettings
 from bat.rollout.runner import OpenedEnv, StateJob, run_shards
 from bat.rollout.shards import read_rollouts, read_shard, shard_dir
 from bat.state.digest import sha256_tree
-from rollout_doubles import ToyEnv
 
 JOBS = [StateJob(state_id=f"st{i}", pool="S-target", stage="S3") for i in range(3)]
 
@@ -25,14 +25,30 @@ def go(phase_dir, tiny_model, tokenizer, tmp_path, counter):
     def open_env(job, k, workdir):
         counter["envs"] += 1
         env = ToyEnv(workdir / "ws")
-        return OpenedEnv(env=env, workspace=env.workspace,
-                         messages=[{"role": "user", "content": f"state {job.state_id} rollout {k}"}])
+        return OpenedEnv(
+            env=env,
+            workspace=env.workspace,
+            messages=[{"role": "user", "content": f"state {job.state_id} rollout {k}"}],
+        )
 
-    settings = LoopSettings(budgets=RolloutBudgets(max_assistant_turns=2, max_tool_calls=2, max_new_tokens_per_turn=8),
-                            temperature=1.0, no_tool_call="observe")
-    return run_shards(phase_dir, JOBS, k=2, states_per_shard=2, run_seed=42, round_index=1, open_env=open_env,
-                      engine_factory=engine_factory, turn_tokens=lambda: TurnTokens(tokenizer), settings=settings,
-                      scratch=tmp_path / "scratch" / phase_dir.name)
+    settings = LoopSettings(
+        budgets=RolloutBudgets(max_assistant_turns=2, max_tool_calls=2, max_new_tokens_per_turn=8),
+        temperature=1.0,
+        no_tool_call="observe",
+    )
+    return run_shards(
+        phase_dir,
+        JOBS,
+        k=2,
+        states_per_shard=2,
+        run_seed=42,
+        round_index=1,
+        open_env=open_env,
+        engine_factory=engine_factory,
+        turn_tokens=lambda: TurnTokens(tokenizer),
+        settings=settings,
+        scratch=tmp_path / "scratch" / phase_dir.name,
+    )
 
 
 def test_interrupted_phase_resumes_with_identical_shards(tiny_model, tokenizer, tmp_path, monkeypatch):

@@ -14,13 +14,13 @@ import sys
 
 import pytest
 import torch
+from rollout_doubles import ToyEnv, make_messages
 
 from bat.config.rollout import RolloutBudgets, RolloutConfig, VllmEngineConfig
 from bat.rollout.chat import TurnTokens
 from bat.rollout.engine import GenRequest, make_engine
 from bat.rollout.loop import LoopSettings, RolloutSpec, run_rollouts
 from bat.rollout.vllm_server import VllmServer, VllmServerError, resolve_python
-from rollout_doubles import ToyEnv, make_messages
 
 pytestmark = pytest.mark.slow
 
@@ -39,8 +39,15 @@ def _tiny64(path, seed):
     from bat.config.model import TinyModelConfig
     from bat.policy.tiny import build_tiny_model
 
-    cfg = TinyModelConfig(vocab_size=512, hidden_size=128, num_layers=2, num_heads=2, num_kv_heads=1,
-                          intermediate_size=256, max_positions=4096)
+    cfg = TinyModelConfig(
+        vocab_size=512,
+        hidden_size=128,
+        num_layers=2,
+        num_heads=2,
+        num_kv_heads=1,
+        intermediate_size=256,
+        max_positions=4096,
+    )
     return build_tiny_model(path, cfg, seed=seed)
 
 
@@ -53,8 +60,11 @@ def vllm_models(tmp_path_factory):
 
 @pytest.fixture(scope="module")
 def engine(vllm_models):
-    cfg = RolloutConfig(engine="vllm", vllm=VllmEngineConfig(cpu_kvcache_gib=1, max_num_seqs=16),
-                        budgets=RolloutBudgets(max_context_tokens=2048))
+    cfg = RolloutConfig(
+        engine="vllm",
+        vllm=VllmEngineConfig(cpu_kvcache_gib=1, max_num_seqs=16),
+        budgets=RolloutBudgets(max_context_tokens=2048),
+    )
     eng = make_engine(cfg, vllm_models[0])
     yield eng
     eng.close()
@@ -75,8 +85,12 @@ def test_server_ids_logprobs_seeds_and_served_checkpoint(engine, vllm_models):
     assert engine.server.served_root() == str(vllm_models[0].resolve())
     assert engine.probe_diff is not None and engine.probe_diff <= 2e-3  # the probe check ran and passed
     assert engine.max_context == 2048
-    reqs = [GenRequest(prompt_ids=list(range(10, 30 + 5 * i)), max_new_tokens=8, seed=100 + i, temperature=0.7,
-                       stop_ids=(2,)) for i in range(3)]
+    reqs = [
+        GenRequest(
+            prompt_ids=list(range(10, 30 + 5 * i)), max_new_tokens=8, seed=100 + i, temperature=0.7, stop_ids=(2,)
+        )
+        for i in range(3)
+    ]
     first, again = engine.generate(reqs), engine.generate(list(reversed(reqs)))
     assert [r.token_ids for r in first] == [r.token_ids for r in reversed(again)]  # per-request seeds
     for req, res in zip(reqs, first):
@@ -97,10 +111,19 @@ def test_continuous_rollouts_masks_align(engine, vllm_models, tmp_path):
     from bat.policy.loader import load_tokenizer
 
     tt = TurnTokens(load_tokenizer(vllm_models[0]))
-    settings = LoopSettings(budgets=RolloutBudgets(max_assistant_turns=3, max_tool_calls=3, max_new_tokens_per_turn=10),
-                            temperature=1.0, no_tool_call="observe", schedule="auto", tool_workers=2)
-    specs = [RolloutSpec(rollout_id=f"v{i}", state_id="s", k=i, seed=i, env=ToyEnv(tmp_path / str(i)),
-                         messages=make_messages(i)) for i in range(4)]
+    settings = LoopSettings(
+        budgets=RolloutBudgets(max_assistant_turns=3, max_tool_calls=3, max_new_tokens_per_turn=10),
+        temperature=1.0,
+        no_tool_call="observe",
+        schedule="auto",
+        tool_workers=2,
+    )
+    specs = [
+        RolloutSpec(
+            rollout_id=f"v{i}", state_id="s", k=i, seed=i, env=ToyEnv(tmp_path / str(i)), messages=make_messages(i)
+        )
+        for i in range(4)
+    ]
     outcomes = run_rollouts(engine, specs, tt, settings)
     assert [o.record.rollout_id for o in outcomes] == ["v0", "v1", "v2", "v3"]
     for out in outcomes:

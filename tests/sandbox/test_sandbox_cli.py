@@ -15,8 +15,20 @@ def test_exec_prints_the_record(tmp_path: Path, capsys: pytest.CaptureFixture[st
     code = main(["sandbox", "exec", "--workspace", str(tmp_path), "--runtime", "process", "--python", "print(2 + 2)"])
     record = json.loads(capsys.readouterr().out)
     assert code == 0 and record["stdout"] == "4\n" and record["ok"] is True
-    code = main(["sandbox", "exec", "--workspace", str(tmp_path), "--runtime", "process",
-                 "--tool", "bat.sandbox.tools:write_file", "--args", '{"path": "a.txt", "content": "hi"}'])
+    code = main(
+        [
+            "sandbox",
+            "exec",
+            "--workspace",
+            str(tmp_path),
+            "--runtime",
+            "process",
+            "--tool",
+            "bat.sandbox.tools:write_file",
+            "--args",
+            '{"path": "a.txt", "content": "hi"}',
+        ]
+    )
     record = json.loads(capsys.readouterr().out)
     assert code == 0 and record["files_changed"]["added"] == ["a.txt"] and (tmp_path / "a.txt").read_text() == "hi"
 

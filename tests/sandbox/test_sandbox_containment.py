@@ -6,8 +6,8 @@ from __future__ import annotations
 import json
 import subprocess
 import time
+from collections.abc import Callable
 from pathlib import Path
-from typing import Callable
 
 import pytest
 
@@ -44,8 +44,9 @@ def test_escape_is_contained_recorded_and_next_call_works(
     escape = ESCAPES[name]
     sb = make_sandbox("bwrap", timeout_s=2, warm=warm, nproc=64, memory_mb=2048, max_file_mb=64)
     start = time.monotonic()
-    record = sb.execute_code(escape.language, escape.template.format(grader=grader, bat=BAT_DIR), stage="S3",
-                             **escape.limits)
+    record = sb.execute_code(
+        escape.language, escape.template.format(grader=grader, bat=BAT_DIR), stage="S3", **escape.limits
+    )
     elapsed = time.monotonic() - start
     assert escape.flag in record.flags.raised(), record.model_dump()
     assert not record.ok and record.stage == "S3"
@@ -102,8 +103,13 @@ def test_sandbox_view_is_minimal(make_sandbox: Callable[..., Sandbox]) -> None:
     record = sb.execute_code("python", code)
     assert record.ok, record.model_dump()
     seen = json.loads(record.stdout)
-    assert seen == {"cwd": "/workspace", "files": ["data", "task"], "home": False, "state": False,
-                    "tmp": _tmp_mount_points()}
+    assert seen == {
+        "cwd": "/workspace",
+        "files": ["data", "task"],
+        "home": False,
+        "state": False,
+        "tmp": _tmp_mount_points(),
+    }
 
 
 def test_tool_call_records_files_changed_and_stage(make_sandbox: Callable[..., Sandbox], workspace: Workspace) -> None:
@@ -118,7 +124,9 @@ def test_tool_call_records_files_changed_and_stage(make_sandbox: Callable[..., S
     assert _next_call_works(sb).files_changed.any is False
 
 
-def test_fifo_removed_and_oversized_workspace_flagged(make_sandbox: Callable[..., Sandbox], workspace: Workspace) -> None:
+def test_fifo_removed_and_oversized_workspace_flagged(
+    make_sandbox: Callable[..., Sandbox], workspace: Workspace
+) -> None:
     sb = make_sandbox("bwrap", max_file_mb=1, max_workspace_mb=1)
     record = sb.execute_code("bash", "mkfifo trap; head -c 700000 /dev/zero > a.bin; head -c 700000 /dev/zero > b.bin")
     assert any("removed special file trap" in line for line in record.evidence)
@@ -136,5 +144,7 @@ def test_runtime_that_cannot_boot_raises_infrastructure_error(workspace: Workspa
     sb = Sandbox(workspace.path, config)
     with pytest.raises(SandboxBootError, match="did not start the sandbox.*no-such-code-dir"):
         sb.call_tool("bat.sandbox.tools:list_files")
-    faked = Sandbox(workspace.path, SandboxConfig(runtime="bwrap")).execute_code("bash", "echo 'bwrap: fake' >&2; exit 1")
+    faked = Sandbox(workspace.path, SandboxConfig(runtime="bwrap")).execute_code(
+        "bash", "echo 'bwrap: fake' >&2; exit 1"
+    )
     assert faked.exit_status == 1 and not faked.ok  # an agent cannot pass itself off as an infrastructure failure

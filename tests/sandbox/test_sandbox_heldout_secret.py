@@ -67,7 +67,9 @@ def test_agent_code_in_bwrap_cannot_rebuild_heldout_truth(heldout_run) -> None:
         pytest.skip("bubblewrap is not installed or cannot create namespaces here (apt-get install bubblewrap)")
     cfg, layout, secret, instance, workspace, grader = heldout_run
     code = ATTACK.format(CONFIG=json.dumps(cfg.model_dump(mode="json")), SECRET_PATH=str(layout.heldout_secret))
-    sandbox = Sandbox(workspace, SandboxConfig(runtime="bwrap", timeout_s=120, memory_mb=4096), protected_paths=[grader])
+    sandbox = Sandbox(
+        workspace, SandboxConfig(runtime="bwrap", timeout_s=120, memory_mb=4096), protected_paths=[grader]
+    )
     record = sandbox.execute_code("python", code, stage="S3")
     assert record.ok, record.model_dump()
     assert "NOSECRET FileNotFoundError" in record.stdout, record.stdout  # the state directory is not mounted
@@ -80,10 +82,16 @@ def test_agent_code_in_bwrap_cannot_rebuild_heldout_truth(heldout_run) -> None:
 def test_the_same_search_finds_the_instance_with_the_secret(heldout_run) -> None:
     cfg, _, secret, instance, workspace, _ = heldout_run
     spec = json.loads((workspace / "task" / "spec.json").read_text())
-    matches = [suite_instance(run, cfg) for split in ("controller", "final", "test")
-               for run in heldout_suite(cfg, split, secret=secret)]
+    matches = [
+        suite_instance(run, cfg)
+        for split in ("controller", "final", "test")
+        for run in heldout_suite(cfg, split, secret=secret)
+    ]
     match = [inst for inst in matches if inst.instance_id == spec["instance_id"]]
     assert len(match) == 1 and match[0].case_ids == spec["cases"] and match[0].truths.keys() == instance.truths.keys()
     assert secret.key not in (workspace / "task" / "spec.json").read_text()
-    assert str(instance.seed) not in "".join(p.read_text(errors="ignore") for p in workspace.rglob("*") if p.is_file()
-                                             and p.suffix in (".json", ".md", ".txt"))
+    assert str(instance.seed) not in "".join(
+        p.read_text(errors="ignore")
+        for p in workspace.rglob("*")
+        if p.is_file() and p.suffix in (".json", ".md", ".txt")
+    )

@@ -23,11 +23,15 @@ SITE = next(p for p in sys.path if p.endswith("site-packages"))
 def _system_python_matches() -> bool:
     if not Path(SYSTEM_PYTHON).exists():
         return False
-    out = subprocess.run([SYSTEM_PYTHON, "-c", "import sys; print(sys.version_info[:2])"], capture_output=True, text=True)
+    out = subprocess.run(
+        [SYSTEM_PYTHON, "-c", "import sys; print(sys.version_info[:2])"], capture_output=True, text=True
+    )
     return out.stdout.strip() == str(tuple(sys.version_info[:2]))
 
 
-@pytest.mark.skipif(os.geteuid() != 0 or not shutil.which("setpriv"), reason="needs root to become an unprivileged user")
+@pytest.mark.skipif(
+    os.geteuid() != 0 or not shutil.which("setpriv"), reason="needs root to become an unprivileged user"
+)
 def test_unprivileged_bwrap_contains_escapes() -> None:
     if not bwrap_available() or not _system_python_matches():
         pytest.skip(f"needs bwrap and {SYSTEM_PYTHON} of the running Python version (venv python lives under /root)")
@@ -63,8 +67,14 @@ def test_unprivileged_bwrap_contains_escapes() -> None:
             print(json.dumps(out))
         """)
         env = {"PATH": "/usr/bin:/bin", "PYTHONPATH": f"{SITE}:{Path(bat.__file__).resolve().parent.parent}"}
-        done = subprocess.run(["setpriv", "--reuid=65534", "--regid=65534", "--clear-groups", "--", SYSTEM_PYTHON,
-                               "-c", script], capture_output=True, text=True, timeout=120, env=env, cwd="/")
+        done = subprocess.run(
+            ["setpriv", "--reuid=65534", "--regid=65534", "--clear-groups", "--", SYSTEM_PYTHON, "-c", script],
+            capture_output=True,
+            text=True,
+            timeout=120,
+            env=env,
+            cwd="/",
+        )
         assert done.returncode == 0, done.stderr[-2000:]
         out = json.loads(done.stdout.strip().splitlines()[-1])
         assert "access_outside" in out["grader"]["flags"] and "hidden-label-42" not in out["grader"]["text"]

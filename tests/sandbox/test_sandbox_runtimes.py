@@ -17,8 +17,15 @@ from bat.sandbox.runtimes import python_env
 def _argv(name: str, tmp_path: Path, **fields: str) -> list[str]:
     config = SandboxConfig(timeout_s=2, memory_mb=256, nproc=16, max_file_mb=3, **fields)
     limits = Limits.from_config(config)
-    return get_runtime(name, config).argv(["python3", "-c", "pass"], workspace=tmp_path / "ws", scratch=tmp_path / "s",
-                                  cwd="/workspace", limits=limits, pyenv=python_env(sys.executable, ()), drop_uid=65534)
+    return get_runtime(name, config).argv(
+        ["python3", "-c", "pass"],
+        workspace=tmp_path / "ws",
+        scratch=tmp_path / "s",
+        cwd="/workspace",
+        limits=limits,
+        pyenv=python_env(sys.executable, ()),
+        drop_uid=65534,
+    )
 
 
 def test_unknown_runtime_lists_valid_names() -> None:
@@ -36,15 +43,23 @@ def test_limits_from_config_and_overrides() -> None:
     with pytest.raises(ValueError, match="unknown limit.*'colour'.*valid"):
         Limits.from_config(SandboxConfig(), colour=1)
     argv = prlimit_argv(Limits.from_config(SandboxConfig(memory_mb=256, nproc=16, max_file_mb=3, cpu_s=5)))
-    assert argv == ["prlimit", f"--as={256 << 20}", "--cpu=5:6", "--nproc=16", f"--fsize={3 << 20}",
-                    "--nofile=256", "--core=0", "--"]
+    assert argv == [
+        "prlimit",
+        f"--as={256 << 20}",
+        "--cpu=5:6",
+        "--nproc=16",
+        f"--fsize={3 << 20}",
+        "--nofile=256",
+        "--core=0",
+        "--",
+    ]
 
 
 def test_bwrap_argv_has_one_writable_bind_and_no_network(tmp_path: Path) -> None:
     argv = _argv("bwrap", tmp_path)
     assert "--die-with-parent" in argv
     assert "--unshare-net" in argv or "--unshare-all" in argv
-    writable = [argv[i + 1:i + 3] for i, a in enumerate(argv) if a == "--bind"]
+    writable = [argv[i + 1 : i + 3] for i, a in enumerate(argv) if a == "--bind"]
     assert writable == [[str(tmp_path / "ws"), "/workspace"]]
     assert argv[argv.index("--tmpfs") + 1] == "/tmp"
     assert argv[argv.index("--chdir") + 1] == "/workspace"

@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
-from typing import Callable
+from collections.abc import Callable
 
 import pytest
 
@@ -75,12 +75,19 @@ def test_unknown_language_lists_valid(make_sandbox: Callable[..., Sandbox]) -> N
 def test_toolhost_entry_point_speaks_json(tmp_path) -> None:
     request = {"kind": "tool", "tool": "bat.sandbox.tools:list_files", "args": {}, "workspace": str(tmp_path)}
     (tmp_path / "x.txt").write_text("abc")
-    done = subprocess.run([sys.executable, "-m", "bat.sandbox.toolhost"], input=json.dumps(request),
-                          capture_output=True, text=True, timeout=60, cwd="/")
+    done = subprocess.run(
+        [sys.executable, "-m", "bat.sandbox.toolhost"],
+        input=json.dumps(request),
+        capture_output=True,
+        text=True,
+        timeout=60,
+        cwd="/",
+    )
     reply = json.loads(done.stdout)
     assert done.returncode == 0 and reply["ok"] and reply["result"] == "x.txt (3 bytes)"
-    bad = subprocess.run([sys.executable, "-m", "bat.sandbox.toolhost"], input="[]", capture_output=True,
-                         text=True, timeout=60, cwd="/")
+    bad = subprocess.run(
+        [sys.executable, "-m", "bat.sandbox.toolhost"], input="[]", capture_output=True, text=True, timeout=60, cwd="/"
+    )
     assert bad.returncode == 2 and "kind 'tool' or 'python'" in json.loads(bad.stdout)["error"]
 
 

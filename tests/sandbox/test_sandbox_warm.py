@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from pathlib import Path
-from typing import Callable
 
 import pytest
 
@@ -54,8 +54,9 @@ def test_preload_errors_are_reported_and_calls_still_work(make_sandbox: Callable
         assert sb._warm is not None and "ModuleNotFoundError" in sb._warm.preload_errors[0]
 
 
-def test_server_that_cannot_boot_is_infrastructure(workspace: Workspace, tmp_path: Path,
-                                                  make_sandbox: Callable[..., Sandbox]) -> None:
+def test_server_that_cannot_boot_is_infrastructure(
+    workspace: Workspace, tmp_path: Path, make_sandbox: Callable[..., Sandbox]
+) -> None:
     make_sandbox("bwrap")  # skips when bwrap is unusable
     config = SandboxConfig(runtime="bwrap", warm=True, code_paths=(str(tmp_path / "missing-code"),))
     with pytest.raises(SandboxBootError, match="missing-code"):

@@ -35,9 +35,14 @@ def _env(config_path, state):
 
 
 def _sbatch(config_path, state, tmp_path):
-    out = subprocess.run(["sbatch", "--parsable", "--mem=500M", "-o", str(tmp_path / "driver-%j.out"),
-                          "run_round.sh"], cwd=REPO, env=_env(config_path, state), capture_output=True,
-                         text=True, check=True)
+    out = subprocess.run(
+        ["sbatch", "--parsable", "--mem=500M", "-o", str(tmp_path / "driver-%j.out"), "run_round.sh"],
+        cwd=REPO,
+        env=_env(config_path, state),
+        capture_output=True,
+        text=True,
+        check=True,
+    )
     return out.stdout.strip().split(";")[0]
 
 
@@ -55,9 +60,23 @@ def _wait_finished(cfg, layout, timeout_s=150.0):
 
 
 def _sacct_names(name):
-    out = subprocess.run(["sacct", "-n", "-X", "-P", "-S", "now-1hour", "-o", "JobName%60,State",
-                          "--name", ",".join(f"{name}.r{r:02d}.{p}" for r in (0, 1) for p in toy_phases.UPSTREAM)],
-                         capture_output=True, text=True, check=True).stdout
+    out = subprocess.run(
+        [
+            "sacct",
+            "-n",
+            "-X",
+            "-P",
+            "-S",
+            "now-1hour",
+            "-o",
+            "JobName%60,State",
+            "--name",
+            ",".join(f"{name}.r{r:02d}.{p}" for r in (0, 1) for p in toy_phases.UPSTREAM),
+        ],
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout
     return [tuple(line.split("|")) for line in out.splitlines() if line]
 
 
@@ -117,7 +136,9 @@ def test_interrupted_phases_finish_with_identical_outputs(slurm_cluster, tmp_pat
     layout = RunLayout(tmp_path / "state")
     _sbatch(path, layout.root, tmp_path)
     # each of the eight phases once: round 0's own three, then all five of round 1
-    plan = [(0, "synthesize"), (0, "scan"), (0, "sft")] + [(1, p) for p in ("rollout", "verify", "grpo", "evaluate", "route")]
+    plan = [(0, "synthesize"), (0, "scan"), (0, "sft")] + [
+        (1, p) for p in ("rollout", "verify", "grpo", "evaluate", "route")
+    ]
     for r, phase in plan:
         job_id, pid = _when_midway(layout, r, phase)
         if (r, phase) == (1, "verify"):  # hard kill of the phase process: the job fails, dependents are cancelled
@@ -150,8 +171,7 @@ def test_bad_config_is_refused_before_any_job_is_queued(slurm_cluster, tmp_path)
     assert "orchestrate.resources.sft.partition='gpu-a100' does not exist; valid: ['debug']" in out.stderr
     bad_value = tmp_path / "bad_value.yaml"
     bad_value.write_text("orchestrate: {executor: slurm, signal_delay_s: -5}\n")
-    out = subprocess.run(["./run_round.sh"], cwd=REPO, env=_env(bad_value, layout.root), capture_output=True,
-                         text=True)
+    out = subprocess.run(["./run_round.sh"], cwd=REPO, env=_env(bad_value, layout.root), capture_output=True, text=True)
     assert out.returncode == 2 and "orchestrate.signal_delay_s" in out.stderr
     assert _sacct_names(name) == []
     assert not list(layout.root.glob("jobs/round_*/*.job.json"))
@@ -164,8 +184,9 @@ def test_concurrent_drivers_do_not_double_queue(slurm_cluster, tmp_path):
     results = []
 
     def drive():
-        results.append(subprocess.run(["./run_round.sh"], cwd=REPO, env=_env(path, layout.root),
-                                      capture_output=True, text=True))
+        results.append(
+            subprocess.run(["./run_round.sh"], cwd=REPO, env=_env(path, layout.root), capture_output=True, text=True)
+        )
 
     threads = [threading.Thread(target=drive) for _ in range(3)]
     for thread in threads:
@@ -175,7 +196,9 @@ def test_concurrent_drivers_do_not_double_queue(slurm_cluster, tmp_path):
     assert [r.returncode for r in results] == [0, 0, 0], [r.stderr for r in results]
     _wait_finished(cfg, layout, timeout_s=90)
     jobs = _wait_jobs_ended(name)
-    assert sorted(n for n, _ in jobs) == sorted(f"{name}.r00.{p}" for p in ("synthesize", "scan", "sft", "evaluate", "route"))
+    assert sorted(n for n, _ in jobs) == sorted(
+        f"{name}.r00.{p}" for p in ("synthesize", "scan", "sft", "evaluate", "route")
+    )
     outputs = " ".join(r.stdout for r in results)
     assert "queued on Slurm" in outputs
     log = (layout.root / "events.log").read_text()
@@ -205,12 +228,16 @@ def _product_digests(root: Path) -> dict[str, str]:
     out = {}
     for export in ("checkpoints/sft/export", "checkpoints/round_01/export"):
         out[export] = hashlib.sha256((root / export / "model.safetensors").read_bytes()).hexdigest()
-    for shard in sorted(root.glob("round_*/rollout/shard_*/rollouts.jsonl")) + sorted(root.glob("round_*/verify/shard_*/rewards.jsonl")):
+    for shard in sorted(root.glob("round_*/rollout/shard_*/rollouts.jsonl")) + sorted(
+        root.glob("round_*/verify/shard_*/rewards.jsonl")
+    ):
         rows = [{k: v for k, v in row.items() if k not in ("checkpoint", "evidence_dir")} for row in read_jsonl(shard)]
         out[str(shard.relative_to(root))] = hashlib.sha256(json.dumps(rows, sort_keys=True).encode()).hexdigest()
     for agg in sorted(root.glob("round_*/*/aggregate_*.json")):
         data = json.loads(agg.read_text())
-        out[str(agg.relative_to(root))] = json.dumps({k: data[k] for k in ("overall", "task", "stages", "n_runs")}, sort_keys=True)
+        out[str(agg.relative_to(root))] = json.dumps(
+            {k: data[k] for k in ("overall", "task", "stages", "n_runs")}, sort_keys=True
+        )
     return out
 
 
@@ -230,8 +257,9 @@ def test_product_smoke_round_through_sbatch(product_run):
     """The real phases (configs/smoke.yaml, tiny model) through `sbatch run_round.sh` on Slurm."""
     layout = product_run
     done = sorted(str(p.relative_to(layout.root)) for p in layout.root.glob("round_*/*/DONE.json"))
-    assert done == sorted(f"round_00/{p}/DONE.json" for p in ("synthesize", "scan", "sft", "evaluate", "route")) + \
-        sorted(f"round_01/{p}/DONE.json" for p in ("rollout", "verify", "grpo", "evaluate", "route"))
+    assert done == sorted(
+        f"round_00/{p}/DONE.json" for p in ("synthesize", "scan", "sft", "evaluate", "route")
+    ) + sorted(f"round_01/{p}/DONE.json" for p in ("rollout", "verify", "grpo", "evaluate", "route"))
     assert (layout.phase_dir(1, "evaluate") / "aggregate_controller.json").exists()
 
 
@@ -255,13 +283,18 @@ def test_real_phases_preempted_on_slurm_finish_with_identical_outputs(product_ru
     _sbatch(path, layout.root, tmp_path)
 
     sft = layout.phase_dir(0, "sft")
-    _wait_for(lambda: (layout.sft_checkpoints / "step_000002").is_dir() and not (sft / "DONE.json").exists(),
-              "SFT saved step 2 and is still training", PRODUCT_TIMEOUT_S)
+    _wait_for(
+        lambda: (layout.sft_checkpoints / "step_000002").is_dir() and not (sft / "DONE.json").exists(),
+        "SFT saved step 2 and is still training",
+        PRODUCT_TIMEOUT_S,
+    )
     sft_job = read_job_record(layout, 0, "sft")["job_id"]
     subprocess.run(["scancel", "--signal=USR2", sft_job], check=True)
 
     shard = layout.phase_dir(1, "rollout") / "shard_0000"
-    _wait_for(lambda: toy_phases.event_pid(layout.root, 1, "rollout") is not None, "the rollout started", PRODUCT_TIMEOUT_S)
+    _wait_for(
+        lambda: toy_phases.event_pid(layout.root, 1, "rollout") is not None, "the rollout started", PRODUCT_TIMEOUT_S
+    )
     time.sleep(3.0)  # loading the policy and generating (the shard takes ~15 s here; its files land at its end)
     assert not (shard / "DONE.json").exists(), "the rollout shard finished before it could be killed"
     rollout_job = read_job_record(layout, 1, "rollout")["job_id"]
@@ -276,8 +309,12 @@ def test_real_phases_preempted_on_slurm_finish_with_identical_outputs(product_ru
     assert log.count("r00 sft: start") == 2 and log.count("r01 rollout: start") == 2
     assert log.count("r00 synthesize: DONE") == 1
     reference, resumed = _product_digests(product_run.root), _product_digests(layout.root)
-    assert {"round_01/rollout/shard_0000/rollouts.jsonl", "round_01/verify/shard_0000/rewards.jsonl",
-            "round_01/evaluate/aggregate_controller.json", "checkpoints/round_01/export"} <= set(reference)
+    assert {
+        "round_01/rollout/shard_0000/rollouts.jsonl",
+        "round_01/verify/shard_0000/rewards.jsonl",
+        "round_01/evaluate/aggregate_controller.json",
+        "checkpoints/round_01/export",
+    } <= set(reference)
     assert resumed == reference
 
 

@@ -6,15 +6,16 @@ import random
 
 import pytest
 
-from bat.policy.codec import render_tool_call
 from bat.config.model import TinyModelConfig
+from bat.policy.codec import render_tool_call
 from bat.schemas.bank import ChatMessage, LossMaskSpec, SftRow
 from bat.schemas.rollout import RewardRecord, RolloutRecord, TurnRecord
 
 TOOLS = ("list_files", "read_file", "run_python", "submit")
 WORDS = ("cases", "data", "plan", "out", "model", "pilot", "preds", "report")
-SMALL = TinyModelConfig(vocab_size=512, hidden_size=64, num_layers=2, num_heads=4, num_kv_heads=2,
-                        intermediate_size=128, max_positions=512)
+SMALL = TinyModelConfig(
+    vocab_size=512, hidden_size=64, num_layers=2, num_heads=4, num_kv_heads=2, intermediate_size=128, max_positions=512
+)
 
 
 def make_rows(count: int, seed: int, split: str = "train") -> list[SftRow]:
@@ -29,10 +30,23 @@ def make_rows(count: int, seed: int, split: str = "train") -> list[SftRow]:
             ChatMessage(role="user", content=f"Use {tool} on {path}."),
         ]
         target = render_tool_call({"name": tool, "arguments": {"path": path}})
-        rows.append(SftRow(row_id=f"r{seed}-{index}", trajectory_id=f"t{seed}-{index // 2}", task_id=f"task{index}",
-                           track="classification", stage="S1", outcome="success", turn=0, messages=messages,
-                           target=target, loss_mask=LossMaskSpec(context_messages=2), length=40,
-                           length_unit="approx_tokens", split=split))
+        rows.append(
+            SftRow(
+                row_id=f"r{seed}-{index}",
+                trajectory_id=f"t{seed}-{index // 2}",
+                task_id=f"task{index}",
+                track="classification",
+                stage="S1",
+                outcome="success",
+                turn=0,
+                messages=messages,
+                target=target,
+                loss_mask=LossMaskSpec(context_messages=2),
+                length=40,
+                length_unit="approx_tokens",
+                split=split,
+            )
+        )
     return rows
 
 
@@ -43,9 +57,19 @@ def practice_bank_rows(run_dir, track: str) -> list[SftRow]:
     from bat.config import load_config
     from bat.state.layout import RunLayout
 
-    cfg = load_config(None, [f"bank.tracks=[{track}]", "bank.tasks_per_track=1", "bank.e2e_per_track=0",
-                             "bank.outcomes=[success]", "benchmark.runtime=inprocess", "leakage.enabled=false",
-                             "bank.sft_max_length=100000", "bank.validation_fraction=0"])
+    cfg = load_config(
+        None,
+        [
+            f"bank.tracks=[{track}]",
+            "bank.tasks_per_track=1",
+            "bank.e2e_per_track=0",
+            "bank.outcomes=[success]",
+            "benchmark.runtime=inprocess",
+            "leakage.enabled=false",
+            "bank.sft_max_length=100000",
+            "bank.validation_fraction=0",
+        ],
+    )
     bank, _ = synthesize(cfg, RunLayout(run_dir))
     return bank.sft_rows("train")
 
@@ -74,21 +98,50 @@ def sft_rows():
     return make_rows
 
 
-def make_rollout(rollout_id, state_id, ids, mask, behavior, *, pool="S-target", valid=True, temperature=1.0, prompt_len=1):
+def make_rollout(
+    rollout_id, state_id, ids, mask, behavior, *, pool="S-target", valid=True, temperature=1.0, prompt_len=1
+):
     """A minimal valid RolloutRecord around the given token arrays."""
     return RolloutRecord(
-        rollout_id=rollout_id, state_id=state_id, round=1, shard=0, k=0, pool=pool, stage="S1", seed=0, engine="test",
-        checkpoint="test", temperature=temperature, token_ids=list(ids), loss_mask=list(mask),
-        behavior_logprobs=list(behavior), prompt_len=prompt_len, segments=[],
-        turns=[TurnRecord(index=0, response_text="", generated_tokens=sum(mask), finish="stop")], tool_calls=1,
-        response_tokens=sum(mask), end_reason="done" if valid else "error", valid=valid,
-        invalid_reason=None if valid else "sandbox crashed")
+        rollout_id=rollout_id,
+        state_id=state_id,
+        round=1,
+        shard=0,
+        k=0,
+        pool=pool,
+        stage="S1",
+        seed=0,
+        engine="test",
+        checkpoint="test",
+        temperature=temperature,
+        token_ids=list(ids),
+        loss_mask=list(mask),
+        behavior_logprobs=list(behavior),
+        prompt_len=prompt_len,
+        segments=[],
+        turns=[TurnRecord(index=0, response_text="", generated_tokens=sum(mask), finish="stop")],
+        tool_calls=1,
+        response_tokens=sum(mask),
+        end_reason="done" if valid else "error",
+        valid=valid,
+        invalid_reason=None if valid else "sandbox crashed",
+    )
 
 
 def make_reward(rollout_id, state_id, reward, *, pool="S-target", valid=True):
-    return RewardRecord(rollout_id=rollout_id, state_id=state_id, round=1, pool=pool, stage="S1", items=[],
-                        reward=reward, valid=valid, invalid_reason=None if valid else "judge timeout",
-                        reward_version="test", judge="none")
+    return RewardRecord(
+        rollout_id=rollout_id,
+        state_id=state_id,
+        round=1,
+        pool=pool,
+        stage="S1",
+        items=[],
+        reward=reward,
+        valid=valid,
+        invalid_reason=None if valid else "judge timeout",
+        reward_version="test",
+        judge="none",
+    )
 
 
 @pytest.fixture(scope="session")
@@ -119,19 +172,26 @@ def build_grpo_records(model_dir):
             response = good if (k < 2 or s == 4) else bad
             ids = prompt + response + observation + response
             mask = [0] * len(prompt) + [1] * len(response) + [0] * len(observation) + [1] * len(response)
-            batch = {"input_ids": torch.tensor([ids]), "attention_mask": torch.ones(1, len(ids), dtype=torch.long),
-                     "temperature": torch.tensor([1.0])}
+            batch = {
+                "input_ids": torch.tensor([ids]),
+                "attention_mask": torch.ones(1, len(ids), dtype=torch.long),
+                "temperature": torch.tensor([1.0]),
+            }
             with torch.no_grad():
                 logp = sequence_logprobs(policy.model, batch, "cpu")[0].tolist()
             behavior = [0.0] + [lp if m else 0.0 for lp, m in zip(logp, mask[1:])]
             rid = f"s{s}-k{k}"
             valid = not (s == 5 and k == 0)
             pool = "E2E" if s % 2 else "S-target"
-            rollouts.append(make_rollout(rid, f"state{s}", ids, mask, behavior, pool=pool, valid=valid,
-                                         prompt_len=len(prompt)))
+            rollouts.append(
+                make_rollout(rid, f"state{s}", ids, mask, behavior, pool=pool, valid=valid, prompt_len=len(prompt))
+            )
             reward = 0.5 if s == 4 else (1.0 if k < 2 else 0.0)
-            rewards.append(make_reward(rid, f"state{s}", None if (s == 5 and k == 1) else reward, pool=pool,
-                                       valid=not (s == 5 and k == 1)))
+            rewards.append(
+                make_reward(
+                    rid, f"state{s}", None if (s == 5 and k == 1) else reward, pool=pool, valid=not (s == 5 and k == 1)
+                )
+            )
     return rollouts, rewards
 
 

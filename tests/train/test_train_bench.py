@@ -9,7 +9,9 @@ from bat.cli.main import main
 
 @pytest.mark.slow
 def test_bench_train_prints_figures(capsys):
-    code = main(["bench", "train", "--presets", "tiny", "--steps", "2", "--seq-len", "32", "--batch", "2", "--micro", "2"])
+    code = main(
+        ["bench", "train", "--presets", "tiny", "--steps", "2", "--seq-len", "32", "--batch", "2", "--micro", "2"]
+    )
     assert code == 0
     out = capsys.readouterr().out
     assert "tokens/s" in out and "peak MiB" in out and "DS/plain" in out
@@ -19,8 +21,29 @@ def test_bench_train_prints_figures(capsys):
 
 @pytest.mark.slow
 def test_bench_train_compares_target_and_all_position_logits(capsys):
-    code = main(["bench", "train", "--presets", "tiny", "--modes", "sft", "--steps", "2", "--seq-len", "32",
-                 "--batch", "2", "--micro", "2", "--logits", "targets", "all", "--target-fraction", "0.1"])
+    code = main(
+        [
+            "bench",
+            "train",
+            "--presets",
+            "tiny",
+            "--modes",
+            "sft",
+            "--steps",
+            "2",
+            "--seq-len",
+            "32",
+            "--batch",
+            "2",
+            "--micro",
+            "2",
+            "--logits",
+            "targets",
+            "all",
+            "--target-fraction",
+            "0.1",
+        ]
+    )
     assert code == 0
     out = capsys.readouterr().out
     assert "10% of each row" in out

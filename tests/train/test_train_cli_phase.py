@@ -2,26 +2,37 @@
 
 from __future__ import annotations
 
-import os
-
-import pytest
-
 from bat.cli.main import main
 from bat.config import BatConfig
 from bat.phase.context import PhaseContext
 from bat.schemas.routing import PlanRow, RoundPlan
 from bat.state.atomic import atomic_write_json
+from bat.state.bank_layout import BankVersionLayout
 from bat.state.checkpoints import CheckpointStore
 from bat.state.jsonl import read_jsonl, write_jsonl
-from bat.state.bank_layout import BankVersionLayout
 from bat.state.layout import RunLayout
 from bat.train.phase import run_grpo
 
 
 def test_build_tiny_cli(tmp_path, capsys):
-    code = main(["model", "build-tiny", "--out", str(tmp_path / "m"), "--seed", "3",
-                 "--set", "model.tiny.hidden_size=32", "--set", "model.tiny.vocab_size=400",
-                 "--set", "model.tiny.intermediate_size=64", "--set", "model.tiny.num_layers=1"])
+    code = main(
+        [
+            "model",
+            "build-tiny",
+            "--out",
+            str(tmp_path / "m"),
+            "--seed",
+            "3",
+            "--set",
+            "model.tiny.hidden_size=32",
+            "--set",
+            "model.tiny.vocab_size=400",
+            "--set",
+            "model.tiny.intermediate_size=64",
+            "--set",
+            "model.tiny.num_layers=1",
+        ]
+    )
     assert code == 0
     assert "parameters, vocab 400, seed 3" in capsys.readouterr().out
     assert (tmp_path / "m" / "model.safetensors").exists() and (tmp_path / "m" / "chat_template.jinja").exists()
@@ -31,9 +42,24 @@ def test_train_grpo_cli_and_bad_input(tiny_dir, grpo_records, tmp_path, capsys):
     rollouts, rewards = grpo_records
     write_jsonl(tmp_path / "rollouts.jsonl", rollouts)
     write_jsonl(tmp_path / "rewards.jsonl", rewards)
-    args = ["train", "grpo", "--model", str(tiny_dir), "--rollouts", str(tmp_path / "rollouts.jsonl"),
-            "--rewards", str(tmp_path / "rewards.jsonl"), "--out", str(tmp_path / "out"),
-            "--set", "grpo.steps=2", "--set", "grpo.deepspeed.micro_batch_per_rank=4", "--set", "grpo.lr=1e-4"]
+    args = [
+        "train",
+        "grpo",
+        "--model",
+        str(tiny_dir),
+        "--rollouts",
+        str(tmp_path / "rollouts.jsonl"),
+        "--rewards",
+        str(tmp_path / "rewards.jsonl"),
+        "--out",
+        str(tmp_path / "out"),
+        "--set",
+        "grpo.steps=2",
+        "--set",
+        "grpo.deepspeed.micro_batch_per_rank=4",
+        "--set",
+        "grpo.lr=1e-4",
+    ]
     assert main(args) == 0
     summary = read_jsonl(tmp_path / "out" / "metrics.jsonl")
     assert [m["step"] for m in summary] == [1, 2]
@@ -59,9 +85,17 @@ def test_grpo_phase_reads_finished_shards_and_writes_candidate(tiny_dir, grpo_re
         atomic_write_json(rdir / "DONE.json", {})
         atomic_write_json(vdir / "DONE.json", {})
     (layout.phase_dir(1, "rollout") / "shard_0002").mkdir()  # unfinished: ignored and counted
-    plan = RoundPlan(round=1, arm="bicurl", target_stage="S1", mixture={"S-target": 8}, reward_mode="rubric",
-                     bank_version=1, start_checkpoint=str(tiny_dir), seed=1,
-                     batches=[[PlanRow(state_id="state0", pool="S-target", stage="S1")]])
+    plan = RoundPlan(
+        round=1,
+        arm="bicurl",
+        target_stage="S1",
+        mixture={"S-target": 8},
+        reward_mode="rubric",
+        bank_version=1,
+        start_checkpoint=str(tiny_dir),
+        seed=1,
+        batches=[[PlanRow(state_id="state0", pool="S-target", stage="S1")]],
+    )
     atomic_write_json(layout.plan(1), plan)
     config = BatConfig.model_validate({"grpo": {"steps": 2, "lr": 1e-4, "deepspeed": {"micro_batch_per_rank": 4}}})
     result = run_grpo(PhaseContext(config=config, layout=layout, round=1, phase="grpo"))
@@ -84,14 +118,33 @@ def test_sft_phase_trains_on_the_admitted_bank(tiny_dir, sft_rows, tmp_path):
         write_jsonl(BankVersionLayout(build).sft_split("validation"), sft_rows(4, 2, "validation"))
         return {"sft": 20}
 
-    bank = store.write_version(layout, fill, dict(fingerprint="fp", generator_versions={"bank": "1"}, seeds={"bank": 1},
-                                                  reduction_grid="v1", stages=["S1"], tracks=["classification"], config={}))
+    bank = store.write_version(
+        layout,
+        fill,
+        dict(
+            fingerprint="fp",
+            generator_versions={"bank": "1"},
+            seeds={"bank": 1},
+            reduction_grid="v1",
+            stages=["S1"],
+            tracks=["classification"],
+            config={},
+        ),
+    )
     (bank.files.admitted_marker).write_text("ok\n")
-    config = BatConfig.model_validate({
-        "model": {"path": str(tiny_dir)},
-        "sft": {"steps": 3, "lr": 1e-3, "global_batch": 8, "render_tools": False, "checkpoint_every": 2,
-                "deepspeed": {"micro_batch_per_rank": 8}},
-    })
+    config = BatConfig.model_validate(
+        {
+            "model": {"path": str(tiny_dir)},
+            "sft": {
+                "steps": 3,
+                "lr": 1e-3,
+                "global_batch": 8,
+                "render_tools": False,
+                "checkpoint_every": 2,
+                "deepspeed": {"micro_batch_per_rank": 8},
+            },
+        }
+    )
     result = run_sft(PhaseContext(config=config, layout=layout, round=0, phase="sft"))
     assert result.extra["candidate"] == str(layout.candidate_model(0))
     assert (layout.candidate_model(0) / "model.safetensors").exists()

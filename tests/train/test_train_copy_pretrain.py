@@ -17,9 +17,11 @@ def test_masked_ids_repeat_an_earlier_span():
     for length in (16, 64, 257):
         ids, mask = copy_sequence(rng, list(range(10, 60)), length)
         assert len(ids) == len(mask) == length and sum(mask) >= 3
-        start = mask.index(1) - 1                       # first id of the repeat (unmasked)
+        start = mask.index(1) - 1  # first id of the repeat (unmasked)
         span = mask.count(1) + 1
-        assert ids[start:start + span] in [ids[i:i + span] for i in range(start)], "the masked ids copy an earlier span"
+        assert ids[start : start + span] in [ids[i : i + span] for i in range(start)], (
+            "the masked ids copy an earlier span"
+        )
 
 
 def test_config_rejects_stages_longer_than_the_model():
@@ -74,12 +76,16 @@ def test_identifier_names_are_tokenized_random_identifiers(tiny_dir):
     draw = identifier_ids(tok)
     rng = random.Random(2)
     names = [tok.decode(draw(rng)).strip() for _ in range(40)]
-    assert all(re.fullmatch(r"[a-z]{3,7}-[a-z]{3,7}-[2-9]|[a-z]{5,11}[1-9]|[a-z]{2}[0-9a-f]{6}", n) for n in names), names
+    assert all(re.fullmatch(r"[a-z]{3,7}-[a-z]{3,7}-[2-9]|[a-z]{5,11}[1-9]|[a-z]{2}[0-9a-f]{6}", n) for n in names), (
+        names
+    )
     assert not {w for n in names for w in re.split(r"[-0-9]+", n)} & {*HELDOUT.adjectives, *HELDOUT.nouns}
     ids, mask = text_copy_sequence(rng, list(range(300, 700)), [], 128, draw)
     assert len(ids) == 128 and sum(mask) > 0
     with pytest.raises(ValueError, match="needs `name_ids`"):
-        copy_pretrain(None, [1, 2], CopyPretrainConfig(stages=[{"kind": "identifier", "steps": 1}]), seed=1, stream=[1, 2, 3])
+        copy_pretrain(
+            None, [1, 2], CopyPretrainConfig(stages=[{"kind": "identifier", "steps": 1}]), seed=1, stream=[1, 2, 3]
+        )
 
 
 def test_until_loss_stage_runs_past_steps_to_its_target_or_its_bound(tiny_dir, capsys):

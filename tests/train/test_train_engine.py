@@ -10,8 +10,18 @@ from bat.config.deepspeed import DeepSpeedConfig
 from bat.train.common import batch_indices, plan_accumulation
 from bat.train.engine import DistEnv, dist_env, ds_config, resolve_backend, warmup_cosine
 
-_VARS = ("RANK", "WORLD_SIZE", "LOCAL_RANK", "MASTER_ADDR", "MASTER_PORT", "SLURM_PROCID", "SLURM_NTASKS",
-         "SLURM_LOCALID", "SLURM_JOB_NODELIST", "SLURM_NODELIST")
+_VARS = (
+    "RANK",
+    "WORLD_SIZE",
+    "LOCAL_RANK",
+    "MASTER_ADDR",
+    "MASTER_PORT",
+    "SLURM_PROCID",
+    "SLURM_NTASKS",
+    "SLURM_LOCALID",
+    "SLURM_JOB_NODELIST",
+    "SLURM_NODELIST",
+)
 
 
 @pytest.fixture
@@ -58,8 +68,9 @@ def test_warmup_then_cosine_to_floor():
 
 
 def test_deepspeed_config_and_backend():
-    cfg = ds_config(DeepSpeedConfig(zero_stage=2, offload_optimizer=True, micro_batch_per_rank=3), grad_accum=5,
-                    grad_clip=0.5)
+    cfg = ds_config(
+        DeepSpeedConfig(zero_stage=2, offload_optimizer=True, micro_batch_per_rank=3), grad_accum=5, grad_clip=0.5
+    )
     assert cfg["zero_optimization"] == {"stage": 2, "offload_optimizer": {"device": "cpu"}}
     assert cfg["train_micro_batch_size_per_gpu"] == 3 and cfg["gradient_accumulation_steps"] == 5
     assert cfg["gradient_clipping"] == 0.5 and not cfg["bf16"]["enabled"]

@@ -21,8 +21,15 @@ def _items(records, **kw):
 
 
 def _cfg(steps, **kw):
-    base = dict(steps=steps, lr=2e-3, minibatch=8, kl_coef=1e-3, checkpoint_every=100, keep_checkpoints=2,
-                deepspeed=DeepSpeedConfig(micro_batch_per_rank=4))
+    base = dict(
+        steps=steps,
+        lr=2e-3,
+        minibatch=8,
+        kl_coef=1e-3,
+        checkpoint_every=100,
+        keep_checkpoints=2,
+        deepspeed=DeepSpeedConfig(micro_batch_per_rank=4),
+    )
     return GrpoConfig(**(base | kw))
 
 
@@ -50,8 +57,15 @@ def _mean_logprob(model, items):
 
 def test_grpo_raises_rewarded_responses(tiny_dir, grpo_records, tmp_path):
     data = _items(grpo_records)
-    out = train_grpo(tiny_dir, data, _cfg(6), seed=5, ckpt_root=tmp_path / "ck", export_dir=tmp_path / "hf",
-                     metrics_path=tmp_path / "m.jsonl")
+    out = train_grpo(
+        tiny_dir,
+        data,
+        _cfg(6),
+        seed=5,
+        ckpt_root=tmp_path / "ck",
+        export_dir=tmp_path / "hf",
+        metrics_path=tmp_path / "m.jsonl",
+    )
     assert out["done"] and (tmp_path / "hf" / "model.safetensors").exists()
     good = [i for i in data.items if i.adv > 0]
     bad = [i for i in data.items if i.adv < 0]
@@ -72,13 +86,35 @@ def test_grpo_raises_rewarded_responses(tiny_dir, grpo_records, tmp_path):
 def test_grpo_resume_equals_uninterrupted(tiny_dir, grpo_records, tmp_path, agg):
     data = _items(grpo_records)
     cfg = _cfg(4, checkpoint_every=2, loss_agg=agg, kl_estimator="k2", kl_coef=0.01)
-    train_grpo(tiny_dir, data, cfg, seed=9, ckpt_root=tmp_path / "a", export_dir=tmp_path / "a_hf",
-               metrics_path=tmp_path / "a.jsonl")
-    part = train_grpo(tiny_dir, data, cfg, seed=9, ckpt_root=tmp_path / "b", export_dir=tmp_path / "b_hf",
-                      metrics_path=tmp_path / "b.jsonl", stop_after=2)
+    train_grpo(
+        tiny_dir,
+        data,
+        cfg,
+        seed=9,
+        ckpt_root=tmp_path / "a",
+        export_dir=tmp_path / "a_hf",
+        metrics_path=tmp_path / "a.jsonl",
+    )
+    part = train_grpo(
+        tiny_dir,
+        data,
+        cfg,
+        seed=9,
+        ckpt_root=tmp_path / "b",
+        export_dir=tmp_path / "b_hf",
+        metrics_path=tmp_path / "b.jsonl",
+        stop_after=2,
+    )
     assert not part["done"] and CheckpointStore(tmp_path / "b").valid_steps() == [2]
-    train_grpo(tiny_dir, data, cfg, seed=9, ckpt_root=tmp_path / "b", export_dir=tmp_path / "b_hf",
-               metrics_path=tmp_path / "b.jsonl")
+    train_grpo(
+        tiny_dir,
+        data,
+        cfg,
+        seed=9,
+        ckpt_root=tmp_path / "b",
+        export_dir=tmp_path / "b_hf",
+        metrics_path=tmp_path / "b.jsonl",
+    )
     a, b = load_model(tmp_path / "a_hf").state_dict(), load_model(tmp_path / "b_hf").state_dict()
     for name in a:
         torch.testing.assert_close(a[name], b[name], rtol=1e-5, atol=1e-6, msg=name)
@@ -93,8 +129,15 @@ def _loss_and_grads(model, items, **kw):
     logp = sequence_logprobs(model, batch, "cpu")
     with torch.no_grad():
         ref = logp.detach() + kw.pop("ref_shift", 0.0)
-    per_token, _ = grpo_token_loss(logp, kw.pop("behavior", batch["behavior_logprobs"]), ref, batch["adv"],
-                                   batch["loss_mask"], clip_eps=0.2, kl_coef=kw.pop("kl_coef", 0.0))
+    per_token, _ = grpo_token_loss(
+        logp,
+        kw.pop("behavior", batch["behavior_logprobs"]),
+        ref,
+        batch["adv"],
+        batch["loss_mask"],
+        clip_eps=0.2,
+        kl_coef=kw.pop("kl_coef", 0.0),
+    )
     loss = aggregate(per_token, batch["loss_mask"], "token-mean")
     loss.backward()
     return loss, [p.grad for p in model.parameters()]
@@ -118,7 +161,9 @@ def test_observation_tokens_do_not_affect_the_loss(tiny_dir, grpo_records):
     model = load_model(tiny_dir).train()
     batch = collate_items(items, 0)
     loss_a, grads_a = _loss_and_grads(model, items, kl_coef=0.1)
-    scrambled = torch.where(batch["loss_mask"].bool(), batch["behavior_logprobs"], torch.full_like(batch["behavior_logprobs"], -50.0))
+    scrambled = torch.where(
+        batch["loss_mask"].bool(), batch["behavior_logprobs"], torch.full_like(batch["behavior_logprobs"], -50.0)
+    )
     loss_b, grads_b = _loss_and_grads(model, items, kl_coef=0.1, behavior=scrambled)
     assert loss_a.item() == loss_b.item()
     assert all(torch.equal(a, b) for a, b in zip(grads_a, grads_b) if a is not None)
@@ -165,8 +210,15 @@ def test_zero_advantage_block_is_skipped_and_leaves_weights(tiny_dir, grpo_recor
     data = _items(grpo_records)
     zero = type(data)(items=[i for i in data.items if i.adv == 0.0])
     assert zero.items
-    out = train_grpo(tiny_dir, zero, _cfg(1, minibatch=len(zero.items), deepspeed=DeepSpeedConfig(micro_batch_per_rank=1)),
-                     seed=1, ckpt_root=tmp_path / "ck", export_dir=tmp_path / "hf", metrics_path=tmp_path / "m.jsonl")
+    out = train_grpo(
+        tiny_dir,
+        zero,
+        _cfg(1, minibatch=len(zero.items), deepspeed=DeepSpeedConfig(micro_batch_per_rank=1)),
+        seed=1,
+        ckpt_root=tmp_path / "ck",
+        export_dir=tmp_path / "hf",
+        metrics_path=tmp_path / "m.jsonl",
+    )
     assert out["done"]
     (record,) = read_jsonl(tmp_path / "m.jsonl")
     assert record["zero_advantage_microbatches_skipped"] == len(zero.items)

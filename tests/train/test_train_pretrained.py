@@ -30,14 +30,30 @@ def listing_rows(count: int, seed: int, split: str) -> list[SftRow]:
     rows = []
     for index in range(count):
         folder = rng.choice(FOLDERS)
-        messages = [ChatMessage(role="system", content="You are a careful agent. Answer with exactly one tool call."),
-                    ChatMessage(role="user", content=f"Show me what is in the folder `{folder}`.")]
-        target = render_tool_call({"name": "list_files", "arguments": {"path": folder}},
-                                  thought=f"I will list {folder}.")
-        rows.append(SftRow(row_id=f"l{seed}-{index}", trajectory_id=f"t{seed}-{index}", task_id=f"task{index}",
-                           track="classification", stage="S1", outcome="success", turn=0, messages=messages,
-                           target=target, loss_mask=LossMaskSpec(context_messages=2), length=60,
-                           length_unit="approx_tokens", split=split))
+        messages = [
+            ChatMessage(role="system", content="You are a careful agent. Answer with exactly one tool call."),
+            ChatMessage(role="user", content=f"Show me what is in the folder `{folder}`."),
+        ]
+        target = render_tool_call(
+            {"name": "list_files", "arguments": {"path": folder}}, thought=f"I will list {folder}."
+        )
+        rows.append(
+            SftRow(
+                row_id=f"l{seed}-{index}",
+                trajectory_id=f"t{seed}-{index}",
+                task_id=f"task{index}",
+                track="classification",
+                stage="S1",
+                outcome="success",
+                turn=0,
+                messages=messages,
+                target=target,
+                loss_mask=LossMaskSpec(context_messages=2),
+                length=60,
+                length_unit="approx_tokens",
+                split=split,
+            )
+        )
     return rows
 
 
@@ -46,12 +62,28 @@ def tuned(smollm2_dir, tmp_path_factory):
     """SFT of the real policy for 6 steps on call-format rows; returns (summary, export folder)."""
     root = tmp_path_factory.mktemp("smol_sft")
     tokenizer = load_tokenizer(smollm2_dir)
-    data = prepare_sft(listing_rows(24, 1, "train"), listing_rows(4, 2, "validation"), tokenizer, 512, tools=[],
-                       rename=False)
-    cfg = SftConfig(steps=6, lr=1e-4, warmup_ratio=0.0, global_batch=4, val_every=6, checkpoint_every=6,
-                    keep_checkpoints=1, deepspeed=DeepSpeedConfig(micro_batch_per_rank=4))
-    summary = train_sft(smollm2_dir, data, cfg, seed=5, ckpt_root=root / "ck", export_dir=root / "hf",
-                        metrics_path=root / "metrics.jsonl")
+    data = prepare_sft(
+        listing_rows(24, 1, "train"), listing_rows(4, 2, "validation"), tokenizer, 512, tools=[], rename=False
+    )
+    cfg = SftConfig(
+        steps=6,
+        lr=1e-4,
+        warmup_ratio=0.0,
+        global_batch=4,
+        val_every=6,
+        checkpoint_every=6,
+        keep_checkpoints=1,
+        deepspeed=DeepSpeedConfig(micro_batch_per_rank=4),
+    )
+    summary = train_sft(
+        smollm2_dir,
+        data,
+        cfg,
+        seed=5,
+        ckpt_root=root / "ck",
+        export_dir=root / "hf",
+        metrics_path=root / "metrics.jsonl",
+    )
     shutil.rmtree(root / "ck", ignore_errors=True)
     return summary, root / "hf"
 
@@ -70,16 +102,24 @@ def test_multiturn_rollout_in_the_real_sandbox_parses_calls(tuned, tmp_path):
     _, export = tuned
     cfg = load_config(None, ["benchmark.runtime=sandbox", "sandbox.runtime=bwrap"])
     track = "classification"
-    env = StagedEnv(practice_instance(track, practice_seed(track, 0, cfg), cfg), tmp_path / "ws", tmp_path / "grader", cfg)
+    env = StagedEnv(
+        practice_instance(track, practice_seed(track, 0, cfg), cfg), tmp_path / "ws", tmp_path / "grader", cfg
+    )
     env.reset()
     assert (env.workspace / "task" / "README.md").exists()
-    messages = [{"role": "system", "content": "You are a careful agent. Answer with exactly one tool call."},
-                {"role": "user", "content": "Show me what is in the folder `task`."}]
+    messages = [
+        {"role": "system", "content": "You are a careful agent. Answer with exactly one tool call."},
+        {"role": "user", "content": "Show me what is in the folder `task`."},
+    ]
     engine = HFEngine(export)
     tt = TurnTokens(load_tokenizer(export))
-    settings = LoopSettings(budgets=RolloutBudgets(max_assistant_turns=3, max_tool_calls=3, max_new_tokens_per_turn=48,
-                                                   max_context_tokens=4096),
-                            temperature=0.0, no_tool_call="observe")
+    settings = LoopSettings(
+        budgets=RolloutBudgets(
+            max_assistant_turns=3, max_tool_calls=3, max_new_tokens_per_turn=48, max_context_tokens=4096
+        ),
+        temperature=0.0,
+        no_tool_call="observe",
+    )
     spec = RolloutSpec(rollout_id="r0", state_id="s", k=0, seed=3, env=env, messages=messages, workspace=env.workspace)
     try:
         record = run_rollouts(engine, [spec], tt, settings)[0].record

@@ -18,8 +18,16 @@ from bat.train.sft_data import encode_rows, prepare_sft
 
 
 def _cfg(steps: int, **kw) -> SftConfig:
-    base = dict(steps=steps, lr=3e-3, warmup_ratio=0.1, global_batch=16, val_every=20, checkpoint_every=100,
-                keep_checkpoints=2, deepspeed=DeepSpeedConfig(micro_batch_per_rank=8))
+    base = dict(
+        steps=steps,
+        lr=3e-3,
+        warmup_ratio=0.1,
+        global_batch=16,
+        val_every=20,
+        checkpoint_every=100,
+        keep_checkpoints=2,
+        deepspeed=DeepSpeedConfig(micro_batch_per_rank=8),
+    )
     return SftConfig(**(base | kw))
 
 
@@ -31,8 +39,15 @@ def _weights(path):
 def test_sft_lowers_validation_loss_and_emits_parseable_tool_calls(tiny_dir, sft_rows, tmp_path):
     tok = load_tokenizer(tiny_dir)
     data = prepare_sft(sft_rows(64, 1), sft_rows(16, 2, "validation"), tok, 256, tools=[])
-    out = train_sft(tiny_dir, data, _cfg(100, deepspeed=DeepSpeedConfig(micro_batch_per_rank=16)), seed=3, ckpt_root=tmp_path / "ck", export_dir=tmp_path / "hf",
-                    metrics_path=tmp_path / "metrics.jsonl")
+    out = train_sft(
+        tiny_dir,
+        data,
+        _cfg(100, deepspeed=DeepSpeedConfig(micro_batch_per_rank=16)),
+        seed=3,
+        ckpt_root=tmp_path / "ck",
+        export_dir=tmp_path / "hf",
+        metrics_path=tmp_path / "metrics.jsonl",
+    )
     assert out["done"] and out["step"] == 100
     assert out["val_loss"] < 0.5 * out["first_val_loss"]
     metrics = read_jsonl(tmp_path / "metrics.jsonl")
@@ -45,7 +60,7 @@ def test_sft_lowers_validation_loss_and_emits_parseable_tool_calls(tiny_dir, sft
     for row in held_out:
         ids = encode_prompt(policy.tokenizer, to_dicts(row.messages))
         gen = policy.model.generate(torch.tensor([ids]), max_new_tokens=40, do_sample=False)
-        text = policy.tokenizer.decode(gen[0, len(ids):], skip_special_tokens=True)
+        text = policy.tokenizer.decode(gen[0, len(ids) :], skip_special_tokens=True)
         parsed.append(parse_tool_call(text))
     assert sum(isinstance(p, ToolCall) for p in parsed) >= 6, parsed
 
@@ -54,14 +69,36 @@ def test_resume_equals_uninterrupted_training(tiny_dir, sft_rows, tmp_path):
     tok = load_tokenizer(tiny_dir)
     data = prepare_sft(sft_rows(24, 5), [], tok, 256, tools=[])
     cfg = _cfg(6, global_batch=8, checkpoint_every=2, deepspeed=DeepSpeedConfig(micro_batch_per_rank=4))
-    train_sft(tiny_dir, data, cfg, seed=11, ckpt_root=tmp_path / "a", export_dir=tmp_path / "a_hf",
-              metrics_path=tmp_path / "a.jsonl")
-    first = train_sft(tiny_dir, data, cfg, seed=11, ckpt_root=tmp_path / "b", export_dir=tmp_path / "b_hf",
-                      metrics_path=tmp_path / "b.jsonl", stop_after=3)
+    train_sft(
+        tiny_dir,
+        data,
+        cfg,
+        seed=11,
+        ckpt_root=tmp_path / "a",
+        export_dir=tmp_path / "a_hf",
+        metrics_path=tmp_path / "a.jsonl",
+    )
+    first = train_sft(
+        tiny_dir,
+        data,
+        cfg,
+        seed=11,
+        ckpt_root=tmp_path / "b",
+        export_dir=tmp_path / "b_hf",
+        metrics_path=tmp_path / "b.jsonl",
+        stop_after=3,
+    )
     assert not first["done"] and not (tmp_path / "b_hf").exists()
     assert CheckpointStore(tmp_path / "b").valid_steps() == [2, 3]
-    second = train_sft(tiny_dir, data, cfg, seed=11, ckpt_root=tmp_path / "b", export_dir=tmp_path / "b_hf",
-                       metrics_path=tmp_path / "b.jsonl")
+    second = train_sft(
+        tiny_dir,
+        data,
+        cfg,
+        seed=11,
+        ckpt_root=tmp_path / "b",
+        export_dir=tmp_path / "b_hf",
+        metrics_path=tmp_path / "b.jsonl",
+    )
     assert second["done"] and second["step"] == 6
     a, b = _weights(tmp_path / "a_hf"), _weights(tmp_path / "b_hf")
     assert a.keys() == b.keys()
@@ -91,18 +128,37 @@ def test_overlong_rows_are_rejected_and_counted(tiny_dir, sft_rows):
 def test_batch_shape_errors_list_valid_values(tiny_dir, sft_rows, tmp_path):
     data = prepare_sft(sft_rows(8, 1), [], load_tokenizer(tiny_dir), 256, tools=[])
     with pytest.raises(ValueError, match=r"valid values include \[4, 8, 12, 16\]"):
-        train_sft(tiny_dir, data, _cfg(1, global_batch=6, deepspeed=DeepSpeedConfig(micro_batch_per_rank=4)),
-                  seed=1, ckpt_root=tmp_path / "c", export_dir=tmp_path / "e", metrics_path=tmp_path / "m.jsonl")
+        train_sft(
+            tiny_dir,
+            data,
+            _cfg(1, global_batch=6, deepspeed=DeepSpeedConfig(micro_batch_per_rank=4)),
+            seed=1,
+            ckpt_root=tmp_path / "c",
+            export_dir=tmp_path / "e",
+            metrics_path=tmp_path / "m.jsonl",
+        )
 
 
 def test_zero3_matches_plain_data_parallel(tiny_dir, sft_rows, tmp_path):
     data = prepare_sft(sft_rows(16, 1), sft_rows(4, 2, "validation"), load_tokenizer(tiny_dir), 256, tools=[])
     exported = {}
     for stage in (0, 3):
-        cfg = _cfg(3, lr=1e-3, global_batch=8, checkpoint_every=2,
-                   deepspeed=DeepSpeedConfig(micro_batch_per_rank=4, zero_stage=stage))
-        out = train_sft(tiny_dir, data, cfg, seed=1, ckpt_root=tmp_path / f"ck{stage}", export_dir=tmp_path / f"hf{stage}",
-                        metrics_path=tmp_path / f"m{stage}.jsonl")
+        cfg = _cfg(
+            3,
+            lr=1e-3,
+            global_batch=8,
+            checkpoint_every=2,
+            deepspeed=DeepSpeedConfig(micro_batch_per_rank=4, zero_stage=stage),
+        )
+        out = train_sft(
+            tiny_dir,
+            data,
+            cfg,
+            seed=1,
+            ckpt_root=tmp_path / f"ck{stage}",
+            export_dir=tmp_path / f"hf{stage}",
+            metrics_path=tmp_path / f"m{stage}.jsonl",
+        )
         assert out["done"]
         exported[stage] = _weights(tmp_path / f"hf{stage}")
     # atol 1e-5: AdamW turns reduction-order noise of a near-zero gradient element into up to ~lr * 1e-2;

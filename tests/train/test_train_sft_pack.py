@@ -17,9 +17,9 @@ def bank_rows(tmp_path_factory, bank_rows_of):
 
 def test_only_exact_prefixes_of_one_group_merge():
     a = Example([1, 2, 3, 4], [0, 0, 1, 1], "t1")
-    b = Example([1, 2, 3, 4, 5, 6, 7, 8], [0, 0, 0, 0, 0, 0, 1, 1], "t1")   # a is a prefix of b's context
-    c = Example([1, 2, 9, 4, 5], [0, 0, 0, 1, 1], "t1")                     # differs at token 2: stays apart
-    d = Example([1, 2, 3, 4], [0, 0, 1, 1], "t2")                           # same ids, other trajectory
+    b = Example([1, 2, 3, 4, 5, 6, 7, 8], [0, 0, 0, 0, 0, 0, 1, 1], "t1")  # a is a prefix of b's context
+    c = Example([1, 2, 9, 4, 5], [0, 0, 0, 1, 1], "t1")  # differs at token 2: stays apart
+    d = Example([1, 2, 3, 4], [0, 0, 1, 1], "t2")  # same ids, other trajectory
     dup = Example([1, 2, 3, 4, 5, 6, 7, 8], [0, 0, 0, 0, 0, 0, 1, 1], "t1")  # same targets as b: no overlap
     packed, counts = pack_prefixes([a, b, c, d, dup])
     assert counts == {"rows": 5, "sequences": 4, "target_tokens": 10, "tokens_unpacked": 29, "tokens_packed": 25}
@@ -61,15 +61,23 @@ def test_packed_loss_and_gradients_equal_unpacked(bank_rows, tiny_dir):
     assert counts["rejected_overlong"] > 0 and len(rows) >= 2
     packed, pack_counts = pack_prefixes(rows)
     assert len(packed) < len(rows) and pack_counts["rows"] == len(rows)
-    config = Qwen3Config(vocab_size=len(tok), hidden_size=32, intermediate_size=64, num_hidden_layers=1,
-                         num_attention_heads=2, num_key_value_heads=1, head_dim=16, max_position_embeddings=limit)
+    config = Qwen3Config(
+        vocab_size=len(tok),
+        hidden_size=32,
+        intermediate_size=64,
+        num_hidden_layers=1,
+        num_attention_heads=2,
+        num_key_value_heads=1,
+        head_dim=16,
+        max_position_embeddings=limit,
+    )
     torch.manual_seed(0)
     model = AutoModelForCausalLM.from_config(config, dtype=torch.float32)
 
     def loss_and_grads(examples: list[Example]) -> tuple[float, list[torch.Tensor]]:
         """Token-mean NLL over every target of `examples` (micro-batches of 2, right-padded) and its gradients."""
         model.zero_grad()
-        parts = [_nll_sum(model, collate(examples[k:k + 2], tok.pad_token_id)) for k in range(0, len(examples), 2)]
+        parts = [_nll_sum(model, collate(examples[k : k + 2], tok.pad_token_id)) for k in range(0, len(examples), 2)]
         loss = sum(nll for nll, _ in parts) / sum(count for _, count in parts)
         loss.backward()
         return float(loss.detach()), [p.grad.clone() for p in model.parameters()]
@@ -88,17 +96,37 @@ def _two_turn_rows(trajectories: int) -> list:
 
     rows = []
     for k in range(trajectories):
-        first, second = (render_tool_call({"name": name, "arguments": {"path": f"cases/c{k}.txt"}})
-                         for name in ("read_file", "submit"))
-        context = [ChatMessage(role="system", content="You are a careful agent."),
-                   ChatMessage(role="user", content=f"Read case {k}, then submit.")]
-        later = [*context, ChatMessage(role="assistant", content=first),
-                 ChatMessage(role="tool", content=f"case {k}: ok", name="read_file")]
+        first, second = (
+            render_tool_call({"name": name, "arguments": {"path": f"cases/c{k}.txt"}})
+            for name in ("read_file", "submit")
+        )
+        context = [
+            ChatMessage(role="system", content="You are a careful agent."),
+            ChatMessage(role="user", content=f"Read case {k}, then submit."),
+        ]
+        later = [
+            *context,
+            ChatMessage(role="assistant", content=first),
+            ChatMessage(role="tool", content=f"case {k}: ok", name="read_file"),
+        ]
         for turn, (messages, target) in enumerate(((context, first), (later, second))):
-            rows.append(SftRow(row_id=f"t{k}.{turn}", trajectory_id=f"t{k}", task_id=f"task{k}", track="vqa",
-                               stage="S1", outcome="success", turn=turn, messages=messages, target=target,
-                               loss_mask=LossMaskSpec(context_messages=len(messages)), length=80,
-                               length_unit="approx_tokens", split="train"))
+            rows.append(
+                SftRow(
+                    row_id=f"t{k}.{turn}",
+                    trajectory_id=f"t{k}",
+                    task_id=f"task{k}",
+                    track="vqa",
+                    stage="S1",
+                    outcome="success",
+                    turn=turn,
+                    messages=messages,
+                    target=target,
+                    loss_mask=LossMaskSpec(context_messages=len(messages)),
+                    length=80,
+                    length_unit="approx_tokens",
+                    split="train",
+                )
+            )
     return rows
 
 
@@ -116,8 +144,15 @@ def test_first_deepspeed_step_sees_the_same_loss_packed_or_not(tiny_dir, tmp_pat
         data = prepare_sft(rows, [], tok, 256, tools=[], pack=pack)
         assert data.counts["train_sequences"] == batch and data.counts["train_rows"] == 8
         cfg = SftConfig(steps=1, lr=1e-3, global_batch=batch, deepspeed=DeepSpeedConfig(micro_batch_per_rank=4))
-        train_sft(tiny_dir, data, cfg, seed=0, ckpt_root=tmp_path / f"ck{pack}", export_dir=tmp_path / f"hf{pack}",
-                  metrics_path=tmp_path / f"m{pack}.jsonl")
+        train_sft(
+            tiny_dir,
+            data,
+            cfg,
+            seed=0,
+            ckpt_root=tmp_path / f"ck{pack}",
+            export_dir=tmp_path / f"hf{pack}",
+            metrics_path=tmp_path / f"m{pack}.jsonl",
+        )
         first_steps[pack] = read_jsonl(tmp_path / f"m{pack}.jsonl")[0]
     plain, packed = first_steps[False], first_steps[True]
     assert (packed["rows"], packed["sequences"], plain["rows"], plain["sequences"]) == (8, 4, 8, 8)

@@ -26,8 +26,13 @@ def bank_rows(tmp_path_factory, bank_rows_of):
 
 
 def _identifiers(inst) -> set[str]:
-    return {*inst.candidates, *inst.case_ids, inst.instance_id.split("-")[0], PRACTICE.file_prefix,
-            *inst.files["env/wheelhouse.txt"].decode().split()}
+    return {
+        *inst.candidates,
+        *inst.case_ids,
+        inst.instance_id.split("-")[0],
+        PRACTICE.file_prefix,
+        *inst.files["env/wheelhouse.txt"].decode().split(),
+    }
 
 
 def test_every_practice_identifier_is_found_and_replaced(instance_text):
@@ -50,8 +55,9 @@ def test_mapping_is_consistent_seeded_and_order_free(instance_text):
     assert first == again
     fresh = Renamer(7)
     lines = text.splitlines()
-    assert "\n".join(fresh(line) for line in reversed(lines)) == "\n".join(reversed(first.splitlines())), \
+    assert "\n".join(fresh(line) for line in reversed(lines)) == "\n".join(reversed(first.splitlines())), (
         "the mapping of a name does not depend on the order rows are renamed in"
+    )
     assert Renamer(8)(text) != first
     models = {new for (kind, _), new in one.mapping.items() if kind == "model"}
     assert len(models) == len(inst.candidates), "distinct names stay distinct"

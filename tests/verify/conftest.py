@@ -8,8 +8,9 @@ import pytest
 
 from bat.config.model import TinyModelConfig
 
-TINY = TinyModelConfig(vocab_size=512, hidden_size=64, num_layers=2, num_heads=4, num_kv_heads=2,
-                       intermediate_size=128, max_positions=4096)
+TINY = TinyModelConfig(
+    vocab_size=512, hidden_size=64, num_layers=2, num_heads=4, num_kv_heads=2, intermediate_size=128, max_positions=4096
+)
 
 
 @pytest.fixture(scope="session")
@@ -24,5 +25,3 @@ def tokenizer(tiny_model):
     from bat.policy.loader import load_tokenizer
 
     return load_tokenizer(tiny_model)
-
-

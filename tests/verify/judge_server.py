@@ -5,8 +5,8 @@ from __future__ import annotations
 import json
 import threading
 import time
+from collections.abc import Callable
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-from typing import Callable
 
 
 class JudgeServer:
@@ -34,9 +34,16 @@ class JudgeServer:
                     self.wfile.write(b"internal error")
                     return
                 content = reply(body) if callable(reply) else reply
-                payload = json.dumps({"id": "x", "object": "chat.completion", "model": body.get("model"),
-                                      "choices": [{"index": 0, "message": {"role": "assistant", "content": content},
-                                                   "finish_reason": "stop"}]}).encode()
+                payload = json.dumps(
+                    {
+                        "id": "x",
+                        "object": "chat.completion",
+                        "model": body.get("model"),
+                        "choices": [
+                            {"index": 0, "message": {"role": "assistant", "content": content}, "finish_reason": "stop"}
+                        ],
+                    }
+                ).encode()
                 try:
                     self.send_response(200)
                     self.send_header("Content-Type", "application/json")
@@ -50,7 +57,7 @@ class JudgeServer:
         self.url = f"http://127.0.0.1:{self.httpd.server_address[1]}/v1"
         self.thread = threading.Thread(target=self.httpd.serve_forever, daemon=True)
 
-    def __enter__(self) -> "JudgeServer":
+    def __enter__(self) -> JudgeServer:
         self.thread.start()
         return self
 
@@ -60,4 +67,4 @@ class JudgeServer:
 
 
 def verdicts_for(ids, value=True) -> str:
-    return json.dumps({"verdicts": {i: value for i in ids}})
+    return json.dumps({"verdicts": dict.fromkeys(ids, value)})

@@ -5,18 +5,26 @@ from __future__ import annotations
 import json
 
 import pytest
+from judge_server import JudgeServer, verdicts_for
 
 from bat.config.verify import JudgeConfig
 from bat.verify.judge import JudgeClient, JudgeItem, JudgeReplyError, parse_reply
-from judge_server import JudgeServer, verdicts_for
 
 ITEMS = [JudgeItem("s1a_plan_md", "a plan file exists"), JudgeItem("s1b_plan_pipeline", "plan names the pipeline")]
 IDS = [i.id for i in ITEMS]
 
 
 def client(url: str, **kw) -> JudgeClient:
-    return JudgeClient(JudgeConfig(enabled=True, base_url=url, model="judge-x", timeout_s=kw.pop("timeout_s", 5.0),
-                                   max_retries=kw.pop("max_retries", 1), **kw))
+    return JudgeClient(
+        JudgeConfig(
+            enabled=True,
+            base_url=url,
+            model="judge-x",
+            timeout_s=kw.pop("timeout_s", 5.0),
+            max_retries=kw.pop("max_retries", 1),
+            **kw,
+        )
+    )
 
 
 def test_good_reply_gives_verdicts_and_identity(monkeypatch):
@@ -33,8 +41,9 @@ def test_good_reply_gives_verdicts_and_identity(monkeypatch):
     assert req["body"]["model"] == "judge-x" and "s1b_plan_pipeline" in req["body"]["messages"][1]["content"]
 
 
-@pytest.mark.parametrize("bad", ["sleep", "garbage", "http500", "wrong_ids", "extra_ids", "missing_id", "non_bool",
-                                 "fenced", "bare_map"])
+@pytest.mark.parametrize(
+    "bad", ["sleep", "garbage", "http500", "wrong_ids", "extra_ids", "missing_id", "non_bool", "fenced", "bare_map"]
+)
 def test_failures_become_null_verdicts_after_bounded_retries(bad):
     reply = {
         "garbage": "The plan looks fine to me!",
@@ -43,7 +52,7 @@ def test_failures_become_null_verdicts_after_bounded_retries(bad):
         "missing_id": verdicts_for(IDS[:1]),
         "non_bool": json.dumps({"verdicts": {"s1a_plan_md": "yes", "s1b_plan_pipeline": 1}}),
         "fenced": "```json\n" + verdicts_for(IDS) + "\n```",
-        "bare_map": verdicts_for(IDS)[len('{"verdicts": '):-1],
+        "bare_map": verdicts_for(IDS)[len('{"verdicts": ') : -1],
     }.get(bad, bad)
     with JudgeServer([reply]) as srv:
         res = client(srv.url, timeout_s=0.5, max_retries=2).judge(ITEMS, "ctx")
@@ -55,7 +64,7 @@ def test_failures_become_null_verdicts_after_bounded_retries(bad):
 def test_retry_recovers_after_one_garbage_reply():
     with JudgeServer(["nonsense", verdicts_for(IDS, False)]) as srv:
         res = client(srv.url, max_retries=1).judge(ITEMS, "ctx")
-    assert res.verdicts == {i: False for i in IDS} and res.attempts == 2
+    assert res.verdicts == dict.fromkeys(IDS, False) and res.attempts == 2
 
 
 def test_unreachable_endpoint_is_null_not_exception():
@@ -66,4 +75,4 @@ def test_unreachable_endpoint_is_null_not_exception():
 def test_parse_reply_names_the_problem():
     with pytest.raises(JudgeReplyError, match=r"missing \['s1b_plan_pipeline'\].*valid ids"):
         parse_reply(verdicts_for(IDS[:1]), IDS)
-    assert parse_reply(" " + verdicts_for(IDS) + "\n", IDS) == {i: True for i in IDS}
+    assert parse_reply(" " + verdicts_for(IDS) + "\n", IDS) == dict.fromkeys(IDS, True)

@@ -36,8 +36,15 @@ def test_eta_is_fraction_of_required_evidence():
 
 
 def _turn(i, name, written=None, deleted=()):
-    return TurnRecord(index=i, response_text="", generated_tokens=1, finish="stop",
-                      call={"name": name, "arguments": {}}, files_written=written or {}, files_deleted=list(deleted))
+    return TurnRecord(
+        index=i,
+        response_text="",
+        generated_tokens=1,
+        finish="stop",
+        call={"name": name, "arguments": {}},
+        files_written=written or {},
+        files_deleted=list(deleted),
+    )
 
 
 def test_trusted_view_drops_planted_modified_and_wrong_owner_files(tmp_path):
@@ -52,8 +59,11 @@ def test_trusted_view_drops_planted_modified_and_wrong_owner_files(tmp_path):
     (ev / "outputs/case_3.npy").write_bytes(b"later edited")
     turns = [
         _turn(0, "write_plan", {"plan.md": sha256_file(ev / "plan.md")}),
-        _turn(1, "run_model", {"outputs/case_1.npy": sha256_file(ev / "outputs/case_1.npy"),
-                               "outputs/case_3.npy": "sha256:" + "0" * 64}),
+        _turn(
+            1,
+            "run_model",
+            {"outputs/case_1.npy": sha256_file(ev / "outputs/case_1.npy"), "outputs/case_3.npy": "sha256:" + "0" * 64},
+        ),
         _turn(2, "execute_code", {"outputs/case_2.npy": sha256_file(ev / "outputs/case_2.npy")}),
     ]
     # planted after the rollout: never produced by reset or a tool call
@@ -73,7 +83,11 @@ def test_trusted_view_follows_deletes_and_rewrites(tmp_path):
     ev = tmp_path / "ev"
     ev.mkdir()
     (ev / "a.txt").write_text("v2")
-    turns = [_turn(0, "x", {"a.txt": "sha256:" + "1" * 64}), _turn(1, "x", {"a.txt": sha256_file(ev / "a.txt")}),
-             _turn(2, "x", {"b.txt": "sha256:" + "2" * 64}), _turn(3, "x", deleted=["b.txt"])]
+    turns = [
+        _turn(0, "x", {"a.txt": "sha256:" + "1" * 64}),
+        _turn(1, "x", {"a.txt": sha256_file(ev / "a.txt")}),
+        _turn(2, "x", {"b.txt": "sha256:" + "2" * 64}),
+        _turn(3, "x", deleted=["b.txt"]),
+    ]
     report = trusted_view(ev, {}, turns, tmp_path / "v")
     assert report.kept == ["a.txt"] and report.missing == []

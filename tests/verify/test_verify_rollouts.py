@@ -10,6 +10,8 @@ import json
 import shutil
 
 import pytest
+from judge_server import JudgeServer, verdicts_for
+from verify_doubles import ReplayEngine
 
 from bat.benchmark import TOOL_NAMES, TOOL_SPECS
 from bat.benchmark.episode import run_instance
@@ -22,16 +24,18 @@ from bat.rollout.runner import OpenedEnv, StateJob, run_shards
 from bat.rollout.shards import read_shard, read_timings, shard_dir
 from bat.verify.phase import execution_records, make_verifier
 from bat.verify.verifier import StateTruth
-from judge_server import JudgeServer, verdicts_for
-from verify_doubles import ReplayEngine
 
 TRACK = "classification"
 
 
 def make_cfg(runtime="inprocess", **verify):
-    return BatConfig.model_validate({
-        "benchmark": {"runtime": "inprocess" if runtime == "inprocess" else "sandbox", "cases_per_instance": 3},
-        "sandbox": {"runtime": "bwrap" if runtime == "inprocess" else runtime}, "verify": verify})
+    return BatConfig.model_validate(
+        {
+            "benchmark": {"runtime": "inprocess" if runtime == "inprocess" else "sandbox", "cases_per_instance": 3},
+            "sandbox": {"runtime": "bwrap" if runtime == "inprocess" else runtime},
+            "verify": verify,
+        }
+    )
 
 
 def agent_texts(inst, agent, cfg, tmp):
@@ -47,27 +51,48 @@ def rollout(tmp, inst, cfg, tokenizer, scripts: dict[int, list[str]]):
         from bat.benchmark import StagedEnv
 
         env = StagedEnv(inst, workdir / "workspace", workdir / "grader", cfg)
-        return OpenedEnv(env=env, workspace=env.workspace,
-                         messages=[{"role": "user", "content": f"ROLLOUT-{k} solve the task in task/README.md"}])
+        return OpenedEnv(
+            env=env,
+            workspace=env.workspace,
+            messages=[{"role": "user", "content": f"ROLLOUT-{k} solve the task in task/README.md"}],
+        )
 
     settings = LoopSettings(budgets=cfg.rollout.budgets, temperature=1.0, tool_names=list(TOOL_NAMES))
-    run_shards(tmp / "rollout", [StateJob("st0", "E2E", "E2E")], k=len(scripts), states_per_shard=1, run_seed=1,
-               round_index=1, open_env=open_env, engine_factory=lambda: ReplayEngine(tokenizer, scripts, tt.stop_ids[0]),
-               turn_tokens=lambda: tt, settings=settings, scratch=tmp / "scratch")
+    run_shards(
+        tmp / "rollout",
+        [StateJob("st0", "E2E", "E2E")],
+        k=len(scripts),
+        states_per_shard=1,
+        run_seed=1,
+        round_index=1,
+        open_env=open_env,
+        engine_factory=lambda: ReplayEngine(tokenizer, scripts, tt.stop_ids[0]),
+        turn_tokens=lambda: tt,
+        settings=settings,
+        scratch=tmp / "scratch",
+    )
     return shard_dir(tmp / "rollout", 0)
 
 
 def truth_for(inst, tmp, stage="E2E", item_ids=(), evidence_ids=()):
     materialize(inst, tmp / "truth-public", tmp / "truth-grader")
-    return StateTruth(state_id="st0", stage=stage, track=TRACK, grader_dir=tmp / "truth-grader",
-                      item_ids=list(item_ids), evidence_ids=list(evidence_ids))
+    return StateTruth(
+        state_id="st0",
+        stage=stage,
+        track=TRACK,
+        grader_dir=tmp / "truth-grader",
+        item_ids=list(item_ids),
+        evidence_ids=list(evidence_ids),
+    )
 
 
 def verify_all(cfg, shard, truth, tmp, reward_mode="rubric"):
     verifier = make_verifier(cfg, reward_mode)
     timings = read_timings(shard)
-    return [verifier.verify(rec, shard, truth, execution_records(rec, timings[rec.rollout_id]), tmp / "v" / rec.rollout_id)
-            for rec in read_shard(shard)]
+    return [
+        verifier.verify(rec, shard, truth, execution_records(rec, timings[rec.rollout_id]), tmp / "v" / rec.rollout_id)
+        for rec in read_shard(shard)
+    ]
 
 
 @pytest.fixture(scope="module")
@@ -99,7 +124,9 @@ def test_expert_rollout_earns_high_reward_and_noop_low(world):
 def test_stage_row_reward_is_eta_times_mean_of_its_items(world):
     tmp, cfg, inst, shard = world
     items = ["s3a_pilot_before_batch", "s3b_output_checked"]
-    expert, noop = verify_all(cfg, shard, truth_for(inst, tmp, "S3", items, ["e3_pilot_record", "e3_check_record"]), tmp)
+    expert, noop = verify_all(
+        cfg, shard, truth_for(inst, tmp, "S3", items, ["e3_pilot_record", "e3_check_record"]), tmp
+    )
     assert [i.item_id for i in expert.items] == items and expert.reward == pytest.approx(1.0)
     assert noop.reward == 0.0 and noop.eta == 0.0 and noop.valid
 
@@ -119,14 +146,18 @@ def test_planted_files_that_mimic_evidence_do_not_raise_reward(world, tmp_path):
             shutil.copy2(src, noop_ev / sub)
     # and forge a manifest claiming a result for every case
     (noop_ev / "submission").mkdir(exist_ok=True)
-    (noop_ev / "submission" / "manifest.json").write_text(json.dumps({"results": {c: 0 for c in inst.case_ids}}))
+    (noop_ev / "submission" / "manifest.json").write_text(json.dumps({"results": dict.fromkeys(inst.case_ids, 0)}))
     honest = verify_all(cfg, shard, truth_for(inst, tmp), tmp / "h")[1]
     # the forgery is effective against a grader that trusts the raw workspace ...
     from bat.benchmark.grader import grade
 
     noop_rec = records[1]
-    raw = grade(noop_ev, truth_for(inst, tmp_path / "raw").grader_dir,
-                execution_records(noop_rec, read_timings(forged)[noop_rec.rollout_id]), cfg)
+    raw = grade(
+        noop_ev,
+        truth_for(inst, tmp_path / "raw").grader_dir,
+        execution_records(noop_rec, read_timings(forged)[noop_rec.rollout_id]),
+        cfg,
+    )
     assert raw.stages["S1"] > honest.stage_scores["S1"] and raw.agentic > 0.0
     # ... but not against the verifier's trusted view
     tampered = verify_all(cfg, forged, truth_for(inst, tmp_path), tmp_path)[1]
@@ -136,15 +167,17 @@ def test_planted_files_that_mimic_evidence_do_not_raise_reward(world, tmp_path):
 
 
 def test_judge_verdicts_and_judge_failure_nulls(world, tmp_path):
-    tmp, cfg, inst, shard = world
+    _tmp, _cfg, inst, shard = world
     items = ["s1a_plan_md", "s1b_plan_pipeline", f"s1c_{TRACK}_model", "s1d_researched_3"]
     truth = truth_for(inst, tmp_path, "S1", items, ["e1_plan_artifact", "e1_plan_record", "e1_research_records"])
-    judged = [f"s1b_plan_pipeline", f"s1c_{TRACK}_model"]
+    judged = ["s1b_plan_pipeline", f"s1c_{TRACK}_model"]
     with JudgeServer([lambda body: verdicts_for(judged, True)]) as srv:
-        jcfg = make_cfg(judge={"enabled": True, "base_url": srv.url, "model": "judge-m", "timeout_s": 5, "max_retries": 0})
+        jcfg = make_cfg(
+            judge={"enabled": True, "base_url": srv.url, "model": "judge-m", "timeout_s": 5, "max_retries": 0}
+        )
         expert, noop = verify_all(jcfg, shard, truth, tmp_path / "a")
     assert expert.valid and expert.reward == pytest.approx(1.0) and expert.judge == f"judge-m@{srv.url}"
-    assert {i.item_id: i.source for i in expert.items if i.source == "judge"} == {j: "judge" for j in judged}
+    assert {i.item_id: i.source for i in expert.items if i.source == "judge"} == dict.fromkeys(judged, "judge")
     assert noop.valid and noop.reward == 0.0  # no plan: the grader does not even ask the judge
     with JudgeServer(["not json at all"]) as srv:
         jcfg = make_cfg(judge={"enabled": True, "base_url": srv.url, "timeout_s": 5, "max_retries": 1})

@@ -7,9 +7,19 @@ from bat.verify.signal import pool_signal
 
 
 def _reward(state: str, pool: str, k: int, reward: float | None, valid: bool = True) -> RewardRecord:
-    return RewardRecord(rollout_id=f"{state}-k{k}", state_id=state, round=1, pool=pool, stage="S1", items=[],
-                        reward=reward, valid=valid, invalid_reason=None if valid else "error: engine",
-                        reward_version="v1", judge="rubric")
+    return RewardRecord(
+        rollout_id=f"{state}-k{k}",
+        state_id=state,
+        round=1,
+        pool=pool,
+        stage="S1",
+        items=[],
+        reward=reward,
+        valid=valid,
+        invalid_reason=None if valid else "error: engine",
+        reward_version="v1",
+        judge="rubric",
+    )
 
 
 def test_pool_signal_counts_identical_groups_per_pool():

@@ -21,8 +21,13 @@ class ReplayEngine:
             self.turn[key] = t + 1
             texts = self.scripts[key]
             ids = self.tok(texts[min(t, len(texts) - 1)], add_special_tokens=False)["input_ids"] + [self.end_id]
-            out.append(GenResult(token_ids=ids[: req.max_new_tokens], logprobs=[-1.0] * min(len(ids), req.max_new_tokens),
-                                 finish="stop" if len(ids) <= req.max_new_tokens else "length"))
+            out.append(
+                GenResult(
+                    token_ids=ids[: req.max_new_tokens],
+                    logprobs=[-1.0] * min(len(ids), req.max_new_tokens),
+                    finish="stop" if len(ids) <= req.max_new_tokens else "length",
+                )
+            )
         return out
 
     def set_weights(self, path) -> None:

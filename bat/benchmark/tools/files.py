@@ -37,11 +37,19 @@ def read_file(workspace: Path, path: str, max_chars: int = 1500) -> dict[str, An
         arr = np.load(target, allow_pickle=False)
         finite = arr[np.isfinite(arr)] if arr.dtype.kind == "f" else arr
         bad = int(arr.size - finite.size)
-        rng = f"min {float(finite.min()):.4g}, max {float(finite.max()):.4g}, mean {float(finite.mean()):.4g}" if finite.size else "no finite values"
+        rng = (
+            f"min {float(finite.min()):.4g}, max {float(finite.max()):.4g}, mean {float(finite.mean()):.4g}"
+            if finite.size
+            else "no finite values"
+        )
         text = f"array {arr.dtype} shape {list(arr.shape)}: {rng}; non-finite values: {bad}"
     else:
         content = target.read_text(errors="replace")
-        text = content if len(content) <= max_chars else content[:max_chars] + f"\n... ({len(content) - max_chars} more chars)"
+        text = (
+            content
+            if len(content) <= max_chars
+            else content[:max_chars] + f"\n... ({len(content) - max_chars} more chars)"
+        )
     return {"text": text, "meta": {"path": path}}
 
 

@@ -9,7 +9,15 @@ from typing import Any
 import numpy as np
 
 from bat.benchmark.tools.common import (
-    ToolError, case_contract, case_extra, load_output, output_path, read_spec, read_state, read_weights, resolve_cases,
+    ToolError,
+    case_contract,
+    case_extra,
+    load_output,
+    output_path,
+    read_spec,
+    read_state,
+    read_weights,
+    resolve_cases,
     scratch_write,
 )
 from bat.benchmark.tracks import get_track
@@ -36,7 +44,9 @@ def _write(path: Path, out: Any) -> None:
         scratch_write(path, json.dumps(out))
 
 
-def inspect_outputs(workspace: Path, spec: dict[str, Any], cases: list[str], folder: str = "outputs") -> tuple[dict[str, list[str]], str | None, list[str]]:
+def inspect_outputs(
+    workspace: Path, spec: dict[str, Any], cases: list[str], folder: str = "outputs"
+) -> tuple[dict[str, list[str]], str | None, list[str]]:
     """(issues per case, degeneracy message, cases without output) for `cases` in `folder` (outputs/ or submission/)."""
     track = get_track(spec["track"])
     issues: dict[str, list[str]] = {}
@@ -58,7 +68,9 @@ def inspect_outputs(workspace: Path, spec: dict[str, Any], cases: list[str], fol
     return issues, track.degenerate(preds) if preds else None, missing
 
 
-def run_model(workspace: Path, cases: list[str], normalize: str = "none", fill_nan: bool = False, match_contract: bool = False) -> dict[str, Any]:
+def run_model(
+    workspace: Path, cases: list[str], normalize: str = "none", fill_nan: bool = False, match_contract: bool = False
+) -> dict[str, Any]:
     """Run the loaded model on `cases` (ids or ["all"]) and write outputs/<case>.<npy|json>."""
     spec, state = read_spec(workspace), read_state(workspace)
     if not state.get("loaded"):
@@ -83,7 +95,16 @@ def run_model(workspace: Path, cases: list[str], normalize: str = "none", fill_n
     issues, degenerate, _ = inspect_outputs(workspace, spec, chosen)
     settings = {"normalize": normalize, "fill_nan": fill_nan, "match_contract": match_contract}
     text = f"ran {weights['name']} on {len(chosen)} case(s) with {json.dumps(settings)}; wrote outputs/<case>.{spec['output']['format']}"
-    return {"text": text, "meta": {"model": weights["name"], "cases": chosen, "settings": settings, "issues": issues, "degenerate": degenerate}}
+    return {
+        "text": text,
+        "meta": {
+            "model": weights["name"],
+            "cases": chosen,
+            "settings": settings,
+            "issues": issues,
+            "degenerate": degenerate,
+        },
+    }
 
 
 def check_outputs(workspace: Path, cases: list[str] | None = None) -> dict[str, Any]:
@@ -107,4 +128,7 @@ def check_outputs(workspace: Path, cases: list[str] | None = None) -> dict[str, 
         lines.append("all checked outputs match the contract")
     lines.append(f"{len(spec['cases']) - len(without)}/{len(spec['cases'])} cases have outputs")
     clean = not issues and not degenerate and not missing
-    return {"text": "\n".join(lines), "meta": {"cases": chosen, "issues": issues, "degenerate": degenerate, "missing": missing, "clean": clean}}
+    return {
+        "text": "\n".join(lines),
+        "meta": {"cases": chosen, "issues": issues, "degenerate": degenerate, "missing": missing, "clean": clean},
+    }

@@ -12,7 +12,11 @@ def check_compatibility(workspace: Path, model: str) -> dict[str, Any]:
     """Compare the model card's modality, input and output layout with the task spec."""
     spec, weights = read_spec(workspace), read_weights(workspace, model)
     fits = weights["modality"] == spec["modality"] and weights["track"] == spec["track"]
-    layout = "matches the contract" if weights["native_layout"] == "contract" else "differs from the contract (use match_contract=true)"
+    layout = (
+        "matches the contract"
+        if weights["native_layout"] == "contract"
+        else "differs from the contract (use match_contract=true)"
+    )
     req = ", ".join(weights["requires"]) or "none"
     text = (
         f"{model}: modality {weights['modality']} vs task modality {spec['modality']} -> "
@@ -41,7 +45,12 @@ def load_model(workspace: Path, model: str) -> dict[str, Any]:
     state = read_state(workspace)
     missing = [p for p in weights["requires"] if p not in state["installed"]]
     if missing:
-        raise ToolError(f"ModuleNotFoundError: {model} needs package(s) {missing}, which are not installed (use install)")
+        raise ToolError(
+            f"ModuleNotFoundError: {model} needs package(s) {missing}, which are not installed (use install)"
+        )
     state["loaded"] = model
     write_state(workspace, state)
-    return {"text": f"loaded {model} (track {weights['track']}, modality {weights['modality']})", "meta": {"model": model}}
+    return {
+        "text": f"loaded {model} (track {weights['track']}, modality {weights['modality']})",
+        "meta": {"model": model},
+    }

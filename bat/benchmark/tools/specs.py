@@ -37,7 +37,9 @@ class RunModelArgs(_Args):
     cases: list[str] = Field(min_length=1, description='case ids from task/spec.json, or ["all"]')
     normalize: Literal["none", "unit_range", "zscore"] = Field("none", description="input scaling before the model")
     fill_nan: bool = Field(False, description="replace non-finite input values by the case median")
-    match_contract: bool = Field(False, description="convert the model's native output layout to the submission contract")
+    match_contract: bool = Field(
+        False, description="convert the model's native output layout to the submission contract"
+    )
 
 
 class CheckOutputsArgs(_Args):
@@ -67,16 +69,50 @@ class ToolDef:
 _T = "bat.benchmark.tools"
 TOOLS: tuple[ToolDef, ...] = (
     ToolDef("list_files", ListFilesArgs, f"{_T}.files:list_files", None, "List a workspace directory."),
-    ToolDef("read_file", ReadFileArgs, f"{_T}.files:read_file", None, "Read a workspace file (arrays are summarised: shape, range, non-finite count)."),
+    ToolDef(
+        "read_file",
+        ReadFileArgs,
+        f"{_T}.files:read_file",
+        None,
+        "Read a workspace file (arrays are summarised: shape, range, non-finite count).",
+    ),
     ToolDef("write_plan", WritePlanArgs, f"{_T}.files:write_plan", "S1", "Write the plan to plan.md."),
-    ToolDef("check_compatibility", ModelArgs, f"{_T}.setup:check_compatibility", "S2", "Check a model's modality, input scaling, output layout and requirements against the task."),
+    ToolDef(
+        "check_compatibility",
+        ModelArgs,
+        f"{_T}.setup:check_compatibility",
+        "S2",
+        "Check a model's modality, input scaling, output layout and requirements against the task.",
+    ),
     ToolDef("install", InstallArgs, f"{_T}.setup:install", "S2", "Install a package from the offline wheelhouse."),
-    ToolDef("load_model", ModelArgs, f"{_T}.setup:load_model", "S2", "Load a model (its required packages must be installed)."),
-    ToolDef("run_model", RunModelArgs, f"{_T}.infer:run_model", "S3|S4", "Run the loaded model on chosen cases with chosen preprocessing; writes outputs/."),
-    ToolDef("check_outputs", CheckOutputsArgs, f"{_T}.infer:check_outputs", "S3|S4", "Check outputs/ against the output contract (shape, range, NaN, degenerate output)."),
-    ToolDef("submit", SubmitArgs, f"{_T}.submit:submit", "S5", "Submit outputs/ as the final result (ends the episode)."),
+    ToolDef(
+        "load_model",
+        ModelArgs,
+        f"{_T}.setup:load_model",
+        "S2",
+        "Load a model (its required packages must be installed).",
+    ),
+    ToolDef(
+        "run_model",
+        RunModelArgs,
+        f"{_T}.infer:run_model",
+        "S3|S4",
+        "Run the loaded model on chosen cases with chosen preprocessing; writes outputs/.",
+    ),
+    ToolDef(
+        "check_outputs",
+        CheckOutputsArgs,
+        f"{_T}.infer:check_outputs",
+        "S3|S4",
+        "Check outputs/ against the output contract (shape, range, NaN, degenerate output).",
+    ),
+    ToolDef(
+        "submit", SubmitArgs, f"{_T}.submit:submit", "S5", "Submit outputs/ as the final result (ends the episode)."
+    ),
 )
-EXECUTE_CODE = ToolDef("execute_code", ExecuteCodeArgs, "execute_code", None, "Run python or bash code in the workspace (sandboxed).")
+EXECUTE_CODE = ToolDef(
+    "execute_code", ExecuteCodeArgs, "execute_code", None, "Run python or bash code in the workspace (sandboxed)."
+)
 TOOL_BY_NAME = {t.name: t for t in (*TOOLS, EXECUTE_CODE)}
 TOOL_BY_REF = {t.ref: t for t in (*TOOLS, EXECUTE_CODE)}
 
@@ -92,7 +128,10 @@ def _strip_titles(schema: Any) -> Any:
 def tool_specs(execute_code: bool = False) -> list[dict[str, Any]]:
     """[{name, description, parameters (JSON schema)}] of the offered tools."""
     tools = (*TOOLS, EXECUTE_CODE) if execute_code else TOOLS
-    return [{"name": t.name, "description": t.description, "parameters": _strip_titles(t.args.model_json_schema())} for t in tools]
+    return [
+        {"name": t.name, "description": t.description, "parameters": _strip_titles(t.args.model_json_schema())}
+        for t in tools
+    ]
 
 
 TOOL_SPECS: list[dict[str, Any]] = tool_specs(False)
@@ -109,7 +148,9 @@ def validate_call(name: Any, arguments: Any, offered: tuple[str, ...]) -> tuple[
     try:
         parsed = tool.args.model_validate(arguments)
     except ValidationError as exc:
-        problems = "; ".join(f"{'.'.join(str(p) for p in e['loc']) or 'arguments'}: {e['msg']}" for e in exc.errors()[:4])
+        problems = "; ".join(
+            f"{'.'.join(str(p) for p in e['loc']) or 'arguments'}: {e['msg']}" for e in exc.errors()[:4]
+        )
         fields = list(tool.args.model_fields)
         raise ValueError(f"invalid arguments for {name}: {problems} (parameters: {fields})") from exc
     return tool, parsed.model_dump(exclude_unset=False)

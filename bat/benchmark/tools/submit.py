@@ -25,7 +25,16 @@ def submit(workspace: Path) -> dict[str, Any]:
         shutil.copyfile(output_path(workspace, spec, case), output_path(workspace, spec, case, "submission"))
     issues, degenerate, _ = inspect_outputs(workspace, spec, present)
     missing = [c for c in spec["cases"] if c not in present]
-    manifest = {"instance_id": spec["instance_id"], "cases": {c: output_path(workspace, spec, c, "submission").name for c in present}, "missing": missing}
+    manifest = {
+        "instance_id": spec["instance_id"],
+        "cases": {c: output_path(workspace, spec, c, "submission").name for c in present},
+        "missing": missing,
+    }
     scratch_write(dest / "manifest.json", json.dumps(manifest, indent=2, sort_keys=True))
-    text = f"submitted {len(present)}/{len(spec['cases'])} cases" + (f"; {len(issues)} with format problems" if issues else "")
-    return {"text": text, "meta": {"complete": not missing, "missing": missing, "invalid": sorted(issues), "degenerate": degenerate}}
+    text = f"submitted {len(present)}/{len(spec['cases'])} cases" + (
+        f"; {len(issues)} with format problems" if issues else ""
+    )
+    return {
+        "text": text,
+        "meta": {"complete": not missing, "missing": missing, "invalid": sorted(issues), "degenerate": degenerate},
+    }

@@ -30,4 +30,4 @@ def get_track(name: str) -> Track:
     return _CACHE[name]
 
 
-__all__ = ["CaseData", "TRACKS", "Track", "get_track"]
+__all__ = ["TRACKS", "CaseData", "Track", "get_track"]

@@ -70,7 +70,9 @@ class Track(ABC):
         """A message when predictions over the checked cases are degenerate (constant, saturated, empty)."""
 
     @abstractmethod
-    def score(self, preds: dict[str, Any], truths: dict[str, Any], extras: dict[str, dict[str, Any]]) -> tuple[float, dict[str, float]]:
+    def score(
+        self, preds: dict[str, Any], truths: dict[str, Any], extras: dict[str, dict[str, Any]]
+    ) -> tuple[float, dict[str, float]]:
         """Task score in [0, 1] and named metrics from complete predictions and hidden truths."""
 
     def nan_output(self, out: Any) -> Any:
@@ -78,7 +80,9 @@ class Track(ABC):
         if isinstance(out, np.ndarray):
             return np.full(out.shape, np.nan, dtype=np.float32)
         if isinstance(out, dict):
-            return {k: float("nan") if k == "confidence" else ([] if isinstance(v, list) else "nan") for k, v in out.items()}
+            return {
+                k: float("nan") if k == "confidence" else ([] if isinstance(v, list) else "nan") for k, v in out.items()
+            }
         return out
 
 
@@ -110,13 +114,17 @@ def check_array(pred: Any, contract: dict[str, Any]) -> list[str]:
     issues = []
     want = tuple(contract["shape"])
     if pred.shape != want:
-        issues.append(f"shape {list(pred.shape)} does not match contract {list(want)} (axis order {contract.get('axes', '')})")
+        issues.append(
+            f"shape {list(pred.shape)} does not match contract {list(want)} (axis order {contract.get('axes', '')})"
+        )
     if pred.dtype.kind == "f" and not np.all(np.isfinite(pred)):
         issues.append(f"{int(np.sum(~np.isfinite(pred)))} non-finite values")
     elif "range" in contract:
         lo, hi = contract["range"]
         if pred.size and (float(pred.min()) < lo - 1e-6 or float(pred.max()) > hi + 1e-6):
-            issues.append(f"values [{float(pred.min()):.3g}, {float(pred.max()):.3g}] outside contract range [{lo}, {hi}]")
+            issues.append(
+                f"values [{float(pred.min()):.3g}, {float(pred.max()):.3g}] outside contract range [{lo}, {hi}]"
+            )
     return issues
 
 

@@ -37,7 +37,7 @@ class Classification(Track):
 
     def apply(self, params: dict[str, Any], u: np.ndarray, extra: dict[str, Any]) -> dict[str, Any]:
         flat = np.sort(u.astype(np.float64).ravel())
-        feature = float(flat[-max(1, flat.size // 10):].mean())
+        feature = float(flat[-max(1, flat.size // 10) :].mean())
         logits = -params["gain"] * (feature - np.asarray(params["centers"])) ** 2
         probs = np.exp(logits - logits.max())
         probs /= probs.sum()
@@ -52,7 +52,11 @@ class Classification(Track):
         return {**out, "label": LABELS[label] if isinstance(label, int) else label}
 
     def contract(self, shape: tuple[int, ...]) -> dict[str, Any]:
-        return {"format": "json", "fields": {"label": "one of labels", "confidence": "float in [0, 1]"}, "labels": list(LABELS)}
+        return {
+            "format": "json",
+            "fields": {"label": "one of labels", "confidence": "float in [0, 1]"},
+            "labels": list(LABELS),
+        }
 
     def check_case(self, pred: Any, contract: dict[str, Any]) -> list[str]:
         if not isinstance(pred, dict):
@@ -67,5 +71,7 @@ class Classification(Track):
 
     def score(self, preds, truths, extras) -> tuple[float, dict[str, float]]:
         cases = sorted(truths)
-        acc = accuracy([preds[c].get("label") if isinstance(preds[c], dict) else None for c in cases], [truths[c] for c in cases])
+        acc = accuracy(
+            [preds[c].get("label") if isinstance(preds[c], dict) else None for c in cases], [truths[c] for c in cases]
+        )
         return acc, {"accuracy": acc}

@@ -63,7 +63,10 @@ class Detection(Track):
 
     def from_alt(self, out: dict[str, Any], extra: dict[str, Any]) -> dict[str, Any]:
         h, w = extra["input_shape"]
-        return {**out, "boxes": [[round(b[0] * h), round(b[1] * w), round(b[2] * h), round(b[3] * w)] for b in out["boxes"]]}
+        return {
+            **out,
+            "boxes": [[round(b[0] * h), round(b[1] * w), round(b[2] * h), round(b[3] * w)] for b in out["boxes"]],
+        }
 
     def contract(self, shape: tuple[int, ...]) -> dict[str, Any]:
         return {
@@ -74,12 +77,18 @@ class Detection(Track):
         }
 
     def check_case(self, pred: Any, contract: dict[str, Any]) -> list[str]:
-        if not isinstance(pred, dict) or not isinstance(pred.get("boxes"), list) or not isinstance(pred.get("scores"), list):
+        if (
+            not isinstance(pred, dict)
+            or not isinstance(pred.get("boxes"), list)
+            or not isinstance(pred.get("scores"), list)
+        ):
             return ["prediction needs 'boxes' and 'scores' lists"]
         issues = []
         if len(pred["boxes"]) != len(pred["scores"]):
             issues.append("boxes and scores differ in length")
-        if any(not np.isfinite(s) for s in pred["scores"] if isinstance(s, (int, float))) or not np.isfinite(pred.get("confidence", 0.0)):
+        if any(not np.isfinite(s) for s in pred["scores"] if isinstance(s, (int, float))) or not np.isfinite(
+            pred.get("confidence", 0.0)
+        ):
             issues.append("non-finite scores (NaN model output)")
         h, w = contract["image_shape"]
         flat = [v for b in pred["boxes"] for v in (b if isinstance(b, list) else [])]

@@ -71,4 +71,3 @@ class Enhancement(ImageRestorationTrack):
 
     def contract(self, shape: tuple[int, ...]) -> dict[str, Any]:
         return {"format": "npy", "shape": list(shape), "axes": "yx", "dtype": "float32", "range": [0.0, 1.0]}
-

@@ -11,7 +11,12 @@ from bat.benchmark.tracks.base import CaseData, Track, check_confidence, is_satu
 
 SHAPE = (20, 20)
 FINDINGS = ("opacity", "nodule", "effusion", "cardiomegaly")
-REGIONS = ((slice(1, 9), slice(1, 9)), (slice(1, 9), slice(11, 19)), (slice(11, 19), slice(1, 9)), (slice(11, 19), slice(11, 19)))
+REGIONS = (
+    (slice(1, 9), slice(1, 9)),
+    (slice(1, 9), slice(11, 19)),
+    (slice(11, 19), slice(1, 9)),
+    (slice(11, 19), slice(11, 19)),
+)
 
 
 def render(found: list[str]) -> str:
@@ -29,7 +34,9 @@ class Report(Track):
         "chest-ct-mip": {"bg": 0.35, "fg": 0.65, "threshold": 0.50},
         "lung-ultrasound": {"bg": 0.60, "fg": 0.95, "threshold": 0.78},
     }
-    behaviour = "per-region lesion score (mean of the brightest quarter of pixels) against a threshold -> report template"
+    behaviour = (
+        "per-region lesion score (mean of the brightest quarter of pixels) against a threshold -> report template"
+    )
     alt_note = "writes finding CODES (F0..F3 in the card's finding order) instead of finding words"
 
     def make_case(self, rng: np.random.Generator, modality: str) -> CaseData:
@@ -65,19 +72,29 @@ class Report(Track):
         return {**out, "report": text}
 
     def contract(self, shape: tuple[int, ...]) -> dict[str, Any]:
-        return {"format": "json", "fields": {"report": "text 'Findings: <words>.'", "confidence": "float"}, "vocabulary": list(FINDINGS), "min_findings": 1}
+        return {
+            "format": "json",
+            "fields": {"report": "text 'Findings: <words>.'", "confidence": "float"},
+            "vocabulary": list(FINDINGS),
+            "min_findings": 1,
+        }
 
     def check_case(self, pred: Any, contract: dict[str, Any]) -> list[str]:
         if not isinstance(pred, dict) or not isinstance(pred.get("report"), str):
             return ["prediction needs a 'report' string"]
         issues = check_confidence(pred)
         if not keywords_in(pred["report"], contract["vocabulary"]):
-            issues.append(f"report names none of the contract findings {contract['vocabulary']}: {pred['report'][:60]!r}")
+            issues.append(
+                f"report names none of the contract findings {contract['vocabulary']}: {pred['report'][:60]!r}"
+            )
         return issues
 
     def degenerate(self, preds: dict[str, Any]) -> str | None:
         return is_saturated(preds)
 
     def score(self, preds, truths, extras) -> tuple[float, dict[str, float]]:
-        f1 = [keyword_f1(preds[c].get("report", "") if isinstance(preds[c], dict) else "", truths[c], FINDINGS) for c in sorted(truths)]
+        f1 = [
+            keyword_f1(preds[c].get("report", "") if isinstance(preds[c], dict) else "", truths[c], FINDINGS)
+            for c in sorted(truths)
+        ]
         return float(np.mean(f1)), {"keyword_f1": float(np.mean(f1))}

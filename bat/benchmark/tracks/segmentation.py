@@ -54,7 +54,13 @@ class Segmentation(Track):
         return np.ascontiguousarray(out.transpose(2, 1, 0))
 
     def contract(self, shape: tuple[int, ...]) -> dict[str, Any]:
-        return {"format": "npy", "shape": list(shape), "axes": "zyx", "dtype": "uint8", "labels": {"0": "background", "1": ORGANS[0], "2": ORGANS[1]}}
+        return {
+            "format": "npy",
+            "shape": list(shape),
+            "axes": "zyx",
+            "dtype": "uint8",
+            "labels": {"0": "background", "1": ORGANS[0], "2": ORGANS[1]},
+        }
 
     def check_case(self, pred: Any, contract: dict[str, Any]) -> list[str]:
         issues = check_array(pred, contract)
@@ -67,7 +73,9 @@ class Segmentation(Track):
     def degenerate(self, preds: dict[str, Any]) -> str | None:
         arrays = [p for p in preds.values() if isinstance(p, np.ndarray) and p.dtype.kind in "iu" and p.size]
         if arrays and len(arrays) == len(preds) and all(len(np.unique(a)) == 1 for a in arrays):
-            return f"every checked volume has a single label ({int(arrays[0].flat[0])}): input is probably not normalised"
+            return (
+                f"every checked volume has a single label ({int(arrays[0].flat[0])}): input is probably not normalised"
+            )
         return None
 
     def score(self, preds, truths, extras) -> tuple[float, dict[str, float]]:

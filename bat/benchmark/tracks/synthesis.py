@@ -44,4 +44,10 @@ class Synthesis(ImageRestorationTrack):
         return np.ascontiguousarray(out.transpose(2, 1, 0))
 
     def contract(self, shape: tuple[int, ...]) -> dict[str, Any]:
-        return {"format": "npy", "shape": [2 * n for n in shape], "axes": "zyx", "dtype": "float32", "range": [0.0, 1.0]}
+        return {
+            "format": "npy",
+            "shape": [2 * n for n in shape],
+            "axes": "zyx",
+            "dtype": "float32",
+            "range": [0.0, 1.0],
+        }

@@ -43,7 +43,11 @@ class Vqa(Track):
         kind = str(rng.choice(sorted(QUESTIONS)))
         question, choices = QUESTIONS[kind]
         answer = self._answer(kind, [(r, c, s * s) for (r, c), s in zip(chosen, sizes)])
-        return CaseData(unit=np.clip(img, 0, 1).astype(np.float32), truth=answer, extra={"question": question, "choices": choices, "type": kind})
+        return CaseData(
+            unit=np.clip(img, 0, 1).astype(np.float32),
+            truth=answer,
+            extra={"question": question, "choices": choices, "type": kind},
+        )
 
     @staticmethod
     def _answer(kind: str, lesions: list[tuple[float, float, int]]) -> str:
@@ -53,12 +57,12 @@ class Vqa(Track):
             return "yes" if lesions else "no"
         if not lesions:
             return "none"
-        r, c, _area = max(lesions, key=lambda t: t[2])
+        _r, c, _area = max(lesions, key=lambda t: t[2])
         return "left" if c < SHAPE[1] / 2 else "right"
 
     def apply(self, params: dict[str, Any], u: np.ndarray, extra: dict[str, Any]) -> dict[str, Any]:
         u64 = u.astype(np.float64)
-        labels, n = ndimage.label(u64 > params["threshold"])
+        labels, _n = ndimage.label(u64 > params["threshold"])
         lesions = []
         for k, sl in enumerate(ndimage.find_objects(labels), start=1):
             area = int((labels[sl] == k).sum()) if sl is not None else 0
@@ -91,5 +95,8 @@ class Vqa(Track):
 
     def score(self, preds, truths, extras) -> tuple[float, dict[str, float]]:
         cases = sorted(truths)
-        em = exact_match([preds[c].get("answer", "") if isinstance(preds[c], dict) else "" for c in cases], [truths[c] for c in cases])
+        em = exact_match(
+            [preds[c].get("answer", "") if isinstance(preds[c], dict) else "" for c in cases],
+            [truths[c] for c in cases],
+        )
         return em, {"exact_match": em}
