@@ -2,9 +2,13 @@
 
 from __future__ import annotations
 
+import os
+import sys
 from pathlib import Path
 
 import pytest
+
+TOY_DIR = Path(__file__).resolve().parent / "orchestrate"
 
 
 @pytest.fixture(scope="session")
@@ -13,3 +17,13 @@ def smollm2_dir(tmp_path_factory) -> Path:
     from bat.policy.pretrained import import_pretrained
 
     return import_pretrained("smollm2-135m-instruct", tmp_path_factory.mktemp("pretrained") / "smollm2")
+
+
+@pytest.fixture
+def toy_phases_env(monkeypatch):
+    """Jobs started by a test can import `toy_phases` (the test-only phase functions): tests/orchestrate on their
+    PYTHONPATH (local and Slurm jobs inherit the environment); toy phases do not sleep; jobs use this Python."""
+    paths = [str(TOY_DIR), *filter(None, os.environ.get("PYTHONPATH", "").split(os.pathsep))]
+    monkeypatch.setenv("PYTHONPATH", os.pathsep.join(dict.fromkeys(paths)))
+    monkeypatch.setenv("BAT_TOY_SLEEP", "0")
+    monkeypatch.setenv("BAT_PYTHON", sys.executable)

@@ -1,6 +1,6 @@
 """Policy side of bat: load an HF causal LM offline, build the deterministic tiny model, tool-call codec.
 
-Public API (stable; other teams code against it):
+Public API (stable; the other packages code against it):
 
 * `bat.policy.codec`
     - `TOOL_CALL_OPEN = "<tool_call>"`, `TOOL_CALL_CLOSE = "</tool_call>"`; an assistant turn holds

@@ -1,6 +1,6 @@
 """Training side of bat on DeepSpeed: SFT cold start (Eq. 10), GRPO block (Eqs. 4, 17-19), checkpoints, export.
 
-Public API (stable; other teams code against it):
+Public API (stable; the other packages code against it):
 
 * Phase functions (`bat.train.phase`): `run_sft(ctx)` (alias `sft`) and `run_grpo(ctx)` (alias `grpo`)
   -> PhaseResult with `extra["candidate"]` = the HF export (`layout.candidate_model(round)`).

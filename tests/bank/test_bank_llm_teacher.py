@@ -1,10 +1,9 @@
 """LLM teacher over a real local OpenAI-compatible HTTP server (scripted replies): same trajectory format."""
 
 import json
-import threading
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 import pytest
+from fake_openai import ChatServer
 
 from bat.bank.llm_client import ChatClient, TeacherEndpointError
 from bat.bank.practice import instance_for, plan_tasks
@@ -13,38 +12,6 @@ from bat.bank.teacher import run_scripted
 from bat.config import load_config
 from bat.config.bank import LlmTeacherConfig
 from bat.state.layout import RunLayout
-
-
-class _Server:
-    """Serves `replies` in order on /v1/chat/completions and keeps the request bodies."""
-
-    def __init__(self, replies):
-        self.replies, self.requests = list(replies), []
-        outer = self
-
-        class Handler(BaseHTTPRequestHandler):
-            def do_POST(self):
-                body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
-                outer.requests.append((self.path, body, self.headers.get("Authorization")))
-                reply = outer.replies.pop(0) if outer.replies else {"error": "no more replies"}
-                data = json.dumps(reply).encode() if isinstance(reply, dict) else reply
-                self.send_response(200)
-                self.send_header("Content-Type", "application/json")
-                self.send_header("Content-Length", str(len(data)))
-                self.end_headers()
-                self.wfile.write(data)
-
-            def log_message(self, *args):
-                pass
-
-        self.httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        self.thread = threading.Thread(target=self.httpd.serve_forever, daemon=True)
-        self.thread.start()
-        self.url = f"http://127.0.0.1:{self.httpd.server_address[1]}/v1"
-
-    def close(self):
-        self.httpd.shutdown()
-        self.httpd.server_close()
 
 
 def _text(content):
@@ -84,7 +51,7 @@ def test_llm_teacher_writes_the_same_trajectory_format(tmp_path, monkeypatch):
     expert = run_scripted(instance_for(task, cfg), "expert", tmp_path / "expert", cfg)
     replies = [_text("I will look around first, no tool yet.")]
     replies += [_structured(t.call) if i == 1 else _text(t.response) for i, t in enumerate(expert.turns)]
-    server = _Server(replies)
+    server = ChatServer(replies)
     monkeypatch.setenv("BAT_TEACHER_API_KEY", "test-key-123")
     try:
         llm_cfg = load_config(
@@ -108,7 +75,7 @@ def test_llm_teacher_writes_the_same_trajectory_format(tmp_path, monkeypatch):
 
 
 def test_endpoint_failures_raise_after_retries():
-    server = _Server([b"not json", b"{}", _text("ok")])
+    server = ChatServer([b"not json", b"{}", _text("ok")])
     try:
         client = ChatClient(LlmTeacherConfig(base_url=server.url, retries=1, timeout_s=5))
         with pytest.raises(TeacherEndpointError, match="attempt 2"):

@@ -3,40 +3,27 @@
 The judge endpoint is a local test HTTP server speaking the OpenAI chat-completions shape (a fake judge)."""
 
 import json
-import threading
-from http.server import BaseHTTPRequestHandler, HTTPServer
 
 import pytest
+from fake_openai import JudgeServer, verdicts_for
 
 from bat.benchmark import run_episode
 from bat.config.root import BatConfig
 
 
-class _FakeJudge(BaseHTTPRequestHandler):
-    verdict = False
+def _verdicts(value: bool):
+    """Judge content giving `value` to every item id the request lists."""
 
-    def do_POST(self):
-        body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
-        ids = json.loads(body["messages"][-1]["content"].rsplit("Item ids: ", 1)[1])
-        reply = {"choices": [{"message": {"content": json.dumps({"verdicts": dict.fromkeys(ids, self.verdict)})}}]}
-        data = json.dumps(reply).encode()
-        self.send_response(200)
-        self.send_header("Content-Type", "application/json")
-        self.send_header("Content-Length", str(len(data)))
-        self.end_headers()
-        self.wfile.write(data)
+    def reply(body: dict) -> str:
+        return verdicts_for(json.loads(body["messages"][-1]["content"].rsplit("Item ids: ", 1)[1]), value)
 
-    def log_message(self, *args):
-        pass
+    return reply
 
 
 @pytest.fixture
 def judge_url():
-    server = HTTPServer(("127.0.0.1", 0), _FakeJudge)
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
-    thread.start()
-    yield f"http://127.0.0.1:{server.server_address[1]}/v1"
-    server.shutdown()
+    with JudgeServer([_verdicts(False)]) as server:
+        yield server.url
 
 
 def _cfg(url: str) -> BatConfig:

@@ -22,9 +22,7 @@ ALL_PHASES = [f"round_00/{p}" for p in ("evaluate", "route", "scan", "sft", "syn
 def reference(tmp_path_factory):
     """Digests of an uninterrupted 2-round run (debug executor: in-process, same outputs)."""
     root = tmp_path_factory.mktemp("reference")
-    with pytest.MonkeyPatch.context() as mp:
-        mp.syspath_prepend(os.path.dirname(__file__))
-        assert driver.run(toy_phases.toy_config("debug"), RunLayout(root)) == 0
+    assert driver.run(toy_phases.toy_config("debug"), RunLayout(root)) == 0
     digests = toy_phases.output_digests(root)
     assert sorted(digests) == ALL_PHASES
     return digests
@@ -136,7 +134,6 @@ def test_lease_blocks_a_second_driver(tmp_path, capsys):
 def test_damaged_state_file_in_a_job_is_an_input_error_naming_it(tmp_path, monkeypatch, capsys):
     from bat.orchestrate.driver import PhaseInputError
 
-    monkeypatch.syspath_prepend(os.path.dirname(__file__))
     layout = RunLayout(tmp_path / "run")
     torn = layout.phase_dir(0, "synthesize") / "shard_001.jsonl"
     torn.parent.mkdir(parents=True)

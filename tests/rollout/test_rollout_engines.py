@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 import torch
-from completions_server import CompletionsServer
+from fake_openai import CompletionsServer
 
 from bat.config.rollout import OpenAIEngineConfig, RolloutConfig
 from bat.rollout.engine import GenRequest, make_engine

@@ -6,15 +6,8 @@ Without a cluster the tests are skipped, or fail with instructions when BAT_REQU
 import os
 import shutil
 import subprocess
-import sys
-from pathlib import Path
 
 import pytest
-
-REPO = Path(__file__).resolve().parents[2]
-TOY_DIR = REPO / "tests" / "orchestrate"
-if str(TOY_DIR) not in sys.path:  # `import toy_phases` in the test module at collection time
-    sys.path.insert(0, str(TOY_DIR))
 
 
 def slurm_problem() -> str | None:
@@ -46,11 +39,5 @@ def slurm_cluster():
 
 
 @pytest.fixture(autouse=True)
-def toy_phases_importable(monkeypatch):
-    """Toy phases importable here and in every job (sbatch exports the environment)."""
-    monkeypatch.syspath_prepend(str(TOY_DIR))
-    paths = [str(TOY_DIR), *filter(None, os.environ.get("PYTHONPATH", "").split(os.pathsep))]
-    monkeypatch.setenv("PYTHONPATH", os.pathsep.join(dict.fromkeys(paths)))
-    monkeypatch.setenv("BAT_TOY_SLEEP", "0")
-    monkeypatch.setenv("BAT_PYTHON", sys.executable)
-    yield
+def _toy_phases_in_jobs(toy_phases_env):
+    """Toy phases importable in every job (sbatch exports the environment): `toy_phases_env`, tests/conftest.py."""

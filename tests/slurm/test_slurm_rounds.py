@@ -95,9 +95,7 @@ def _wait_jobs_ended(name, timeout_s=30.0):
 @pytest.fixture(scope="module")
 def reference(tmp_path_factory):
     root = tmp_path_factory.mktemp("reference")
-    with pytest.MonkeyPatch.context() as mp:
-        mp.syspath_prepend(str(REPO / "tests" / "orchestrate"))
-        assert driver.run(toy_phases.toy_config("debug"), RunLayout(root)) == 0
+    assert driver.run(toy_phases.toy_config("debug"), RunLayout(root)) == 0
     return toy_phases.output_digests(root)
 
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 
 import pytest
-from judge_server import JudgeServer, verdicts_for
+from fake_openai import JudgeServer, verdicts_for
 
 from bat.config.verify import JudgeConfig
 from bat.verify.judge import JudgeClient, JudgeItem, JudgeReplyError, parse_reply

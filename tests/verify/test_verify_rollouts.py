@@ -10,7 +10,7 @@ import json
 import shutil
 
 import pytest
-from judge_server import JudgeServer, verdicts_for
+from fake_openai import JudgeServer, verdicts_for
 from verify_doubles import ReplayEngine
 
 from bat.benchmark import TOOL_NAMES, TOOL_SPECS
