@@ -12,6 +12,23 @@ TOY_DIR = Path(__file__).resolve().parent / "orchestrate"
 
 
 @pytest.fixture(scope="session")
+def tiny_model_builder(tmp_path_factory):
+    """`build(cfg: TinyModelConfig, seed) -> Path`: the tiny random-init HF model of that shape and seed, built
+    offline once per session and shared by every test that asks for the same one (treat it as read-only)."""
+    from bat.policy.tiny import build_tiny_model
+
+    built: dict[tuple[str, int], Path] = {}
+
+    def build(cfg, seed: int) -> Path:
+        key = (cfg.model_dump_json(), seed)
+        if key not in built:
+            built[key] = build_tiny_model(tmp_path_factory.mktemp("tiny") / "model", cfg, seed=seed)
+        return built[key]
+
+    return build
+
+
+@pytest.fixture(scope="session")
 def smollm2_dir(tmp_path_factory) -> Path:
     """SmolLM2-135M-Instruct converted from its installed package (`bat model import`) into a session folder."""
     from bat.policy.pretrained import import_pretrained

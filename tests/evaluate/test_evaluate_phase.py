@@ -125,16 +125,14 @@ def test_unknown_agent_and_missing_checkpoint(layout):
 
 
 @pytest.mark.slow
-def test_policy_checkpoint_through_the_rollout_loop(layout, tmp_path):
-    from bat.policy.tiny import build_tiny_model
-
+def test_policy_checkpoint_through_the_rollout_loop(layout, tmp_path, tiny_model_builder):
     cfg = parse_config(
         {
             "benchmark": {"tracks": ["vqa"], "repeats": 1, "runtime": "inprocess"},
             "rollout": {"budgets": {"max_new_tokens_per_turn": 16, "max_assistant_turns": 2, "max_tool_calls": 2}},
         }
     )
-    ckpt = build_tiny_model(tmp_path / "tiny", cfg.model.tiny, 7)
+    ckpt = tiny_model_builder(cfg.model.tiny, 7)
     driver, close = policy_driver(cfg, ckpt)
     try:
         agg, _written = evaluate_split(cfg, layout, 0, "controller", str(ckpt), driver, config_hash="x")
@@ -164,8 +162,7 @@ def test_opening_messages_match_the_bank_e2e_prompt_shape():
     assert messages[1]["content"] == "# Brief\nSegment the organs."
 
 
-def test_round_zero_also_scores_the_base_policy_once(layout, tmp_path):
-    from bat.policy.tiny import build_tiny_model
+def test_round_zero_also_scores_the_base_policy_once(layout, tmp_path, tiny_model_builder):
     from bat.report.summary import progress_rows, run_views
     from bat.state.markers import write_done
 
@@ -176,8 +173,8 @@ def test_round_zero_also_scores_the_base_policy_once(layout, tmp_path):
             "rollout": {"budgets": {"max_new_tokens_per_turn": 8, "max_assistant_turns": 1, "max_tool_calls": 1}},
         }
     )
-    base = build_tiny_model(tmp_path / "base", cfg.model.tiny, 7)
-    candidate = build_tiny_model(tmp_path / "sft", cfg.model.tiny, 8)
+    base = tiny_model_builder(cfg.model.tiny, 7)
+    candidate = tiny_model_builder(cfg.model.tiny, 8)
     cfg = cfg.model_copy(update={"model": cfg.model.model_copy(update={"path": str(base)})})
     write_done(layout.phase_dir(0, "sft"), phase="sft", config_hash="x", extra={"candidate": str(candidate)})
     ctx = PhaseContext(config=cfg, layout=layout, round=0, phase="evaluate")

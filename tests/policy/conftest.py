@@ -12,10 +12,8 @@ SMALL = TinyModelConfig(
 
 
 @pytest.fixture(scope="session")
-def tiny_dir(tmp_path_factory):
-    from bat.policy.tiny import build_tiny_model
-
-    return build_tiny_model(tmp_path_factory.mktemp("tiny") / "model", SMALL, seed=7)
+def tiny_dir(tiny_model_builder):
+    return tiny_model_builder(SMALL, 7)
 
 
 @pytest.fixture(scope="session")

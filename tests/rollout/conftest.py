@@ -14,18 +14,14 @@ TINY = TinyModelConfig(
 
 
 @pytest.fixture(scope="session")
-def tiny_model(tmp_path_factory) -> Path:
-    from bat.policy.tiny import build_tiny_model
-
-    return build_tiny_model(tmp_path_factory.mktemp("tiny") / "model", TINY, seed=0)
+def tiny_model(tiny_model_builder) -> Path:
+    return tiny_model_builder(TINY, 0)
 
 
 @pytest.fixture(scope="session")
-def other_tiny_model(tmp_path_factory) -> Path:
+def other_tiny_model(tiny_model_builder) -> Path:
     """The same shape with other weights (seed 7): a checkpoint a server is not serving."""
-    from bat.policy.tiny import build_tiny_model
-
-    return build_tiny_model(tmp_path_factory.mktemp("tiny_other") / "model", TINY, seed=7)
+    return tiny_model_builder(TINY, 7)
 
 
 @pytest.fixture(scope="session")
