@@ -10,8 +10,8 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from bat.bank import prompts
 from bat.bank.states import materialize, prefixed
+from bat.benchmark import prompts
 from bat.schemas.bank import (
     E2E,
     BankRow,

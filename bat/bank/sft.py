@@ -13,7 +13,7 @@ from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
-from bat.bank import prompts
+from bat.benchmark import prompts
 from bat.schemas.bank import E2E, ChatMessage, LossMaskSpec, SftRow, Trajectory
 
 

@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from bat.bank import prompts
+from bat.benchmark import prompts
 from bat.policy.codec import InvalidAction, parse_tool_call, render_tool_call
 from bat.schemas.bank import ChatMessage, TrajectoryTurn
 

@@ -19,7 +19,7 @@ def config_judge(config: Any) -> tuple[Judge | None, str]:
     settings = config.verify.judge
     if not settings.enabled:
         return None, ""
-    from bat.verify.judge import JudgeClient, JudgeItem
+    from bat.benchmark.judge_client import JudgeClient, JudgeItem
 
     client = JudgeClient(settings)
 

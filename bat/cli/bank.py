@@ -81,7 +81,7 @@ def _print_counts(bank) -> None:
 
 
 def _scan(args: argparse.Namespace) -> int:
-    from bat.leakage.cli import cli_scan
+    from bat.cli.leakage_scan import cli_scan
 
     return cli_scan(args)
 
@@ -101,7 +101,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     show.add_argument("--version", type=int, default=None, help="bank version (default: newest complete)")
     show.set_defaults(handler=_show)
 
-    from bat.leakage.cli import add_scan_arguments
+    from bat.cli.leakage_scan import add_scan_arguments
 
     scan = sub.add_parser("scan", help="leakage preflight of a bank version (admits or rejects it)")
     add_scan_arguments(scan)

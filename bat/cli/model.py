@@ -40,7 +40,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 def _build_tiny(args: argparse.Namespace) -> int:
     from bat.config import load_config
     from bat.config.model import TINY_PRESETS
-    from bat.policy.tiny import build_tiny_model, read_build_info
+    from bat.policy.tiny import build_tiny_model
+    from bat.state.model_files import read_build_info
 
     cfg = load_config(args.config, args.overrides)
     shape = cfg.model.tiny if args.preset == "config" else TINY_PRESETS[args.preset]

@@ -2,11 +2,14 @@
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Literal
 
 from pydantic import Field, model_validator
 
 from bat.config.base import Section
+from bat.config.pretrained import REGISTRY
+from bat.state.model_files import folder_positions, read_build_info
 
 
 class CopyStage(Section):
@@ -137,13 +140,10 @@ class ModelConfig(Section):
     def _one_source(self) -> ModelConfig:
         if self.pretrained is not None and self.path is not None:
             raise ValueError(f"set model.pretrained ({self.pretrained!r}) or model.path ({self.path!r}), not both")
-        if self.pretrained is not None:
-            from bat.policy.pretrained import REGISTRY
-
-            if self.pretrained not in REGISTRY:
-                raise ValueError(
-                    f"model.pretrained {self.pretrained!r} is not a registered model; valid names: {sorted(REGISTRY)}"
-                )
+        if self.pretrained is not None and self.pretrained not in REGISTRY:
+            raise ValueError(
+                f"model.pretrained {self.pretrained!r} is not a registered model; valid names: {sorted(REGISTRY)}"
+            )
         return self
 
     def positions(self) -> int | None:
@@ -152,15 +152,8 @@ class ModelConfig(Section):
         rotary positions extend; `tiny.max_positions` is only its config value, also for a tiny model given as
         `path`) or an unreadable path."""
         if self.pretrained is not None:
-            from bat.policy.pretrained import REGISTRY
-
             return REGISTRY[self.pretrained].positions
         if self.path is not None:
-            from pathlib import Path
-
-            from bat.policy.loader import folder_positions
-            from bat.policy.tiny import read_build_info
-
             folder = Path(self.path)
 
             try:

@@ -96,9 +96,6 @@ def _route(ctx: PhaseContext) -> PhaseResult:
         f"{decision.action}: {decision.reason}; target={decision.target_stage} "
         f"rule={decision.rule} start={decision.start_checkpoint}",
     )
-    from bat.report.round_report import write_round_report
-
-    outputs.extend(write_round_report(layout, r, cfg))
     counts = {"drop_counter": decision.drop_counter, "overall": agg.overall or 0.0}
     if kl is not None:
         counts["kl"] = kl

@@ -88,8 +88,7 @@ def opening_messages(cfg: BatConfig, brief: str) -> list[dict[str, str]]:
 
     The same shape as the bank's E2E rows and teacher context, so evaluation shows the policy what it trained on.
     """
-    from bat.bank import prompts
-    from bat.benchmark import STAGE_SKILLS
+    from bat.benchmark import STAGE_SKILLS, prompts
 
     names = {s.key: s.name for s in cfg.stages}
     skill = prompts.e2e_skill_text(cfg.stage_keys, STAGE_SKILLS, names)

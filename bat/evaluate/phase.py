@@ -142,8 +142,4 @@ def run_final_test(ctx: PhaseContext) -> PhaseResult:
             )
     atomic_write_json(marker, {"checkpoint": checkpoint, "round": ctx.round})
     splits = ["final"] + (["test"] if ctx.config.evaluate.test_split else [])
-    result = _evaluate(ctx, checkpoint, splits)
-    from bat.report.round_report import write_round_report
-
-    result.outputs.extend(write_round_report(ctx.layout, ctx.round, ctx.config))
-    return result
+    return _evaluate(ctx, checkpoint, splits)

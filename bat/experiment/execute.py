@@ -28,16 +28,12 @@ BASE_TARGET = "bat.experiment.base_eval:final_test_base"
 
 def final_table(config: Any, target: str) -> dict:
     """The product phase table plus a `final_test` row pointing at `target` (evaluation resources)."""
-    from bat.orchestrate.graph import PhaseSpec, resolve_table
+    from dataclasses import replace
 
-    spec = PhaseSpec(
-        FINAL_PHASE,
-        target,
-        ("checkpoints/best.json", "held-out suite"),
-        ("round_NN/final_test/ aggregates", "heldout/round_NN/final|test"),
-        "evaluate",
-    )
-    return {**resolve_table(config), FINAL_PHASE: spec}
+    from bat.orchestrate.graph import resolve_table, with_target
+
+    table = resolve_table(config)
+    return {**table, FINAL_PHASE: replace(with_target(table[FINAL_PHASE], target), resources="evaluate")}
 
 
 def last_routed_round(layout: RunLayout) -> int:

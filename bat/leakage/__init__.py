@@ -48,7 +48,7 @@ Phase: `bat.leakage.phase:run_scan` (`(ctx) -> PhaseResult`, phase "scan"): scan
 newest complete bank version (with MANIFEST.json) under `ctx.layout.bank_root`, writes `leakage.json` and
 `ADMITTED` (clean) or `REJECTED.json` in that version directory; a rejected version raises `LeakageRejected`
 (admission stops; rounds keep pinning the previous admitted version).
-CLI helper for `bat bank scan`: `bat.leakage.cli.add_scan_arguments(parser)` + `bat.leakage.cli.cli_scan(args) -> int`.
+CLI helper for `bat bank scan`: `bat.cli.leakage_scan.add_scan_arguments(parser)` + `bat.cli.leakage_scan.cli_scan(args) -> int`.
 Benchmark: `bat bench scan` (bat/perf/scan.py).
 """
 

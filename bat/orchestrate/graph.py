@@ -50,6 +50,9 @@ class PhaseSpec:
     writes: Files
     resources: str
     """Key into `config.orchestrate.resources`."""
+    writes_report: bool = False
+    """The runner writes the round report (`round_NN/report.md`, report.json, plots) after this phase's function,
+    as one of its outputs (route, final_test); not for a function that overrides the product's."""
 
 
 def _bank(layout: RunLayout) -> BankVersionLayout:
@@ -141,8 +144,16 @@ PHASES: dict[str, PhaseSpec] = {
                 L.round(r - 1).best_after,
                 _bank(L).rl_index,
             ),
-            lambda L, r: (L.round(r).decision, L.round(r).best_after, L.best_json, L.plan(r + 1)),
+            lambda L, r: (
+                L.round(r).decision,
+                L.round(r).best_after,
+                L.best_json,
+                L.plan(r + 1),
+                L.report_md(r),
+                L.report_json(r),
+            ),
             "route",
+            writes_report=True,
         ),
         PhaseSpec(
             "final_test",
@@ -154,8 +165,11 @@ PHASES: dict[str, PhaseSpec] = {
                 L.heldout_manifest(r, "final"),
                 L.heldout_manifest(r, "test"),
                 L.test_split_used,
+                L.report_md(r),
+                L.report_json(r),
             ),
             "final_test",
+            writes_report=True,
         ),
     )
 }
@@ -178,8 +192,15 @@ def round_phases(round_index: int, config: BatConfig | None = None) -> tuple[str
 
 def resolve_table(config: BatConfig) -> dict[str, PhaseSpec]:
     """The product table with `config.orchestrate.phase_overrides` applied."""
-    overrides = config.orchestrate.phase_overrides
-    return {name: replace(spec, target=overrides.get(name, spec.target)) for name, spec in PHASES.items()}
+    return {
+        name: with_target(spec, config.orchestrate.phase_overrides.get(name, spec.target))
+        for name, spec in PHASES.items()
+    }
+
+
+def with_target(spec: PhaseSpec, target: str) -> PhaseSpec:
+    """`spec` running `target` instead; another function than the product's gets no round report from the runner."""
+    return replace(spec, target=target, writes_report=spec.writes_report and target == spec.target)
 
 
 def load_phase_fn(target: str) -> PhaseFn:

@@ -53,8 +53,12 @@ def run_phase(
     started = time.perf_counter()
     with guard_phase(ctx):  # training phases fail loudly if they touch the held-out side
         result = fn(ctx)
-    if not isinstance(result, PhaseResult):
-        raise TypeError(f"phase {phase} ({table[phase].target}) returned {type(result).__name__}, not PhaseResult")
+        if not isinstance(result, PhaseResult):
+            raise TypeError(f"phase {phase} ({table[phase].target}) returned {type(result).__name__}, not PhaseResult")
+        if table[phase].writes_report:
+            from bat.report.round_report import write_round_report  # 3.7 s of imports (scipy, matplotlib)
+
+            result.outputs.extend(write_round_report(layout, round_index, config))
     elapsed = time.perf_counter() - started
     if global_rank() == 0:
         extra = {**result.extra, "compute_s": round(elapsed, 3)}

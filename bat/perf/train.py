@@ -102,8 +102,9 @@ def _worker(preset: str, mode: str, args: dict[str, Any], port: int, queue: Any)
     from bat.config.grpo import GrpoConfig
     from bat.config.model import TINY_PRESETS
     from bat.config.sft import SftConfig
-    from bat.policy.tiny import build_tiny_model, read_build_info
+    from bat.policy.tiny import build_tiny_model
     from bat.state.jsonl import read_jsonl
+    from bat.state.model_files import read_build_info
     from bat.train.grpo import train_grpo
     from bat.train.grpo_data import GrpoData, GrpoItem
     from bat.train.sft import train_sft

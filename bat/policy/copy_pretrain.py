@@ -161,9 +161,9 @@ def copy_pretrain(
 
 
 def identifier_ids(tokenizer: Any) -> Callable[[random.Random], list[int]]:
-    """A `name_ids` drawing a random model, package or case identifier (`bat.train.sft_rename`, no seed space's
+    """A `name_ids` drawing a random model, package or case identifier (`bat.policy.rename`, no seed space's
     words) and tokenizing it, preceded by a space half of the time."""
-    from bat.train.sft_rename import fresh_identifier
+    from bat.policy.rename import fresh_identifier
 
     def draw(rng: random.Random) -> list[int]:
         kind = rng.choice(("model", "model", "package", "case"))

@@ -37,17 +37,6 @@ class Policy:
     path: Path
 
 
-def folder_positions(path: str | Path) -> int | None:
-    """`max_position_embeddings` of the folder's config.json (None when unreadable or absent)."""
-    import json
-
-    try:
-        value = json.loads((Path(path) / "config.json").read_text(encoding="utf-8")).get("max_position_embeddings")
-    except (OSError, ValueError, AttributeError):
-        return None
-    return int(value) if isinstance(value, int) and value > 0 else None
-
-
 def check_model_dir(path: str | Path) -> Path:
     """Return `path` as a Path if it is a local HF model directory; else raise naming what is missing."""
     p = Path(path)

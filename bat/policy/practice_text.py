@@ -14,6 +14,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+from bat.benchmark.prompts import PREAMBLE
 from bat.policy.codec import render_tool_call
 from bat.seeds import derive_seed
 
@@ -28,14 +29,6 @@ def tool_block(tools: Sequence[dict[str, Any]]) -> str:
         '# Tools\nCall exactly one tool per turn as <tool_call>{"name": ..., "arguments": {...}}</tool_call>.\n'
         f"<tools>\n{lines}\n</tools>"
     )
-
-
-def _preamble() -> str:
-    try:
-        from bat.bank.prompts import PREAMBLE
-    except ImportError:
-        return ""
-    return PREAMBLE
 
 
 def practice_texts(
@@ -55,7 +48,7 @@ def practice_texts(
     unknown = [t for t in chosen if t not in TRACKS]
     if unknown:
         raise ValueError(f"unknown tracks {unknown}; valid: {list(TRACKS)}")
-    head = [text for text in (_preamble(), tool_block(TOOL_SPECS)) if text]
+    head = [text for text in (PREAMBLE, tool_block(TOOL_SPECS)) if text]
     texts: list[str] = []
     with tempfile.TemporaryDirectory(prefix="bat-corpus-") as tmp:
         root = Path(tmp)

@@ -5,7 +5,6 @@ Same config, seed and corpus -> byte-identical `tokenizer.json` and `model.safet
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 from typing import Any
 
@@ -13,6 +12,7 @@ from bat.config.model import TinyModelConfig
 from bat.policy.chat import CHAT_TEMPLATE, ENDOFTEXT, IM_END, IM_START
 from bat.policy.codec import TOOL_CALL_CLOSE, TOOL_CALL_OPEN
 from bat.state.atomic import atomic_dir, atomic_write_json
+from bat.state.model_files import MODEL_RECORD_NAME
 
 SPECIAL_TOKENS = (ENDOFTEXT, IM_START, IM_END)
 """Control tokens (skipped by `decode(skip_special_tokens=True)`)."""
@@ -115,7 +115,7 @@ def build_tiny_model(out_dir: str | Path, cfg: TinyModelConfig, seed: int, *, co
         model.save_pretrained(tmp, safe_serialization=True)
         tokenizer.save_pretrained(tmp)
         atomic_write_json(
-            tmp / "bat_model.json",
+            tmp / MODEL_RECORD_NAME,
             {
                 "builder": "bat.policy.tiny",
                 "builder_version": BUILDER_VERSION,
@@ -135,9 +135,3 @@ def _print_progress(summary: dict[str, float]) -> None:
         f"copy loss {summary['loss']:.3f} nats, {summary['seconds']:.0f} s",
         flush=True,
     )
-
-
-def read_build_info(path: str | Path) -> dict[str, Any]:
-    """The builder record of a tiny model directory (empty for models not built here)."""
-    record = Path(path) / "bat_model.json"
-    return json.loads(record.read_text(encoding="utf-8")) if record.exists() else {}

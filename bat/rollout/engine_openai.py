@@ -14,8 +14,8 @@ from pathlib import Path
 from typing import Any, Literal
 
 from bat.config.rollout import OpenAIEngineConfig
+from bat.httpjson import HttpError, post_empty, post_json
 from bat.rollout.engine import GenRequest, GenResult
-from bat.rollout.httpjson import HttpError, post_empty, post_json
 
 _PREFIX = "token_id:"
 

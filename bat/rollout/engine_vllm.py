@@ -57,7 +57,8 @@ class VllmServerEngine:
         """Stop the old server, then start one on `path` and check that it serves it (one server at a time: both
         would not fit a small machine); a failure raises VllmServerError with the server log's tail, or
         ServedModelMismatch from the probe."""
-        from bat.policy.loader import check_model_dir, folder_positions
+        from bat.policy.loader import check_model_dir
+        from bat.state.model_files import folder_positions
 
         path = check_model_dir(path)  # a missing or incomplete folder: ModelFolderError naming it
         positions = folder_positions(path)

@@ -35,8 +35,8 @@ def prior_records(state_dir: Path) -> list[Any]:
 
 def bank_opener(bank: Any, config: BatConfig):
     """`open_env(job, k, workdir)` for `run_shards` over rows of an opened bank version (job.payload = BankRow)."""
-    from bat.bank.prompts import to_dicts
     from bat.bank.rows import open_row_env
+    from bat.benchmark.prompts import to_dicts
 
     def open_env(job: StateJob, k: int, workdir: Path) -> OpenedEnv:
         env = open_row_env(bank.path, job.payload, workdir, config)

@@ -235,7 +235,7 @@ class VllmServer:
 
     def reset_prefix_cache(self) -> None:
         """Empty the server's prefix cache (`/reset_prefix_cache`, served in dev mode on localhost only)."""
-        from bat.rollout.httpjson import post_empty
+        from bat.httpjson import post_empty
 
         post_empty(f"http://127.0.0.1:{self.port}/reset_prefix_cache", timeout_s=60)
 

@@ -35,7 +35,7 @@ class SftData:
     """Tokenized train/validation examples plus counts of what was kept and rejected.
 
     With `rename` set, `visit` re-encodes a sequence with fresh random practice identifiers
-    (`bat.train.sft_rename`) using `tokenizer` and `tools`, the same ones the examples were encoded with."""
+    (`bat.policy.rename`) using `tokenizer` and `tools`, the same ones the examples were encoded with."""
 
     train: list[Example]
     val: list[Example]
@@ -58,8 +58,8 @@ def renamed_example(example: Example, seed: int, tokenizer: Any, tools: Sequence
     """`example`'s rows with every practice identifier renamed (one mapping for the whole sequence, seeded by
     `seed`), tokenized and prefix-packed again. Returns `example` itself when the renamed rows no longer pack
     into exactly one sequence or it carries no source rows."""
+    from bat.policy.rename import Renamer, renamed_row
     from bat.train.sft_pack import pack_prefixes
-    from bat.train.sft_rename import Renamer, renamed_row
 
     if not example.sources:
         return example

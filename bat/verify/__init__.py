@@ -17,7 +17,7 @@ Public API (record types in `bat.schemas.rollout`):
   records; stage rows r = eta * mean(v) over the row's items (``bat.verify.reward.stage_reward``), E2E rows
   ``e2e_reward`` = w * weighted stage mean (eta_s * stage score) + (1 - w) * task, `final` mode = Overall.
   Breach -> 0. Any null verdict -> reward None, valid False (never a silent 0).
-* Judge ``bat.verify.judge.JudgeClient(JudgeConfig)``: ``judge(items, context) -> JudgeResult`` over an
+* Judge ``bat.benchmark.judge_client.JudgeClient(JudgeConfig)``: ``judge(items, context) -> JudgeResult`` over an
   OpenAI-compatible /v1/chat/completions; strict ``{"verdicts": {id: bool}}`` with exactly the requested ids;
   timeout / HTTP error / garbage / wrong ids -> bounded retries -> every item None.
 * CLI: ``bat verify --round N [--state DIR]``.

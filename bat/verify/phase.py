@@ -28,7 +28,7 @@ def make_verifier(config: BatConfig, reward_mode: str = "rubric") -> Verifier:
     """A Verifier on the benchmark's grader and rubric; the judge is used when `verify.judge.enabled`."""
     from bat.benchmark.contract import rubric
     from bat.benchmark.grader import grade
-    from bat.verify.judge import JudgeClient
+    from bat.benchmark.judge_client import JudgeClient
 
     if reward_mode not in ("rubric", "final"):
         raise ValueError(f"unknown reward mode {reward_mode!r}; valid: ['rubric', 'final']")

@@ -15,9 +15,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from bat.benchmark.judge_client import JudgeClient, JudgeItem
 from bat.schemas.rollout import ItemVerdict, RewardRecord, RolloutRecord
 from bat.verify.evidence import trusted_view
-from bat.verify.judge import JudgeClient, JudgeItem
 from bat.verify.reward import e2e_reward, eta_from, stage_reward
 
 if TYPE_CHECKING:

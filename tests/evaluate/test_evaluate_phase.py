@@ -10,6 +10,7 @@ from bat.evaluate.episodes import EpisodeInfo, policy_driver, scripted_driver
 from bat.evaluate.phase import run_evaluate, run_final_test
 from bat.evaluate.runner import evaluate_split
 from bat.evaluate.store import heldout_manifest_path, heldout_runs_path, load_aggregate, partial_runs_path
+from bat.orchestrate.runner import run_phase
 from bat.phase.context import PhaseContext
 from bat.schemas.evaluation import EvalManifest, EvalRun
 from bat.state.atomic import read_json
@@ -51,7 +52,7 @@ def test_final_test_runs_once_on_the_retained_best(layout):
     write_best(layout.best_json, "scripted:expert", round_index=0, score=1.0)  # type: ignore[arg-type]
     cfg = _cfg(keep_raw_runs=False)
     ctx = PhaseContext(config=cfg, layout=layout, round=0, phase="final_test")
-    result = run_final_test(ctx)
+    result = run_phase(cfg, layout, 0, "final_test")  # the runner writes the round report after the function
     assert result.counts["test_runs"] == 4 and result.counts["test_overall"] == pytest.approx(1.0)
     assert load_aggregate(layout, 0, "test", phase="final_test").split == "test"
     assert not heldout_runs_path(layout, 0, "test").exists() and heldout_manifest_path(layout, 0, "test").exists()
@@ -152,7 +153,7 @@ def test_policy_checkpoint_through_the_rollout_loop(layout, tmp_path, tiny_model
 
 
 def test_opening_messages_match_the_bank_e2e_prompt_shape():
-    from bat.bank.prompts import PREAMBLE
+    from bat.benchmark.prompts import PREAMBLE
     from bat.evaluate.episodes import opening_messages
 
     messages = opening_messages(parse_config({}), "# Brief\nSegment the organs.")

@@ -8,7 +8,8 @@ import pytest
 from bat.policy.chat import encode_messages, encode_prompt, render_messages
 from bat.policy.codec import ToolCall, parse_tool_call, render_tool_call
 from bat.policy.loader import check_model_dir, load_policy
-from bat.policy.tiny import build_tiny_model, read_build_info
+from bat.policy.tiny import build_tiny_model
+from bat.state.model_files import read_build_info
 
 MESSAGES = [
     {"role": "system", "content": "You are an agent."},

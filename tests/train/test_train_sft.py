@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 import torch
 
-from bat.bank.prompts import to_dicts
+from bat.benchmark.prompts import to_dicts
 from bat.config.deepspeed import DeepSpeedConfig
 from bat.config.sft import SftConfig
 from bat.policy.chat import encode_prompt

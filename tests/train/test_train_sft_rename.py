@@ -8,9 +8,9 @@ import pytest
 
 from bat.benchmark.instance import generate_instance
 from bat.benchmark.vocab import HELDOUT, PRACTICE
+from bat.policy.rename import Renamer, fresh_identifier, identifier_pattern, renamed_row
 from bat.train.common import batch_indices, batch_positions
 from bat.train.sft_data import prepare_sft
-from bat.train.sft_rename import Renamer, fresh_identifier, identifier_pattern, renamed_row
 
 
 @pytest.fixture(scope="module")

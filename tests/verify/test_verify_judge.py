@@ -7,8 +7,8 @@ import json
 import pytest
 from fake_openai import JudgeServer, verdicts_for
 
+from bat.benchmark.judge_client import JudgeClient, JudgeItem, JudgeReplyError, parse_reply
 from bat.config.verify import JudgeConfig
-from bat.verify.judge import JudgeClient, JudgeItem, JudgeReplyError, parse_reply
 
 ITEMS = [JudgeItem("s1a_plan_md", "a plan file exists"), JudgeItem("s1b_plan_pipeline", "plan names the pipeline")]
 IDS = [i.id for i in ITEMS]

@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from bat.config.verify import JudgeConfig
-from bat.rollout.httpjson import HttpError, post_json
+from bat.httpjson import HttpError, post_json
 
 SYSTEM_PROMPT = (
     "You are a strict rubric judge. For each rubric item decide from the execution evidence alone whether "
