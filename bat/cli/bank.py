@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import argparse
-from pathlib import Path
 
 from bat.cli.config import add_config_arguments
 
@@ -11,7 +10,7 @@ from bat.cli.config import add_config_arguments
 def _layout(args: argparse.Namespace, cfg):
     from bat.state.layout import RunLayout
 
-    return RunLayout(Path(args.state) if args.state else Path("state") / cfg.run.name)
+    return RunLayout.of(args.state, cfg.run.name)
 
 
 def _synthesize(args: argparse.Namespace) -> int:

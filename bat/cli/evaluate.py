@@ -14,7 +14,7 @@ def _setup(args: argparse.Namespace):
     from bat.state.layout import RunLayout
 
     cfg = load_config(args.config, args.overrides)
-    layout = RunLayout(Path(args.state) if args.state else Path("state") / cfg.run.name)
+    layout = RunLayout.of(args.state, cfg.run.name)
     return cfg, layout
 
 

@@ -6,7 +6,6 @@ Exit codes: 0 admitted, 1 rejected, 2 bad input (no such version, no index to re
 from __future__ import annotations
 
 import argparse
-from pathlib import Path
 
 
 def add_scan_arguments(parser: argparse.ArgumentParser) -> None:
@@ -27,7 +26,7 @@ def cli_scan(args: argparse.Namespace) -> int:
     from bat.state.layout import RunLayout
 
     cfg = load_config(args.config, args.overrides)
-    layout = RunLayout(Path(args.state) if args.state else Path("state") / cfg.run.name)
+    layout = RunLayout.of(args.state, cfg.run.name)
     try:
         version = args.version if args.version is not None else newest_complete_version(layout)
         report = scan_and_admit(layout, version, cfg)

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import argparse
-from pathlib import Path
 
 from bat.cli.config import add_config_arguments
 
@@ -18,7 +17,7 @@ def _report(args: argparse.Namespace) -> int:
     from bat.state.layout import RunLayout
 
     cfg = load_config(args.config, args.overrides)
-    layout = RunLayout(Path(args.state) if args.state else Path("state") / cfg.run.name)
+    layout = RunLayout.of(args.state, cfg.run.name)
     rounds = layout.rounds()
     if not rounds:
         print(f"bat report: no round directories under {layout.root}")

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import argparse
-from pathlib import Path
 
 from bat.cli.config import add_config_arguments
 
@@ -15,7 +14,7 @@ def _run(phase: str, args: argparse.Namespace) -> int:
     from bat.state.markers import read_done
 
     cfg = load_config(args.config, args.overrides)
-    layout = RunLayout(Path(args.state) if args.state else Path("state") / cfg.run.name)
+    layout = RunLayout.of(args.state, cfg.run.name)
     try:
         result = run_phase(cfg, layout, args.round, phase)
     except FileNotFoundError as exc:

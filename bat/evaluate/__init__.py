@@ -27,10 +27,9 @@ Public API:
 * `bat.evaluate.store`: `load_aggregate(layout, round, split="controller", phase="evaluate")`, `aggregate_path`,
   `write_aggregate`, `write_heldout`, `read_heldout_runs` (evaluation phases only).
 * `bat.evaluate.manifest`: `checkpoint_digest(path)`, `build_manifest(...) -> EvalManifest`, `manifest_digest(m)`.
-* Phase functions (`bat.evaluate.phase`): `run_evaluate(ctx)` (alias `evaluate`) — controller split on the
+* Phase functions (`bat.evaluate.phase`): `run_evaluate(ctx)` — controller split on the
   round's checkpoint (round 0: `sft` DONE.json extra `candidate|checkpoint|export|export_dir`; round r: the same
-  keys of `grpo`'s DONE.json), plus the final split per `evaluate.final_eval`; `run_final_test(ctx)` (alias
-  `final_test`) — final + untouched test split on `checkpoints/best.json`, once per run.
+  keys of `grpo`'s DONE.json), plus the final split per `evaluate.final_eval`; `run_final_test(ctx)` — final + untouched test split on `checkpoints/best.json`, once per run.
 * CLI: `bat evaluate run --agent expert | --checkpoint DIR [--round N] [--split controller|final]`,
   `bat evaluate compare A B [--metric overall|task|agentic|S3]`. Bench: `bat bench evaluate`.
 

@@ -51,6 +51,10 @@ def pretrained_model_dir(name: str, configured: str | os.PathLike[str] | None = 
     return model_cache_root(configured) / name
 
 
+DEFAULT_STATE_ROOT = Path("state")
+"""Where runs live when no --state is given: `state/<run.name>` under the working directory."""
+
+
 @dataclass(frozen=True)
 class RunLayout:
     """Paths of one run's state directory. `root` is `state/<run>`."""
@@ -59,6 +63,11 @@ class RunLayout:
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "root", Path(self.root).resolve())
+
+    @classmethod
+    def of(cls, state: str | os.PathLike[str] | None, run_name: str) -> RunLayout:
+        """The layout at `state` when given (a `--state` flag), else the default `state/<run_name>`."""
+        return cls(Path(state) if state else DEFAULT_STATE_ROOT / run_name)
 
     # run level -----------------------------------------------------------
     @property
