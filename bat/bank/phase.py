@@ -2,7 +2,9 @@
 
 Reads: `ctx.config` (bank, benchmark, sandbox, stages, leakage), the benchmark's practice seed space.
 Writes: `ctx.layout.bank(v)` — a new immutable version, or none when a version with the same fingerprint
-exists (re-running is a no-op). The scan phase (`bat.leakage.phase:run_scan`) admits it afterwards.
+exists (re-running is a no-op). The scan phase (`bat.leakage.phase:run_scan`) admits it afterwards; rounds pin the
+newest admitted version. The bootstrap (round 0) synthesizes refresh 0; the asynchronous refresh beside round r
+(`orchestrate.bank_refresh`) synthesizes refresh r, which draws new practice tasks (`refreshed_config`).
 """
 
 from __future__ import annotations
@@ -14,7 +16,7 @@ def run_synthesize(ctx: PhaseContext) -> PhaseResult:
     """Synthesize the bank; counts = RL rows, SFT rows per split, E2E accepted/candidates, overlong SFT rows."""
     from bat.bank.synthesize import synthesize
 
-    bank, reused = synthesize(ctx.config, ctx.layout)
+    bank, reused = synthesize(ctx.config, ctx.layout, refresh=ctx.round)
     counts = bank.manifest().counts
     sft = counts.get("sft", {})
     e2e = counts.get("e2e", {})
@@ -29,6 +31,7 @@ def run_synthesize(ctx: PhaseContext) -> PhaseResult:
             "e2e_candidates": e2e.get("candidates", 0),
             "e2e_accepted": e2e.get("accepted", 0),
             "trajectories": counts.get("trajectories", 0),
+            "refresh": ctx.round,
         },
         extra={"reused": reused, "fingerprint": bank.manifest().fingerprint, "bank_dir": bank.path.name},
     )

@@ -42,6 +42,19 @@ def bank_seed(config: BatConfig) -> int:
     return config.run.seed if config.bank.seed is None else config.bank.seed
 
 
+def refreshed_config(config: BatConfig, refresh: int) -> BatConfig:
+    """The config a bank synthesis runs with. Refresh 0 (the bootstrap bank) is `config` itself; refresh k >= 1 (the
+    asynchronous refresh beside round k, paper §2.1: the Stage Bank is refreshed while training runs) sets
+    `bank.seed` to `derive_seed(bank_seed(config), "refresh", k)`, so every refresh draws new practice tasks and E2E
+    reductions from the practice seed space and becomes a new version (its fingerprint differs)."""
+    if refresh < 0:
+        raise ValueError(f"refresh index must be >= 0, got {refresh}")
+    if refresh == 0:
+        return config
+    seed = derive_seed(bank_seed(config), "refresh", refresh)
+    return config.model_copy(update={"bank": config.bank.model_copy(update={"seed": seed})})
+
+
 def fingerprint(config: BatConfig) -> str:
     """Digest of everything that determines a bank's content: generator version, seed, and the bank, benchmark,
     sandbox (records name the runtime), leakage (E2E leak term) and stage config."""
@@ -240,8 +253,10 @@ def _counts(config: BatConfig, out: Collected, sft_rows: list[SftRow], stats: sf
     }
 
 
-def synthesize(config: BatConfig, layout: RunLayout) -> tuple[store.BankVersion, bool]:
-    """Build the next bank version for `config` (or return the existing one with the same fingerprint, reused=True)."""
+def synthesize(config: BatConfig, layout: RunLayout, refresh: int = 0) -> tuple[store.BankVersion, bool]:
+    """Build the next bank version for `config` at refresh index `refresh` (`refreshed_config`), or return the
+    existing one with the same fingerprint (reused=True). The manifest records the refresh index and bank seed."""
+    config = refreshed_config(config, refresh)
     fp = fingerprint(config)
     existing = store.find_by_fingerprint(layout, fp)
     if existing is not None:
@@ -264,7 +279,7 @@ def synthesize(config: BatConfig, layout: RunLayout) -> tuple[store.BankVersion,
     fields = {
         "fingerprint": fp,
         "generator_versions": _generator_versions(),
-        "seeds": {"bank": bank_seed(config), "practice_root": config.benchmark.practice_seed},
+        "seeds": {"bank": bank_seed(config), "practice_root": config.benchmark.practice_seed, "refresh": refresh},
         "reduction_grid": config.bank.reduction_grid,
         "stages": [s.key for s in config.stages],
         "tracks": bank_tracks(config),

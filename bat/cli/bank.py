@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import sys
 
 from bat.cli.config import add_config_arguments
 
@@ -17,9 +18,15 @@ def _synthesize(args: argparse.Namespace) -> int:
     from bat.bank.synthesize import synthesize
     from bat.config import load_config
 
+    if args.refresh < 0:
+        print(
+            f"bat bank synthesize: --refresh must be 0 (the bootstrap bank) or more, got {args.refresh}",
+            file=sys.stderr,
+        )
+        return 2
     cfg = load_config(args.config, args.overrides)
     layout = _layout(args, cfg).ensure()
-    bank, reused = synthesize(cfg, layout)
+    bank, reused = synthesize(cfg, layout, refresh=args.refresh)
     verb = "reused" if reused else "wrote"
     print(f"{verb} bank v{bank.version:04d} at {bank.path}")
     _print_counts(bank)
@@ -92,6 +99,12 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     synth = sub.add_parser("synthesize", help="build the next bank version (no-op if this config+seed exists)")
     add_config_arguments(synth)
     synth.add_argument("--state", default=None, help="run state directory (default: state/<run.name>)")
+    synth.add_argument(
+        "--refresh",
+        type=int,
+        default=0,
+        help="refresh index: 0 is the bootstrap bank, k >= 1 draws new practice tasks (the refresh beside round k)",
+    )
     synth.set_defaults(handler=_synthesize)
 
     show = sub.add_parser("show", help="print the counts table of a bank version")

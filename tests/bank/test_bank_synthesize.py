@@ -334,3 +334,29 @@ def test_cli_show_refuses_a_damaged_version(bank, tmp_path, capsys):
     assert main(["bank", "show", "--state", str(state), "--version", str(bank.version)]) == 2
     out = capsys.readouterr().out
     assert "differs from its manifest in: ['trajectories.jsonl']" in out and "the version is damaged" in out
+
+
+def test_a_refresh_draws_new_practice_tasks_as_a_new_version(tmp_path):
+    from bat.bank.phase import run_synthesize
+    from bat.phase.context import PhaseContext
+
+    cfg = load_config(None, [*OVERRIDES, "bank.outcomes=[success]", "bank.e2e_per_track=0", "leakage.enabled=false"])
+    layout = RunLayout(tmp_path / "run")
+    first, _ = synthesize(cfg, layout)
+    refreshed, reused = synthesize(cfg, layout, refresh=1)
+    assert not reused and refreshed.version == first.version + 1
+    assert (first.manifest().seeds["refresh"], refreshed.manifest().seeds["refresh"]) == (0, 1)
+    assert refreshed.manifest().fingerprint != first.manifest().fingerprint
+    assert {t.seed for t in first.tasks()}.isdisjoint({t.seed for t in refreshed.tasks()})  # new practice tasks
+    assert synthesize(cfg, layout)[0].version == first.version  # refresh 0 stays the bootstrap bank
+    ctx = PhaseContext(config=cfg, layout=layout, round=1, phase="synthesize")  # the async refresh beside round 1
+    result = run_synthesize(ctx)
+    assert result.extra["reused"] is True and result.counts["bank_version"] == refreshed.version
+    assert result.counts["refresh"] == 1
+
+
+def test_cli_refuses_a_negative_refresh_index(tmp_path, capsys):
+    from bat.cli.main import main
+
+    assert main(["bank", "synthesize", "--state", str(tmp_path / "run"), "--refresh", "-1"]) == 2
+    assert "--refresh must be 0" in capsys.readouterr().err and not (tmp_path / "run").exists()
