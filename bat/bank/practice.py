@@ -57,7 +57,7 @@ def plan_tasks(config: BatConfig, bank_seed: int, tracks: list[str]) -> list[Pra
         find_task(config, bank_seed, track, outcome, slot, attempt=0)
         for track in tracks
         for outcome in config.bank.outcomes
-        for slot in range(config.bank.tasks_per_track)
+        for slot in range(config.bank.track_tasks.get(track, config.bank.tasks_per_track))
     ]
 
 

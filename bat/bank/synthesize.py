@@ -23,8 +23,9 @@ from bat.bank import tasks as tasks_mod
 from bat.bank.pools import build_index
 from bat.bank.tasks import TaskResult
 from bat.schemas.bank import E2E, BankRow, PracticeTask, SftRow, Trajectory
+from bat.schemas.evaluation import EvalAggregate
 from bat.seeds import derive_seed
-from bat.state.atomic import atomic_write_json
+from bat.state.atomic import atomic_write_json, read_json
 from bat.state.bank_layout import SFT_SPLIT_FILES, BankVersionLayout
 from bat.state.jsonl import write_jsonl
 from bat.state.layout import RunLayout
@@ -33,13 +34,50 @@ if TYPE_CHECKING:
     from bat.config.root import BatConfig
 
 
-CONTENT_NEUTRAL = {"workers"}
-"""Bank knobs that change how fast a bank is built, never its content (left out of the fingerprint)."""
+CONTENT_NEUTRAL = {"workers", "refresh_steering"}
+"""Bank knobs that change how fast a bank is built, never its content (left out of the fingerprint; the steering
+mode acts only through the `track_tasks` it sets)."""
 
 
 def bank_seed(config: BatConfig) -> int:
     """`bank.seed`, or the run seed when unset."""
     return config.run.seed if config.bank.seed is None else config.bank.seed
+
+
+def steered_track_tasks(config: BatConfig, track_overall: dict[str, float | None]) -> dict[str, int]:
+    """Tasks per track for a steered refresh: `tasks_per_track x tracks` tasks split in proportion to each track's
+    weakness 1 - Overall (scores in [0, 1]; a track without a score counts as 0, the weakest), at least one each,
+    rounded by largest remainder so the total is kept. Reads aggregate numbers only."""
+    tracks = bank_tracks(config)
+    total = config.bank.tasks_per_track * len(tracks)
+    weakness = {t: max(1.0 - (track_overall.get(t) or 0.0), 0.0) + 1e-9 for t in tracks}
+    spare = total - len(tracks)
+    shares = {t: spare * w / sum(weakness.values()) for t, w in weakness.items()}
+    counts = {t: 1 + int(shares[t]) for t in tracks}
+    for t in sorted(tracks, key=lambda t: (int(shares[t]) - shares[t], tracks.index(t)))[
+        : total - sum(counts.values())
+    ]:
+        counts[t] += 1
+    return counts
+
+
+def steering(config: BatConfig, layout: RunLayout, refresh: int) -> tuple[BatConfig, dict[str, Any] | None]:
+    """The config a steered refresh synthesizes with, and the record of why (None when not steered): refresh k >= 1
+    with `bank.refresh_steering: weakness` reads the newest controller aggregate of a round before k (training-side
+    aggregate numbers, never held-out content) and sets `bank.track_tasks` (`steered_track_tasks`)."""
+    if refresh < 1 or config.bank.refresh_steering == "off":
+        return config, None
+    for source in range(refresh - 1, -1, -1):
+        path = layout.round(source).aggregate("controller")
+        if path.is_file():
+            agg = EvalAggregate.model_validate(read_json(path))
+            break
+    else:
+        return config, None
+    scores = {t: agg.tracks[t].overall if t in agg.tracks else None for t in bank_tracks(config)}
+    tasks = steered_track_tasks(config, scores)
+    record = {"mode": "weakness", "source_round": source, "track_overall": scores, "track_tasks": tasks}
+    return config.model_copy(update={"bank": config.bank.model_copy(update={"track_tasks": tasks})}), record
 
 
 def refreshed_config(config: BatConfig, refresh: int) -> BatConfig:
@@ -61,7 +99,9 @@ def fingerprint(config: BatConfig) -> str:
     payload = {
         "generators": _generator_versions(),
         "seed": bank_seed(config),
-        "bank": config.bank.model_dump(mode="json", exclude=CONTENT_NEUTRAL),
+        "bank": config.bank.model_dump(
+            mode="json", exclude=CONTENT_NEUTRAL | (set() if config.bank.track_tasks else {"track_tasks"})
+        ),
         "benchmark": config.benchmark.model_dump(mode="json"),
         "sandbox": config.sandbox.model_dump(mode="json"),
         "leakage": config.leakage.model_dump(mode="json"),
@@ -256,7 +296,7 @@ def _counts(config: BatConfig, out: Collected, sft_rows: list[SftRow], stats: sf
 def synthesize(config: BatConfig, layout: RunLayout, refresh: int = 0) -> tuple[store.BankVersion, bool]:
     """Build the next bank version for `config` at refresh index `refresh` (`refreshed_config`), or return the
     existing one with the same fingerprint (reused=True). The manifest records the refresh index and bank seed."""
-    config = refreshed_config(config, refresh)
+    config, steered = steering(refreshed_config(config, refresh), layout, refresh)
     fp = fingerprint(config)
     existing = store.find_by_fingerprint(layout, fp)
     if existing is not None:
@@ -283,7 +323,11 @@ def synthesize(config: BatConfig, layout: RunLayout, refresh: int = 0) -> tuple[
         "reduction_grid": config.bank.reduction_grid,
         "stages": [s.key for s in config.stages],
         "tracks": bank_tracks(config),
-        "config": {"bank": config.bank.model_dump(mode="json"), "benchmark": config.benchmark.model_dump(mode="json")},
+        "config": {
+            "bank": config.bank.model_dump(mode="json"),
+            "benchmark": config.benchmark.model_dump(mode="json"),
+            "steering": steered,
+        },
     }
     return store.write_version(layout, fill, fields, resume_key=fp[:16]), False
 

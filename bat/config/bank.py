@@ -35,6 +35,13 @@ class BankConfig(Section):
     """Tracks to synthesise; None takes every track of the benchmark."""
     tasks_per_track: int = Field(2, ge=1, le=10_000)
     """Fictional practice tasks per track and outcome variant (stage rows come from each)."""
+    track_tasks: dict[str, int] = Field(default_factory=dict)
+    """Tasks per outcome variant for the named tracks, overriding `tasks_per_track` there (a steered refresh sets
+    it from the controller's aggregates; empty: every track gets `tasks_per_track`)."""
+    refresh_steering: Literal["weakness", "off"] = "weakness"
+    """How an asynchronous refresh (refresh k >= 1) shares its tasks among tracks. `weakness` (paper §2.1: synthesis
+    steered by aggregate statistics): the same total, split in proportion to 1 - track Overall (in [0, 1]) of the newest
+    controller aggregate before round k (aggregates only), at least one per track; `off`: `tasks_per_track` each."""
     outcomes: tuple[Literal["success", "recovery", "failure"], ...] = ("success", "recovery", "failure")
     """Outcome labels to synthesise; each maps to a teacher variant (expert / recovery / failure)."""
     e2e_per_track: int = Field(2, ge=0, le=10_000)

@@ -360,3 +360,34 @@ def test_cli_refuses_a_negative_refresh_index(tmp_path, capsys):
 
     assert main(["bank", "synthesize", "--state", str(tmp_path / "run"), "--refresh", "-1"]) == 2
     assert "--refresh must be 0" in capsys.readouterr().err and not (tmp_path / "run").exists()
+
+
+def test_steered_refresh_gives_weaker_tracks_more_tasks_from_aggregates_only(tmp_path):
+    from bat.bank.synthesize import steered_track_tasks
+    from bat.evaluate.store import write_aggregate
+    from bat.schemas.evaluation import EvalAggregate, TrackAggregate
+
+    cfg = load_config(None, ["bank.tasks_per_track=4", "benchmark.tracks=[classification, detection, vqa]"])
+    assert steered_track_tasks(cfg, {"classification": 0.9, "detection": 0.1, "vqa": None}) == {
+        "classification": 1,
+        "detection": 5,
+        "vqa": 6,
+    }
+    assert sum(steered_track_tasks(cfg, {"classification": 0.0, "detection": 0.0, "vqa": 0.0}).values()) == 12
+    small = load_config(None, [*OVERRIDES, "bank.outcomes=[success]", "bank.e2e_per_track=0", "leakage.enabled=false"])
+    layout = RunLayout(tmp_path / "run").ensure()
+    track = TrackAggregate(track="classification", n_runs=1, overall=0.3)
+    agg = EvalAggregate(
+        round=0, split="controller", checkpoint="c", checkpoint_digest="d", suite_version="s", harness_version="h",
+        manifest_digest="m", stage_keys=["S1"], stages={"S1": 0.3}, task=0.3, agentic=0.3, overall=0.3,
+        half_widths={}, tracks={"classification": track}, n_runs=1, routable=True,
+    )  # fmt: skip
+    write_aggregate(layout, agg)  # round 0's controller aggregate: the only thing steering reads
+    bank, _ = synthesize(small, layout, refresh=1)
+    steering = bank.manifest().config["steering"]
+    assert steering["source_round"] == 0 and steering["track_overall"] == {"classification": 0.3}
+    assert steering["track_tasks"] == {"classification": 1}
+    off = small.model_copy(update={"bank": small.bank.model_copy(update={"refresh_steering": "off"})})
+    unsteered, _ = synthesize(off, layout, refresh=1)
+    assert unsteered.manifest().config["steering"] is None
+    assert {t.seed for t in unsteered.tasks()} == {t.seed for t in bank.tasks()}
