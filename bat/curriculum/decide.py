@@ -13,7 +13,7 @@ from bat.curriculum.mixture import pool_counts
 from bat.curriculum.router import route_target
 from bat.curriculum.shift import detect_domain_shift
 from bat.schemas.evaluation import EvalAggregate
-from bat.schemas.routing import BestCheckpoint, RouteDecision, ScoreSnapshot, TrainingHealth
+from bat.schemas.routing import BestCheckpoint, DomainShift, RouteDecision, ScoreSnapshot, TrainingHealth
 
 
 class NullCellsError(RuntimeError):
@@ -60,6 +60,23 @@ def _promote(best: BestCheckpoint | None, snap: ScoreSnapshot) -> BestCheckpoint
         score=snap.overall,
         scores=snap,
         history=history,
+    )
+
+
+def _shift_response(shift: DomainShift, cfg: CurriculumConfig, stop: bool) -> str | None:
+    """The response to a detected shift, as the decision record states it (None when nothing was detected)."""
+    if not shift.detected:
+        return None
+    if cfg.shift_response == "report" or stop or not shift.shifted_tracks:
+        why = (
+            "curriculum.shift_response=report"
+            if cfg.shift_response == "report"
+            else ("no next round" if stop else "no single track dropped")
+        )
+        return f"reported only ({why})"
+    return (
+        f"next round draws each pool's rows from {shift.shifted_tracks} where they hold enough rows; the next "
+        "steered bank refresh gives them more tasks"
     )
 
 
@@ -135,6 +152,7 @@ def decide(
         kl=kl,
         gate=gate,
         domain_shift=shift,
+        shift_response=_shift_response(shift, cfg, stop),
         health=health,
         next_round=None if stop else round_index + 1,
     )

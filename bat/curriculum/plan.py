@@ -35,6 +35,25 @@ def pool_ids_for(index, pools: Sequence[str], target_stage: str | None, exclude:
     return out
 
 
+def focus_on_shifted_tracks(
+    pool_ids: dict[str, list[str]], decision: RouteDecision, cfg: CurriculumConfig, index
+) -> tuple[dict[str, list[str]], dict[str, list[str]]]:
+    """The domain-shift response `focus` (`curriculum.shift_response`): each pool keeps only rows of the shifted
+    tracks when those hold at least the rows the pool draws in a round (its mixture count x batches per round);
+    returns the pool ids and, per focused pool, the tracks it was narrowed to."""
+    shift = decision.domain_shift
+    if cfg.shift_response != "focus" or shift is None or not shift.detected or not shift.shifted_tracks:
+        return pool_ids, {}
+    tracks = list(shift.shifted_tracks)
+    wanted = {sid for t in tracks for sid in index.by_track.get(t, [])}
+    out, focused = dict(pool_ids), {}
+    for pool, ids in pool_ids.items():
+        narrowed = [sid for sid in ids if sid in wanted]
+        if len(narrowed) >= decision.mixture.get(pool, 0) * cfg.batches_per_round and narrowed:
+            out[pool], focused[pool] = narrowed, tracks
+    return out, focused
+
+
 def build_plan(
     decision: RouteDecision,
     arm: ArmSpec,
@@ -50,6 +69,7 @@ def build_plan(
         raise ValueError(f"round {decision.round} decision ({decision.action}) schedules no next round")
     probes = set(kl_probe_ids(sorted(stage_of), cfg, run_seed))
     pool_ids = pool_ids_for(index, list(decision.mixture), decision.target_stage, probes)
+    pool_ids, focused = focus_on_shifted_tracks(pool_ids, decision, cfg, index)
     seed = derive_seed(run_seed, decision.next_round, "plan")
     batches, passes = sample_round(pool_ids, decision.mixture, cfg.batches_per_round, seed, exhausted=cfg.exhausted)
     rows = [[PlanRow(state_id=sid, pool=pool, stage=stage_of[sid]) for pool, sid in batch] for batch in batches]  # type: ignore[arg-type]
@@ -65,4 +85,5 @@ def build_plan(
         batches=rows,
         excluded_state_ids=len(probes),
         passes=passes,
+        focus_tracks=focused,
     )

@@ -145,6 +145,8 @@ def _decision_lines(view: RoundView) -> list[str]:
         lines.append(
             f"* domain shift: {'DETECTED — ' if d.domain_shift.detected else 'none — '}{d.domain_shift.reason}"
         )
+    if d.shift_response:
+        lines.append(f"* shift response: {d.shift_response}")
     if d.gate is not None:
         lines += ["", "| gate check | value | bound | held |", "|---|---|---|---|"]
         for c in d.gate.checks:

@@ -107,6 +107,8 @@ class RouteDecision(_Record):
     kl: float | None
     gate: GateResult | None
     domain_shift: DomainShift | None
+    shift_response: str | None = None
+    """What the detected domain shift changes in the next round (`curriculum.shift_response`), None when none."""
     health: TrainingHealth | None
     next_round: int | None
     """Round the plan was written for; None when the run stops here."""
@@ -135,4 +137,6 @@ class RoundPlan(_Record):
     excluded_state_ids: int = 0
     """Rows held back from training as KL probe prompts."""
     passes: dict[str, int] = Field(default_factory=dict)
+    focus_tracks: dict[str, list[str]] = Field(default_factory=dict)
+    """Pools whose rows were drawn from the shifted tracks only (a domain-shift response), with those tracks."""
     """Pool -> how many permutations were drawn (1 = pure without-replacement)."""

@@ -79,3 +79,28 @@ def test_route_stops_on_null_cells(layout):
 def test_route_needs_the_evaluation(layout):
     with pytest.raises(FileNotFoundError, match="evaluate phase"):
         _route(layout, 0)
+
+
+def test_a_domain_shift_focuses_the_next_round_on_the_shifted_track(layout):
+    write_aggregate(layout, build_agg(0, 0.5))
+    _route(layout, 0)
+    tracks = {"classification": 0.3, "detection": 0.7, "segmentation": 0.7}  # the mean rises, one track collapses
+    write_aggregate(layout, build_agg(1, 0.57, tracks=tracks))
+    _route(layout, 1)
+    decision = read_json(layout.round(1).decision)
+    assert decision["domain_shift"]["detected"] and decision["domain_shift"]["shifted_tracks"] == ["classification"]
+    assert "['classification']" in decision["shift_response"]
+    plan = RoundPlan.model_validate(read_json(layout.plan(2)))
+    assert plan.focus_tracks and all(t == ["classification"] for t in plan.focus_tracks.values())
+    assert "* shift response: next round draws" in layout.report_md(1).read_text()
+
+
+def test_shift_response_report_leaves_the_plan_unfocused(layout):
+    cfg = BatConfig.model_validate(
+        {"run": {"rounds": 3}, "curriculum": {"batches_per_round": 2, "shift_response": "report"}}
+    )
+    for r, tracks in enumerate(({}, {"classification": 0.3, "detection": 0.7, "segmentation": 0.7})):
+        write_aggregate(layout, build_agg(r, 0.5 if r == 0 else 0.57, tracks=tracks or None))
+        run_phase(cfg, layout, r, "route")
+    assert read_json(layout.round(1).decision)["shift_response"].startswith("reported only")
+    assert RoundPlan.model_validate(read_json(layout.plan(2))).focus_tracks == {}
