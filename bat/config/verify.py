@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Literal
+
 from pydantic import Field
 
 from bat.config.base import Section
@@ -29,12 +31,18 @@ class JudgeConfig(Section):
 
 
 class VerifyConfig(Section):
-    """Rubric verifier: r = eta * mean(v) for stage rows; E2E = w * weighted stage mean + (1-w) * task."""
+    """Rubric verifier: r = eta * mean(v) for stage rows (Eq. 4); E2E rows by `e2e_reward`."""
 
-    reward_version: str = Field("bat-rubric-v1", pattern=r"^[A-Za-z0-9_.-]+$")
-    """Recorded in every RewardRecord and the round report; bump when reward logic changes."""
+    reward_version: str = Field("bat-rubric-v2", pattern=r"^[A-Za-z0-9_.-]+$")
+    """Recorded in every RewardRecord and the round report; bump when reward logic changes (v2: E2E rows use the
+    union rubric by default)."""
+    e2e_reward: Literal["union_rubric", "stage_mix"] = "union_rubric"
+    """Reward of an E2E row. `union_rubric` (the paper: Eq. 4 over the union of the stage contracts, Eq. 14):
+    r = eta * mean of every applicable item's verdict, eta the fraction of the union's evidence confirmed.
+    `stage_mix`: w * (stage-weighted mean of eta_s * stage score) + (1 - w) * task score, w = `e2e_stage_weight`
+    (it also rewards the task metric itself; see docs/benchmark.md)."""
     e2e_stage_weight: float = Field(0.5, ge=0.0, le=1.0)
-    """Weight of the weighted stage mean in the E2E reward; the task score gets 1 - this (reference 0.5)."""
+    """`stage_mix` only: weight of the weighted stage mean in the E2E reward; the task score gets 1 - this."""
     artifact_owners: dict[str, tuple[str, ...]] = Field(
         default_factory=lambda: {"plan.md": ("write_plan",), "outputs/": ("run_model",), "submission/": ("submit",)}
     )

@@ -165,7 +165,9 @@ class Verifier:
         return out
 
     def _e2e(self, rec: RolloutRecord, score: Any, truth: StateTruth, extra: dict[str, Any]) -> RewardRecord:
-        """Per stage eta_s * stage score (the benchmark's formulas), then w * weighted mean + (1 - w) * task."""
+        """`verify.e2e_reward`: union_rubric, eta over the union evidence x mean of every item verdict (Eq. 4 over
+        Eq. 14's union contract); or stage_mix, w * weighted mean of eta_s * stage score + (1 - w) * task. The
+        per-stage eta_s * stage scores are recorded either way."""
         stage_rewards: dict[str, float | None] = {}
         evidence: dict[str, bool] = {}
         for stage, value in score.stages.items():
@@ -174,9 +176,12 @@ class Verifier:
             eta = score.eta.get(stage, 1.0)
             stage_rewards[stage] = None if value is None else eta * value
         eta_all = eta_from(evidence, truth.evidence_ids or list(evidence))
-        reward = e2e_reward(
-            stage_rewards, score.task, self.config.stages, self.config.verify.e2e_stage_weight, score.not_applicable
-        )
+        if self.config.verify.e2e_reward == "union_rubric":
+            reward = stage_reward({v.item_id: v.verdict for v in extra["items"]}, eta_all)
+        else:
+            reward = e2e_reward(
+                stage_rewards, score.task, self.config.stages, self.config.verify.e2e_stage_weight, score.not_applicable
+            )
         if reward is None:
             return self.invalid(rec, f"E2E reward is null (stages {stage_rewards}, task {score.task})", **extra)
         return RewardRecord(

@@ -115,7 +115,18 @@ def test_expert_rollout_earns_high_reward_and_noop_low(world):
     assert set(expert.stage_scores) == {"S1", "S2", "S3", "S4", "S5"}
     assert expert.reward_version == cfg.verify.reward_version and expert.judge == "none"
     assert {i.source for i in expert.items} == {"grader", "proxy"}
-    # the E2E reward is 0.5 * weighted stage mean + 0.5 * task score
+    # the E2E reward (default union_rubric, Eq. 4 over Eq. 14's union contract): eta x mean of every item verdict
+    for rec in (expert, noop):
+        verdicts = [float(bool(i.verdict)) for i in rec.items]
+        assert rec.reward == pytest.approx(rec.eta * sum(verdicts) / len(verdicts))
+    assert {i.item_id[:2] for i in expert.items} == {"s1", "s2", "s3", "s4", "s5"}  # every stage's items
+
+
+def test_stage_mix_e2e_reward_is_the_named_option(world):
+    tmp, cfg, inst, shard = world
+    mix = cfg.model_copy(update={"verify": cfg.verify.model_copy(update={"e2e_reward": "stage_mix"})})
+    expert, _noop = verify_all(mix, shard, truth_for(inst, tmp), tmp)
+    # stage_mix: 0.5 * weighted stage mean + 0.5 * task score
     weights = cfg.stage_weights
     mean = sum(weights[s] * v for s, v in expert.stage_scores.items())
     assert expert.reward == pytest.approx(0.5 * mean + 0.5 * expert.task_score)
