@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import ast
+import subprocess
+import sys
 from pathlib import Path
 
 from bat.cli.main import main
@@ -60,3 +62,12 @@ def test_phase_modules_and_the_contract_never_import_the_orchestrator():
         for p in paths
     }
     assert {k: v for k, v in upward.items() if v} == {}
+
+
+def test_no_package_import_cycles_and_no_upward_phase_imports():
+    out = subprocess.run(
+        [sys.executable, str(ROOT / "scripts" / "import_graph.py"), str(ROOT)], capture_output=True, text=True
+    )
+    assert out.returncode == 0, out.stdout + out.stderr
+    assert "phase modules importing bat.orchestrate: 0 import lines" in out.stdout
+    assert "package cycles: 0 group(s)" in out.stdout
