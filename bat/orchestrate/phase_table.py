@@ -50,7 +50,8 @@ def _show(item: Path | str, layout: RunLayout) -> str:
 
 
 def _files(spec: PhaseSpec, which: str, layout: RunLayout) -> str:
-    sample_round = 0 if spec.name in {"synthesize", "scan", "sft"} else _SAMPLE_ROUND
+    later_rounds = spec.name in ROUND_ORDER or spec.name in FINAL_ORDER  # else a bootstrap-only phase (round 0)
+    sample_round = _SAMPLE_ROUND if later_rounds else 0
     items = (spec.reads if which == "reads" else spec.writes)(layout, sample_round)
     return ", ".join(_show(item, layout) for item in items)
 

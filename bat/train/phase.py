@@ -81,7 +81,7 @@ def run_sft(ctx: PhaseContext) -> PhaseResult:
 
 def finished_shard_files(shards: list[ShardLayout], pick: Callable[[ShardLayout], Path]) -> tuple[list[Path], int]:
     """The `pick` file of every shard that has its DONE.json and that file, and the number of shards skipped."""
-    files = [pick(s) for s in shards if s.is_done() and pick(s).exists()]
+    files = [path for s in shards if s.is_done() and (path := pick(s)).exists()]
     return files, len(shards) - len(files)
 
 
