@@ -1,4 +1,6 @@
-"""`bat experiment --config FILE [--only ARM ...] [--seeds 1,2] [--out DIR] [--collect-only]`: arm comparison.
+"""`bat experiment --config FILE [--only ARM ...] [--seeds 1,2] [--out DIR] [--collect-only] [--allow-config-change]`.
+
+Arm comparison.
 
 Runs every arm x seed of an experiment file (configs/experiments/*.yaml) through the ordinary driver, reusing one
 shared bank + SFT checkpoint per seed, then writes `<out>/README.md`, `results.json` and `curves.png`.
@@ -30,7 +32,13 @@ def _handler(args: argparse.Namespace) -> int:
         print(f"bat experiment: {exc}", file=sys.stderr)
         return 2
     results = run_experiment(
-        spec, only=args.only, seeds=args.seeds, command=_command(args), out_dir=args.out, collect_only=args.collect_only
+        spec,
+        only=args.only,
+        seeds=args.seeds,
+        command=_command(args),
+        out_dir=args.out,
+        collect_only=args.collect_only,
+        allow_config_change=args.allow_config_change,
     )
     out = args.out or spec.out_dir
     print(f"bat experiment: wrote {out}/README.md, {out}/results.json, {out}/curves.png")
@@ -59,6 +67,12 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     parser.add_argument("--seeds", type=_seeds, help="comma-separated subset of the experiment's seeds")
     parser.add_argument("--out", help="results directory (default: the experiment's out_dir)")
     parser.add_argument("--collect-only", action="store_true", help="only re-collect results from the state dirs")
+    parser.add_argument(
+        "--allow-config-change",
+        action="store_true",
+        help="resume arm runs whose resolved config changed (e.g. new config fields of a newer bat); finished phases "
+        "are kept, the previous run.json is kept as run.<hash>.json",
+    )
     parser.set_defaults(handler=_handler)
 
 
@@ -73,4 +87,6 @@ def _command(args: argparse.Namespace) -> str:
         words += ["--out", args.out]
     if args.collect_only:
         words.append("--collect-only")
+    if args.allow_config_change:
+        words.append("--allow-config-change")
     return " ".join(shlex.quote(w) for w in words)

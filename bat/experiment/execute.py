@@ -49,12 +49,12 @@ def read_arm_record(spec: ExperimentSpec, seed: int, arm: str) -> dict[str, Any]
     return read_json(path) if path.exists() else None
 
 
-def _run_trained(cfg: Any, layout: RunLayout) -> int:
+def _run_trained(cfg: Any, layout: RunLayout, allow_config_change: bool) -> int:
     from bat.orchestrate.driver import run
     from bat.orchestrate.executors import executor_kind
     from bat.orchestrate.runner import run_phase
 
-    code = run(cfg, layout, wait=executor_kind(cfg) == "slurm")
+    code = run(cfg, layout, wait=executor_kind(cfg) == "slurm", allow_config_change=allow_config_change)
     if code != 0:
         raise RuntimeError(f"driver exited {code} for {layout.root}")
     final_round = last_routed_round(layout)
@@ -62,17 +62,22 @@ def _run_trained(cfg: Any, layout: RunLayout) -> int:
     return final_round
 
 
-def _run_base(cfg: Any, layout: RunLayout) -> int:
+def _run_base(cfg: Any, layout: RunLayout, allow_config_change: bool) -> int:
     from bat.config.run_record import open_run
     from bat.orchestrate.runner import run_phase
 
-    open_run(layout, cfg)
+    open_run(layout, cfg, allow_config_change=allow_config_change)
     run_phase(cfg, layout, 0, FINAL_PHASE, table=final_table(cfg, BASE_TARGET))
     return 0
 
 
-def run_arm(spec: ExperimentSpec, arm: ArmSpec, seed: int, shared: SharedInfo) -> dict[str, Any]:
-    """Run (or resume) one arm x seed; returns its `experiment_arm.json` record (status `done` or `failed`)."""
+def run_arm(
+    spec: ExperimentSpec, arm: ArmSpec, seed: int, shared: SharedInfo, *, allow_config_change: bool = False
+) -> dict[str, Any]:
+    """Run (or resume) one arm x seed; returns its `experiment_arm.json` record (status `done` or `failed`).
+
+    `allow_config_change` is passed to `open_run`: a run whose resolved config changed resumes instead of failing.
+    """
     from bat.config.load import config_hash
 
     previous = read_arm_record(spec, seed, arm.name)
@@ -94,7 +99,8 @@ def run_arm(spec: ExperimentSpec, arm: ArmSpec, seed: int, shared: SharedInfo) -
         cfg = arm_config(spec, arm, seed)
         layout = seed_arm_state(shared, root, models_only=arm.kind == "base")
         record["config_hash"] = config_hash(cfg)
-        record["final_round"] = _run_base(cfg, layout) if arm.kind == "base" else _run_trained(cfg, layout)
+        run_one = _run_base if arm.kind == "base" else _run_trained
+        record["final_round"] = run_one(cfg, layout, allow_config_change)
         record["status"] = "done"
     except Exception as exc:  # every run is reported, including the ones that fail; the others still run
         record.update(status="failed", error=f"{type(exc).__name__}: {exc}", traceback=traceback.format_exc(limit=6))

@@ -34,8 +34,12 @@ def run_experiment(
     command: str = "",
     out_dir: Path | None = None,
     collect_only: bool = False,
+    allow_config_change: bool = False,
 ) -> dict[str, Any]:
-    """Run the selected arms x seeds (finished ones are skipped), then write results for the whole experiment."""
+    """Run the selected arms x seeds (finished ones are skipped), then write results for the whole experiment.
+
+    `allow_config_change` lets an arm run resume under a changed resolved config (see `bat.config.run_record`).
+    """
     arms, chosen = select(spec, only, seeds)
     failures: dict[str, str] = {}
     if not collect_only:
@@ -47,7 +51,7 @@ def run_experiment(
                 print(f"bat experiment: seed {seed} shared bootstrap FAILED: {failures[str(seed)]}", flush=True)
                 continue
             for arm in arms:
-                run_arm(spec, arm, seed, shared)
+                run_arm(spec, arm, seed, shared, allow_config_change=allow_config_change)
     results = stamp({**collect(spec), "shared_failures": failures}, command)
     write_results(spec, results, out_dir)
     return results
