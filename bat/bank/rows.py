@@ -24,18 +24,24 @@ from bat.schemas.bank import (
 )
 
 if TYPE_CHECKING:
+    from bat.config.contract import ContractConfig
     from bat.config.root import BatConfig
 
 GENERATOR = "bat.bank"
 GENERATOR_VERSION = "1"
 
 
-def contract_refs(stages: Sequence[str], track: str) -> tuple[list[RubricItemRef], list[EvidenceRef]]:
-    """c and G of the given stages (for E2E the union over every stage, Eq. 14) from the benchmark contract."""
+def contract_refs(
+    stages: Sequence[str], track: str, contract: ContractConfig | None = None
+) -> tuple[list[RubricItemRef], list[EvidenceRef]]:
+    """c and G of the given stages (for E2E the union over every stage, Eq. 14) from the configured benchmark
+    contract (`benchmark.contract`; default: the built-in one)."""
     from bat.benchmark import evidence_requirements, rubric
 
-    items = [RubricItemRef(id=i.id, stage=i.stage, text=i.text) for s in stages for i in rubric(s, track)]
-    evidence = [EvidenceRef(id=e.id, stage=e.stage, text=e.text) for s in stages for e in evidence_requirements(s)]
+    items = [RubricItemRef(id=i.id, stage=i.stage, text=i.text) for s in stages for i in rubric(s, track, contract)]
+    evidence = [
+        EvidenceRef(id=e.id, stage=e.stage, text=e.text) for s in stages for e in evidence_requirements(s, contract)
+    ]
     return items, evidence
 
 
@@ -79,11 +85,11 @@ def build_row(
     names = {s.key: s.name for s in config.stages}
     if stage == E2E:
         skill = prompts.e2e_skill_text(order, STAGE_SKILLS, names)
-        items, evidence = contract_refs(order, task.track)
+        items, evidence = contract_refs(order, task.track, config.benchmark.contract)
         user = prompts.user_message(brief)
     else:
         skill = prompts.skill_text(stage, STAGE_SKILLS, names)
-        items, evidence = contract_refs([stage], task.track)
+        items, evidence = contract_refs([stage], task.track, config.benchmark.contract)
         files = [f.path for f in manifest.files]
         user = prompts.user_message(
             brief, handoff_note(stage, order, prefix, files, config.benchmark.max_observation_chars)

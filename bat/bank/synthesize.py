@@ -95,14 +95,18 @@ def refreshed_config(config: BatConfig, refresh: int) -> BatConfig:
 
 def fingerprint(config: BatConfig) -> str:
     """Digest of everything that determines a bank's content: generator version, seed, and the bank, benchmark,
-    sandbox (records name the runtime), leakage (E2E leak term) and stage config."""
+    sandbox (records name the runtime), leakage (E2E leak term) and stage config. The benchmark contract counts only
+    when it differs from the built-in one (rows carry its item texts), so banks made before it was configurable keep
+    their fingerprint."""
     payload = {
         "generators": _generator_versions(),
         "seed": bank_seed(config),
         "bank": config.bank.model_dump(
             mode="json", exclude=CONTENT_NEUTRAL | (set() if config.bank.track_tasks else {"track_tasks"})
         ),
-        "benchmark": config.benchmark.model_dump(mode="json"),
+        "benchmark": config.benchmark.model_dump(
+            mode="json", exclude={"contract"} if config.benchmark.contract.is_builtin() else set()
+        ),
         "sandbox": config.sandbox.model_dump(mode="json"),
         "leakage": config.leakage.model_dump(mode="json"),
         "stages": [s.model_dump(mode="json") for s in config.stages],
@@ -325,7 +329,9 @@ def synthesize(config: BatConfig, layout: RunLayout, refresh: int = 0) -> tuple[
         "tracks": bank_tracks(config),
         "config": {
             "bank": config.bank.model_dump(mode="json"),
-            "benchmark": config.benchmark.model_dump(mode="json"),
+            "benchmark": config.benchmark.model_dump(
+                mode="json", exclude={"contract"} if config.benchmark.contract.is_builtin() else set()
+            ),
             "steering": steered,
         },
     }

@@ -4,12 +4,14 @@ Public API (import from `bat.benchmark`):
 
 Contract (reusable by the verifier so reward and evaluation cannot drift):
 * `TRACKS` — ("classification", "detection", "enhancement", "report", "segmentation", "synthesis", "vqa").
-* `rubric(stage_key, track) -> list[RubricItem]` — binary items (ids mirror AutoMedBench sub-criteria,
-  e.g. `s1a_plan_md`, `s1c_<track>_model`, `s2b_compatibility_check`, `s3a_pilot_before_batch`);
+* `rubric(stage_key, track, contract=None) -> list[RubricItem]` — binary items from `benchmark.contract` (default:
+  the built-in one, ids mirror AutoMedBench sub-criteria, e.g. `s1a_plan_md`, `s1c_<track>_model`,
+  `s2b_compatibility_check`, `s3a_pilot_before_batch`);
   `RubricItem(id, stage, text, evidence: tuple[str, ...], judgment: bool, proxy: str)`.
-  `evidence_requirements(stage_key) -> list[EvidenceSpec(id, stage, text)]`. `STAGE_SKILLS[key]` = kappa text.
-* `stage_score(key, verdicts, measures) -> float | None` (S3 ladder {0, .5, 1}; S4 = .5 completion + .5 format;
-  S5 = .5 valid + .5 format; others mean of applicable items); `agentic(stage_scores, stages) -> float | None`
+  `evidence_requirements(stage_key, contract=None) -> list[EvidenceSpec(id, stage, text)]`;
+  `stage_formula(stage_key, contract=None)`. `STAGE_SKILLS[key]` = kappa text.
+* `stage_score(key, verdicts, measures, formula=None) -> float | None` (built-in formulas: S3 ladder {0, .5, 1};
+  S4 = .5 completion + .5 format; S5 = .5 valid + .5 format; others mean of applicable items); `agentic(stage_scores, stages) -> float | None`
   (not-applicable stages dropped, weights renormalised; any null stage -> None, never 0);
   `overall(task, agentic) = 0.5 * task + 0.5 * agentic` from unrounded values (0-1 scale inside, x100 to report).
 * `RunScore` (pydantic, schema_version): run_id, track, instance_id, repeat, stages {key: float|None},
@@ -82,6 +84,7 @@ _EXPORTS = {
         "evidence_requirements",
         "overall",
         "rubric",
+        "stage_formula",
         "stage_score",
         "to_percent",
     ),

@@ -16,12 +16,13 @@ from pathlib import Path
 from typing import Any
 
 from bat.benchmark.contract import (
-    EVIDENCE,
     RubricItem,
     agentic,
     check_stage_keys,
+    evidence_requirements,
     overall,
     rubric,
+    stage_formula,
     stage_score,
 )
 from bat.benchmark.instance import load_grader
@@ -79,8 +80,15 @@ def _researched_model(e: Event) -> str | None:
 
 
 def _s1(
-    ev: list[Event], ws: Path, meta: dict[str, Any], first_run: int, track: str, judge: Judge | None
+    ev: list[Event],
+    ws: Path,
+    meta: dict[str, Any],
+    first_run: int,
+    track: str,
+    items: dict[str, RubricItem],
+    judge: Judge | None,
 ) -> tuple[dict[str, bool | None], dict[str, bool]]:
+    """S1 verdicts of every item the grader knows (judgment items only when configured, in `items`) and evidence."""
     plan_path = ws / "plan.md"
     plan = plan_path.read_text(errors="replace") if plan_path.is_file() else ""
     low = plan.lower()
@@ -88,7 +96,6 @@ def _s1(
     researched = {m for e in ev if e.ok and e.index < first_run for m in [_researched_model(e)] if m}
     need = min(3, len(meta["candidates"]))
     others = [c for c in meta["candidates"] if c != meta["fitting_model"]]
-    items = {i.id: i for i in rubric("S1", track)}
     v: dict[str, bool | None] = {
         "s1a_plan_md": bool(len(plan.strip()) >= 20 and wrote),
         "s1d_researched_3": len(researched & set(meta["candidates"])) >= need,
@@ -98,9 +105,22 @@ def _s1(
         f"s1c_{track}_model": meta["fitting_model"] in plan and not any(o in plan for o in others),
     }
     for item_id, proxy in proxies.items():
+        if item_id not in items:  # dropped from the configured contract
+            continue
         v[item_id] = judge(items[item_id], plan) if (judge is not None and plan) else (bool(proxy) if plan else False)
     evidence = {"e1_plan_artifact": bool(plan), "e1_plan_record": wrote, "e1_research_records": bool(researched)}
-    return {i: v[i] for i in items}, evidence
+    return v, evidence
+
+
+def _configured(
+    computed: dict[str, bool | None], evidence: dict[str, bool], items: list[RubricItem], required: list[str]
+) -> tuple[dict[str, bool | None], dict[str, bool]]:
+    """The verdicts of the configured items (an item the grader left out does not apply to this run) and the
+    configured evidence, in contract order."""
+    return (
+        {i.id: computed[i.id] for i in items if i.id in computed},
+        {e: evidence[e] for e in required},
+    )
 
 
 def _s2(
@@ -188,30 +208,42 @@ def grade(
     from bat.config.root import BatConfig
 
     cfg = config or BatConfig()
-    check_stage_keys(cfg.stages)
+    check_stage_keys(cfg.stages, cfg.benchmark.contract)
     ws = Path(workspace_dir)
     meta, truths = load_grader(grader_dir)
     track = get_track(meta["track"])
     cases = list(meta["case_ids"])
     ev = events_of(records)
     first_run = _first(ev, lambda e: e.name == "run_model" and e.ok, len(ev) + 1)
-    items: dict[str, dict[str, bool | None]] = {}
-    evidence: dict[str, dict[str, bool]] = {}
-    items["S1"], evidence["S1"] = _s1(ev, ws, meta, first_run, track.name, judge)
-    items["S2"], evidence["S2"] = _s2(ev, meta, first_run, cfg.benchmark.setup_fail_limit)
-    items["S3"], evidence["S3"] = _s3(ev)
+    contract = cfg.benchmark.contract
+    computed: dict[str, dict[str, bool | None]] = {}
+    confirmed: dict[str, dict[str, bool]] = {}
+    s1_items = {i.id: i for i in rubric("S1", track.name, contract)} if "S1" in contract.stages else {}
+    computed["S1"], confirmed["S1"] = _s1(ev, ws, meta, first_run, track.name, s1_items, judge)
+    computed["S2"], confirmed["S2"] = _s2(ev, meta, first_run, cfg.benchmark.setup_fail_limit)
+    computed["S3"], confirmed["S3"] = _s3(ev)
     completion, fmt_ok, batch = _outputs(ws, ev, cases)
-    items["S4"] = {"s4a_all_cases_run": completion >= 1.0, "s4b_format_valid": fmt_ok}
-    evidence["S4"] = {"e4_batch_record": batch, "e4_outputs": completion > 0}
+    computed["S4"] = {"s4a_all_cases_run": completion >= 1.0, "s4b_format_valid": fmt_ok}
+    confirmed["S4"] = {"e4_batch_record": batch, "e4_outputs": completion > 0}
     submitted = any(e.name == "submit" and e.ok for e in ev)
     preds, sub_fmt = _submission(ws, cases) if submitted else ({}, False)
     complete = submitted and set(preds) == set(cases)
-    items["S5"] = {"s5a_has_valid_results": complete, "s5b_format_valid": sub_fmt}
-    evidence["S5"] = {"e5_submit_record": submitted, "e5_submission": (ws / "submission" / "manifest.json").is_file()}
+    computed["S5"] = {"s5a_has_valid_results": complete, "s5b_format_valid": sub_fmt}
+    confirmed["S5"] = {
+        "e5_submit_record": submitted,
+        "e5_submission": (ws / "submission" / "manifest.json").is_file(),
+    }
+    items: dict[str, dict[str, bool | None]] = {}
+    evidence: dict[str, dict[str, bool]] = {}
+    for s in cfg.stages:
+        required = [e.id for e in evidence_requirements(s.key, contract)]
+        items[s.key], evidence[s.key] = _configured(
+            computed[s.key], confirmed[s.key], rubric(s.key, track.name, contract), required
+        )
     keys = [s.key for s in cfg.stages]
     not_applicable = [k for k in keys if not items[k]]
     keys = [k for k in keys if k not in not_applicable]
-    stages = {k: stage_score(k, items[k], {"completion_rate": completion}) for k in keys}
+    stages = {k: stage_score(k, items[k], {"completion_rate": completion}, stage_formula(k, contract)) for k in keys}
     task, metrics = track.score(preds, truths, meta.get("extras", {})) if complete else (0.0, {})
     breach_reasons = [
         f"call {i}: {r.tool}: {', '.join(n for n in r.flags.raised() if n in ('access_outside', 'network', 'symlink_escape'))}"
@@ -222,7 +254,7 @@ def grade(
     if breach_reasons:
         stages, task = dict.fromkeys(keys, 0.0), 0.0
     ag = agentic(stages, cfg.stages, not_applicable)
-    eta = {k: sum(evidence[k].values()) / len(EVIDENCE[k]) for k in keys}
+    eta = {k: sum(evidence[k].values()) / len(evidence[k]) if evidence[k] else 1.0 for k in keys}
     return RunScore(
         run_id=run_id,
         track=track.name,

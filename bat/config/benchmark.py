@@ -7,6 +7,7 @@ from typing import Literal
 from pydantic import Field, model_validator
 
 from bat.config.base import Section
+from bat.config.contract import ContractConfig
 
 TrackName = Literal["classification", "detection", "enhancement", "report", "segmentation", "synthesis", "vqa"]
 ALL_TRACKS: tuple[str, ...] = (
@@ -65,6 +66,9 @@ class BenchmarkConfig(Section):
     `inprocess`: call tool functions directly (fast; no isolation; for tests and benches)."""
     external: ExternalEvaluatorConfig = ExternalEvaluatorConfig()
     """External evaluator adapter (used when kind = external)."""
+    contract: ContractConfig = ContractConfig()
+    """Rubric items, evidence requirements and score formula per stage (default: the built-in contract). With
+    `kind: builtin` only the built-in grader's ids are valid (texts may change, items may be dropped)."""
 
     @model_validator(mode="after")
     def _check(self) -> BenchmarkConfig:
@@ -76,4 +80,6 @@ class BenchmarkConfig(Section):
             )
         if self.kind == "external" and not self.external.command:
             raise ValueError("benchmark.kind = 'external' needs benchmark.external.command (an argv list)")
+        if self.kind == "builtin":
+            self.contract.check_builtin()
         return self

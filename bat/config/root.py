@@ -67,6 +67,13 @@ class BatConfig(Section):
         if not math.isclose(total, 1.0, abs_tol=1e-6):
             weights = {stage.key: stage.weight for stage in self.stages}
             raise ValueError(f"stages: weights must sum to 1.0, got {total:.6g} from {weights}")
+        defined = list(self.benchmark.contract.stages)
+        missing = [k for k in keys if k not in defined]
+        if missing:
+            raise ValueError(
+                f"stages {missing} have no contract (rubric items, evidence); define them under "
+                f"benchmark.contract.stages; defined: {defined}"
+            )
         return self
 
     @model_validator(mode="after")

@@ -39,7 +39,7 @@ def make_verifier(config: BatConfig, reward_mode: str = "rubric") -> Verifier:
         return grade(workspace, grader_dir, records, config, judge=judge, judge_name=judge_name)
 
     def judgment_items(stage: str, track: str) -> dict[str, str]:
-        return {item.id: item.text for item in rubric(stage, track) if item.judgment}
+        return {item.id: item.text for item in rubric(stage, track, config.benchmark.contract) if item.judgment}
 
     judge = JudgeClient(config.verify.judge) if config.verify.judge.enabled else None
     return Verifier(
