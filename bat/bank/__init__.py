@@ -40,6 +40,9 @@ Functions others call:
   reused (no-op); byte-identical content for any `bank.workers`; a killed run resumes from per-task markers
   in `bank/.build-<fingerprint>/`; a slot whose teacher trajectory fails its check gets `bank.retries`
   replacement tasks (failed runs stay in trajectories.jsonl with `checked=false` and their reasons).
+* `bat.bank.task_writer` (paper §2.1, Data Factory): with `bank.task_writer: llm` an OpenAI-compatible endpoint
+  writes each task's parameters (`TaskProposal` -> `PracticeTask.params`; practice seeds only); rejected proposals
+  are counted by reason in the manifest's `counts.task_writer`. The default `scripted` draws them from seeds.
 * CLI: `bat bank synthesize|show|scan [--config FILE] [--set k=v] [--state DIR] [--version N]`.
 
 Outcome labels and their starting situations: success -> every stage boundary of a clean expert run;

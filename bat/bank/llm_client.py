@@ -16,7 +16,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from bat.config.bank import LlmTeacherConfig
+from bat.config.bank import LlmEndpointConfig
 from bat.policy.codec import render_tool_call
 
 
@@ -28,7 +28,7 @@ class TeacherEndpointError(RuntimeError):
 class ChatClient:
     """One OpenAI-compatible chat endpoint."""
 
-    config: LlmTeacherConfig
+    config: LlmEndpointConfig
 
     def _headers(self) -> dict[str, str]:
         headers = {"Content-Type": "application/json"}

@@ -8,7 +8,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from bat.schemas.bank import PracticeTask, Reduction
+from bat.schemas.bank import PracticeTask, Reduction, TaskParams
 
 if TYPE_CHECKING:
     from bat.config.root import BatConfig
@@ -20,7 +20,8 @@ MAX_SEED_PROBES = 64
 
 
 def instance_for(task: PracticeTask, config: BatConfig) -> Any:
-    """The benchmark instance of `task` (R_lambda applied: only `reduction.cases` cases are generated)."""
+    """The benchmark instance of `task` (R_lambda applied: only `reduction.cases` cases are generated; a written
+    task's `params` set its modality, distractor cards, pitfalls and case count)."""
     from bat.benchmark import practice_instance
 
     if task.reduction is not None and task.reduction.input_fraction < 1.0:
@@ -28,8 +29,17 @@ def instance_for(task: PracticeTask, config: BatConfig) -> Any:
             f"task {task.task_id}: input_fraction={task.reduction.input_fraction} is not supported by the built-in "
             "benchmark (fixed-size cases); valid: 1.0 — use a reduction grid without input caps"
         )
-    n_cases = task.reduction.cases if task.reduction else None
-    return practice_instance(task.track, task.seed, config, n_cases=n_cases)
+    n_cases = task.reduction.cases if task.reduction else (task.params.cases if task.params else None)
+    return practice_instance(task.track, task.seed, config, n_cases=n_cases, params=instance_params(task.params))
+
+
+def instance_params(params: TaskParams | None) -> Any:
+    """The benchmark's `InstanceParams` of a written task's `params` (None for a scripted task)."""
+    from bat.benchmark import InstanceParams
+
+    if params is None:
+        return None
+    return InstanceParams(params.modality, tuple(params.pitfalls), tuple(params.distractors))
 
 
 def write_grader(task: PracticeTask, config: BatConfig, workdir: Path) -> Path:
@@ -51,14 +61,26 @@ def suits(instance: Any, outcome: str) -> bool:
     return True
 
 
-def plan_tasks(config: BatConfig, bank_seed: int, tracks: list[str]) -> list[PracticeTask]:
-    """Practice tasks for every track x outcome x slot (attempt 0), deterministic in `bank_seed`."""
+def suits_pitfalls(pitfalls: list[str] | tuple[str, ...], outcome: str) -> bool:
+    """`suits` for a written task's pitfall names: recovery and failure need one a pilot reveals."""
+    from bat.benchmark import PILOT_REVEALED
+
+    return outcome not in ("recovery", "failure") or any(p in PILOT_REVEALED for p in pitfalls)
+
+
+def task_slots(config: BatConfig, tracks: list[str]) -> list[tuple[str, str, int]]:
+    """(track, outcome, slot) of every stage-task slot, in plan order (`bank.track_tasks` over `tasks_per_track`)."""
     return [
-        find_task(config, bank_seed, track, outcome, slot, attempt=0)
+        (track, outcome, slot)
         for track in tracks
         for outcome in config.bank.outcomes
         for slot in range(config.bank.track_tasks.get(track, config.bank.tasks_per_track))
     ]
+
+
+def plan_tasks(config: BatConfig, bank_seed: int, tracks: list[str]) -> list[PracticeTask]:
+    """Practice tasks for every track x outcome x slot (attempt 0), deterministic in `bank_seed`."""
+    return [find_task(config, bank_seed, *slot, attempt=0) for slot in task_slots(config, tracks)]
 
 
 def find_task(
@@ -80,7 +102,7 @@ def find_task(
         parts = (track, outcome, slot, probe) if attempt == 0 else (track, outcome, slot, "retry", attempt, probe)
         seed = practice_seed(track, derive_seed(bank_seed, "task", *parts), config)
         if suits(practice_instance(track, seed, config), outcome):
-            task = _task(track, seed, VARIANT_FOR[outcome], None, config, slot=slot, attempt=attempt)
+            task = make_task(track, seed, VARIANT_FOR[outcome], None, config, slot=slot, attempt=attempt)
             if task.task_id not in taken:
                 return task
     raise RuntimeError(
@@ -104,17 +126,26 @@ def plan_e2e_tasks(config: BatConfig, bank_seed: int, tracks: list[str]) -> list
                 config.benchmark.cases_per_instance,
                 derive_seed(bank_seed, "lambda", track, slot),
             )
-            tasks.append(_task(track, seed, "expert", lam, config, slot=slot, attempt=0))
+            tasks.append(make_task(track, seed, "expert", lam, config, slot=slot, attempt=0))
     return tasks
 
 
-def _task(
-    track: str, seed: int, variant: str, reduction: Reduction | None, config: BatConfig, *, slot: int, attempt: int
+def make_task(
+    track: str,
+    seed: int,
+    variant: str,
+    reduction: Reduction | None,
+    config: BatConfig,
+    *,
+    slot: int,
+    attempt: int,
+    params: TaskParams | None = None,
 ) -> PracticeTask:
+    """The PracticeTask of (track, practice seed, variant, reduction, written params); its id names the instance."""
     from bat.benchmark import practice_instance
 
-    n_cases = reduction.cases if reduction else None
-    instance = practice_instance(track, seed, config, n_cases=n_cases)
+    n_cases = reduction.cases if reduction else (params.cases if params else None)
+    instance = practice_instance(track, seed, config, n_cases=n_cases, params=instance_params(params))
     suffix = "e2e" if reduction else variant
     return PracticeTask(
         task_id=f"{instance.instance_id}.{suffix}",
@@ -124,4 +155,5 @@ def _task(
         reduction=reduction,
         slot=slot,
         attempt=attempt,
+        params=params,
     )

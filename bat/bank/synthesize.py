@@ -18,7 +18,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from bat.bank import checks, e2e, practice, rows, sft, store
+from bat.bank import checks, e2e, practice, rows, sft, store, task_writer
 from bat.bank import tasks as tasks_mod
 from bat.bank.pools import build_index
 from bat.bank.tasks import TaskResult
@@ -37,6 +37,9 @@ if TYPE_CHECKING:
 CONTENT_NEUTRAL = {"workers", "refresh_steering"}
 """Bank knobs that change how fast a bank is built, never its content (left out of the fingerprint; the steering
 mode acts only through the `track_tasks` it sets)."""
+WRITER_KNOBS = {"task_writer", "task_writer_llm"}
+"""Bank knobs of the LLM task writer: fingerprinted only when `bank.task_writer == "llm"` (a scripted bank's
+fingerprint does not depend on them)."""
 
 
 def bank_seed(config: BatConfig) -> int:
@@ -95,15 +98,15 @@ def refreshed_config(config: BatConfig, refresh: int) -> BatConfig:
 
 def fingerprint(config: BatConfig) -> str:
     """Digest of everything that determines a bank's content: generator version, seed, and the bank, benchmark,
-    sandbox (records name the runtime), leakage (E2E leak term) and stage config. The benchmark contract counts only
-    when it differs from the built-in one (rows carry its item texts), so banks made before it was configurable keep
-    their fingerprint."""
+    sandbox (records name the runtime), leakage (E2E leak term) and stage config; with `bank.task_writer: llm` also
+    the writer's settings and version. The benchmark contract counts only when it differs from the built-in one (rows
+    carry its item texts), so banks made before it was configurable keep their fingerprint."""
+    exclude = CONTENT_NEUTRAL | (set() if config.bank.track_tasks else {"track_tasks"})
+    exclude |= set() if config.bank.task_writer == "llm" else WRITER_KNOBS
     payload = {
         "generators": _generator_versions(),
         "seed": bank_seed(config),
-        "bank": config.bank.model_dump(
-            mode="json", exclude=CONTENT_NEUTRAL | (set() if config.bank.track_tasks else {"track_tasks"})
-        ),
+        "bank": config.bank.model_dump(mode="json", exclude=exclude),
         "benchmark": config.benchmark.model_dump(
             mode="json", exclude={"contract"} if config.benchmark.contract.is_builtin() else set()
         ),
@@ -112,6 +115,8 @@ def fingerprint(config: BatConfig) -> str:
         "stages": [s.model_dump(mode="json") for s in config.stages],
         "rollout_limit_h": e2e.rollout_limit(config),
     }
+    if config.bank.task_writer == "llm":
+        payload["task_writer"] = task_writer.WRITER_VERSION
     return hashlib.sha256(json.dumps(payload, sort_keys=True).encode("utf-8")).hexdigest()
 
 
@@ -137,6 +142,8 @@ class Collected:
     e2e: dict[str, Any] = field(
         default_factory=lambda: {"candidates": 0, "accepted": 0, "rejected_by_reason": Counter(), "decisions": {}}
     )
+    writer: dict[str, Any] | None = None
+    """The LLM task writer's counts (`TaskWriter.counts`); None for scripted tasks."""
 
     def add(self, result: TaskResult, build: Path, scanner: Any | None) -> None:
         """Merge one task's result (in task order); E2E candidates get the leak term of Eq. 15 here."""
@@ -199,7 +206,12 @@ def collect(config: BatConfig, layout: RunLayout, build: Path, scratch: Path) ->
     State packages are written under `build/states/`; the markers are removed once everything is merged.
     `scratch` (task workspaces) is wiped first — leftovers of a killed run — and removed at the end."""
     seed, tracks = bank_seed(config), bank_tracks(config)
-    out = Collected(tasks=practice.plan_tasks(config, seed, tracks) + practice.plan_e2e_tasks(config, seed, tracks))
+    writer = None
+    if config.bank.task_writer == "llm":
+        writer = task_writer.TaskWriter(config, seed, build / task_writer.WRITTEN)
+        out = Collected(tasks=writer.plan(tracks))
+    else:
+        out = Collected(tasks=practice.plan_tasks(config, seed, tracks) + practice.plan_e2e_tasks(config, seed, tracks))
     shutil.rmtree(scratch, ignore_errors=True)
     _run_missing(config, out.tasks, build, scratch)
     for attempt in range(1, config.bank.retries + 1 if config.bank.teacher == "scripted" else 1):
@@ -215,13 +227,21 @@ def collect(config: BatConfig, layout: RunLayout, build: Path, scratch: Path) ->
         taken = {t.task_id for t in out.tasks}
         for task in failed:
             outcome = {v: k for k, v in practice.VARIANT_FOR.items()}[task.variant]
-            out.tasks.append(practice.find_task(config, seed, task.track, outcome, task.slot, attempt, taken))
-            taken.add(out.tasks[-1].task_id)
+            if writer is None:
+                new = practice.find_task(config, seed, task.track, outcome, task.slot, attempt, taken)
+            else:
+                new = writer.replacement(task, outcome, attempt, taken)
+            if new is not None:
+                out.tasks.append(new)
+                taken.add(new.task_id)
         _run_missing(config, out.tasks, build, scratch)
     scanner = _scanner(config, layout)
     for i in range(len(out.tasks)):
         out.add(tasks_mod.read_marker(build, i), build, scanner)
     shutil.rmtree(build / tasks_mod.MARKERS)
+    if writer is not None:
+        out.writer = writer.counts()
+        (build / task_writer.WRITTEN).unlink()
     shutil.rmtree(scratch, ignore_errors=True)
     return out
 
@@ -294,6 +314,7 @@ def _counts(config: BatConfig, out: Collected, sft_rows: list[SftRow], stats: sf
             "accepted": out.e2e["accepted"],
             "rejected_by_reason": dict(sorted(out.e2e["rejected_by_reason"].items())),
         },
+        **({} if out.writer is None else {"task_writer": out.writer}),
     }
 
 

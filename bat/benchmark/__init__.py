@@ -25,7 +25,9 @@ Instances (seeded numpy/scipy generation; held-out and practice spaces share no 
   `SuiteRun(run_id, track, repeat, instance_seed, sampling_seed)`; `suite_instance(run, config) -> Instance`).
   `secret` is a `HeldoutSecret` (`bat.benchmark.secret`: `load_or_create_secret(path)`, a run's is
   `RunLayout.heldout_secret`): without it the held-out instances cannot be rebuilt.
-* `practice_seed(track, index, config) -> int`, `practice_instance(track, seed, config=None) -> Instance`.
+* `practice_seed(track, index, config) -> int`, `practice_instance(track, seed, config=None, *, n_cases=None,
+  params=None) -> Instance`; `params` is an `InstanceParams(modality, pitfalls, distractors)` that sets those
+  instead of the seed's draws (practice space only; `params_problems(track, params)` lists what is invalid).
 * `materialize(instance, workspace_dir, grader_dir)` — inputs/cards/brief in the workspace, hidden truth in a
   grader dir that must lie outside it.
 * `fingerprint_entries(config, *, secret) -> list[dict(kind, value, source)]` — held-out ids/paths/answers/texts for the
@@ -93,7 +95,16 @@ _EXPORTS = {
     "bat.benchmark.external": ("ExternalCell", "ExternalError", "parse_cells", "run_external"),
     "bat.benchmark.grader": ("grade",),
     "bat.benchmark.judging": ("config_judge",),
-    "bat.benchmark.instance": ("PITFALLS", "Instance", "generate_instance", "load_grader", "materialize"),
+    "bat.benchmark.instance": (
+        "PILOT_REVEALED",
+        "PITFALLS",
+        "Instance",
+        "InstanceParams",
+        "generate_instance",
+        "load_grader",
+        "materialize",
+        "params_problems",
+    ),
     "bat.benchmark.score": ("RunScore",),
     "bat.benchmark.secret": ("HeldoutSecret", "load_or_create_secret", "run_secret"),
     "bat.benchmark.suite": (

@@ -25,6 +25,41 @@ if TYPE_CHECKING:
     from bat.config.benchmark import BenchmarkConfig
 
 PITFALLS = ("normalisation", "layout", "dependency", "corrupt_case")
+PILOT_REVEALED = ("normalisation", "layout", "corrupt_case")
+"""Pitfalls a pilot run + output check reveals (an instance needs one for the recovery and failure outcomes)."""
+
+
+@dataclass(frozen=True)
+class InstanceParams:
+    """Explicit parameters of a practice instance (a task written by the LLM task writer, `bat.bank.task_writer`).
+
+    They replace what the seed would draw for the modality, the distractor model cards and the pitfalls; names,
+    cases, intensity ranges and everything else still come from the seed, so the instance stays deterministic."""
+
+    modality: str
+    """Modality of the cases and of the fitting model (a profile of the track)."""
+    pitfalls: tuple[str, ...] = ()
+    """Pitfalls that are on (names from `PITFALLS`); the others are off."""
+    distractors: tuple[str, ...] = ()
+    """Modalities of the other candidate model cards (distinct profiles of the track, not `modality`)."""
+
+
+def params_problems(track: str, params: InstanceParams) -> dict[str, str]:
+    """What makes `params` impossible for `track`, keyed by the parameter (`modality`, `pitfalls`, `distractors`);
+    each message names the valid values. Empty: the generator takes them."""
+    profiles = list(get_track(track).profiles)
+    problems: dict[str, str] = {}
+    if params.modality not in profiles:
+        problems["modality"] = f"modality {params.modality!r} is not a {track} modality; valid: {profiles}"
+    if any(p not in PITFALLS for p in params.pitfalls) or len(set(params.pitfalls)) != len(params.pitfalls):
+        problems["pitfalls"] = f"pitfalls {list(params.pitfalls)} must be distinct names from {list(PITFALLS)}"
+    others = [m for m in profiles if m != params.modality]
+    if any(d not in others for d in params.distractors) or len(set(params.distractors)) != len(params.distractors):
+        problems["distractors"] = (
+            f"distractors {list(params.distractors)} must be distinct {track} modalities other than "
+            f"{params.modality!r}; valid: {others}"
+        )
+    return problems
 
 
 @dataclass
@@ -48,7 +83,7 @@ class Instance:
     @property
     def pilot_revealed(self) -> bool:
         """True when a pilot + check reveals a pitfall (wrong normalisation, layout or a corrupt case)."""
-        return bool(self.pitfalls["normalisation"] or self.pitfalls["layout"] or self.pitfalls["corrupt_case"])
+        return any(self.pitfalls[p] for p in PILOT_REVEALED)
 
     def meta(self) -> dict[str, Any]:
         """Grader-side metadata (instance.json)."""
@@ -183,9 +218,18 @@ def _id_suffix(seed: int, space: str, track: str) -> str:
 
 
 def generate_instance(
-    track: str, space: str, seed: int, *, n_cases: int | None = None, config: BenchmarkConfig | None = None
+    track: str,
+    space: str,
+    seed: int,
+    *,
+    n_cases: int | None = None,
+    config: BenchmarkConfig | None = None,
+    params: InstanceParams | None = None,
 ) -> Instance:
-    """Build the instance of (`track`, `space`, `seed`) deterministically; `n_cases` overrides the config."""
+    """Build the instance of (`track`, `space`, `seed`) deterministically; `n_cases` overrides the config.
+
+    `params` (practice space only) sets the modality, distractor cards and pitfalls: the seed's draws for them are
+    still made and then replaced, so `params=None` leaves the seed-only instance exactly as it was."""
     from bat.config.benchmark import BenchmarkConfig
 
     cfg = config or BenchmarkConfig()
@@ -193,6 +237,12 @@ def generate_instance(
     n = n_cases or cfg.cases_per_instance
     if n < 1:
         raise ValueError(f"n_cases must be >= 1, got {n}")
+    if params is not None:
+        if space != "practice":
+            raise ValueError(f"explicit instance parameters are for the practice space only, got space={space!r}")
+        problems = params_problems(track, params)
+        if problems:
+            raise ValueError("; ".join(problems.values()))
     rng = np.random.default_rng(_content_seed(seed, space, track))
     modalities = list(t.profiles)
     modality = modalities[int(rng.integers(len(modalities)))]
@@ -200,10 +250,14 @@ def generate_instance(
     chosen = [modality] + [
         others[i] for i in rng.permutation(len(others))[: min(cfg.candidate_models, len(modalities)) - 1]
     ]
+    if params is not None:
+        modality, chosen = params.modality, [params.modality, *params.distractors]
     taken: set[str] = set()
     names = [v.model_name(rng, taken) for _ in chosen]
     pkgs = [v.package_name(rng, taken) for _ in range(3)]
     pit: dict[str, Any] = {k: bool(rng.random() < cfg.pitfall_probability) for k in PITFALLS}
+    if params is not None:
+        pit = {k: k in params.pitfalls for k in PITFALLS}
     lo, span = (
         (float(rng.choice([500, 1000, 1024])), float(rng.choice([2000, 3000, 4095])))
         if pit["normalisation"]

@@ -15,7 +15,7 @@ from typing import Any
 
 import numpy as np
 
-from bat.benchmark.instance import Instance, brief_text, generate_instance
+from bat.benchmark.instance import Instance, InstanceParams, brief_text, generate_instance
 from bat.benchmark.score import RunScore
 from bat.benchmark.secret import HeldoutSecret
 from bat.benchmark.tracks import get_track
@@ -79,9 +79,12 @@ def practice_seed(track: str, index: int, config: Any = None) -> int:
     return derive_seed(_cfg(config).benchmark.practice_seed, "practice", track, index)
 
 
-def practice_instance(track: str, seed: int, config: Any = None, *, n_cases: int | None = None) -> Instance:
-    """Rebuild a practice instance (and its grader side) from its seed."""
-    return generate_instance(track, "practice", seed, n_cases=n_cases, config=_cfg(config).benchmark)
+def practice_instance(
+    track: str, seed: int, config: Any = None, *, n_cases: int | None = None, params: InstanceParams | None = None
+) -> Instance:
+    """Rebuild a practice instance (and its grader side) from its seed (and, for a written task, its explicit
+    `params`, see `InstanceParams`)."""
+    return generate_instance(track, "practice", seed, n_cases=n_cases, config=_cfg(config).benchmark, params=params)
 
 
 def instance_identifiers(inst: Instance) -> set[str]:

@@ -1,4 +1,5 @@
-"""Stage Bank knobs: how many practice tasks, teacher, SFT length limit and split, E2E reduction grid, limit H."""
+"""Stage Bank knobs: how many practice tasks, who writes them, teacher, SFT length limit and split, E2E reduction
+grid, limit H."""
 
 from __future__ import annotations
 
@@ -9,8 +10,8 @@ from pydantic import Field, model_validator
 from bat.config.base import Section
 
 
-class LlmTeacherConfig(Section):
-    """Optional LLM teacher through an OpenAI-compatible endpoint (`/v1/chat/completions`)."""
+class LlmEndpointConfig(Section):
+    """A teacher model behind an OpenAI-compatible endpoint (`/v1/chat/completions`), as `ChatClient` calls it."""
 
     base_url: str = Field("http://127.0.0.1:8000/v1", pattern=r"^https?://")
     """Endpoint root, e.g. `http://127.0.0.1:8000/v1` of `vllm serve` or SGLang."""
@@ -19,13 +20,27 @@ class LlmTeacherConfig(Section):
     api_key_env: str = "BAT_TEACHER_API_KEY"
     """Environment variable holding the API key (the key itself never lives in config)."""
     temperature: float = Field(0.0, ge=0.0, le=2.0)
-    """Sampling temperature of the teacher."""
+    """Sampling temperature of the model."""
     max_tokens: int = Field(1024, ge=16)
-    """Completion cap per teacher response."""
+    """Completion cap per response."""
     timeout_s: float = Field(60.0, gt=0.0)
     """HTTP timeout per request."""
     retries: int = Field(2, ge=0, le=10)
-    """Retries after a failed request before the trajectory is dropped as unchecked."""
+    """Retries after a failed request before the call gives up (an LLM teacher's trajectory is then dropped as
+    unchecked; a task writer's proposal is rejected as `endpoint_error`)."""
+
+
+class LlmTeacherConfig(LlmEndpointConfig):
+    """Optional LLM teacher that runs practice tasks through an OpenAI-compatible endpoint."""
+
+
+class LlmTaskWriterConfig(LlmEndpointConfig):
+    """Optional LLM task writer (paper §2.1, Data Factory: teachers write fictional tasks): an OpenAI-compatible
+    endpoint proposes each practice task's parameters as JSON (`bat.bank.task_writer`)."""
+
+    proposals_per_task: int = Field(3, ge=1, le=20)
+    """Proposals asked for one task slot before the slot is left unfilled (each rejected one is counted with its
+    reason in the manifest's `counts.task_writer`)."""
 
 
 class BankConfig(Section):
@@ -56,6 +71,13 @@ class BankConfig(Section):
     """Teacher that runs the practice tasks: the benchmark's scripted variants or an LLM endpoint."""
     llm: LlmTeacherConfig = LlmTeacherConfig()
     """LLM teacher settings (used only when `teacher == "llm"`)."""
+    task_writer: Literal["scripted", "llm"] = "scripted"
+    """Who writes the practice tasks: `scripted` draws every parameter from a practice seed; `llm` asks the
+    `task_writer_llm` endpoint for each task's parameters (track, modality, pitfalls, distractor cards, cases) and
+    builds the instance from them and a practice seed (never the held-out space). Part of the bank fingerprint only
+    when `llm`."""
+    task_writer_llm: LlmTaskWriterConfig = LlmTaskWriterConfig()
+    """LLM task writer settings (used, and fingerprinted, only when `task_writer == "llm"`)."""
     sft_max_length: int = Field(8192, ge=16)
     """SFT rows longer than this (context + target) are rejected and counted, never clipped."""
     sft_tokenizer: str | None = None

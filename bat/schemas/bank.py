@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+from pydantic import BaseModel, ConfigDict, Field, field_validator, model_serializer, model_validator
 
 from bat.schemas.base import Record
 
@@ -54,6 +54,19 @@ class Reduction(_Record):
     """At most this many validation (pilot) passes (lambda_validate)."""
 
 
+class TaskParams(_Record):
+    """Explicit instance parameters of a task written by the LLM task writer (`bat.bank.task_writer`)."""
+
+    modality: str
+    """Modality of the cases and of the fitting model card."""
+    pitfalls: tuple[str, ...] = ()
+    """Pitfalls that are on (the benchmark's pitfall names); the others are off."""
+    distractors: tuple[str, ...] = ()
+    """Modalities of the other candidate model cards."""
+    cases: int = Field(ge=1)
+    """Cases of the instance (an E2E reduction keeps fewer)."""
+
+
 class PracticeTask(_Top):
     """A fictional task from the benchmark's practice seed space (never a held-out instance)."""
 
@@ -69,6 +82,16 @@ class PracticeTask(_Top):
     """Slot of (track, outcome) this task fills."""
     attempt: int = Field(0, ge=0)
     """0 for the planned task; k > 0 for the k-th replacement after a trajectory failed its check."""
+    params: TaskParams | None = None
+    """Set for a task the LLM task writer wrote: the instance is built from the seed with these parameters.
+    None (a scripted task) is left out of the serialised record, so scripted banks keep their bytes."""
+
+    @model_serializer(mode="wrap")
+    def _omit_unwritten(self, handler: Any) -> dict[str, Any]:
+        data = handler(self)
+        if self.params is None:
+            data.pop("params", None)
+        return data
 
 
 class TrajectoryTurn(_Record):

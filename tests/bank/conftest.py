@@ -4,6 +4,23 @@ import pytest
 
 from bat.schemas.bank import PracticeTask, Trajectory, TrajectoryTurn
 
+ONE_TASK_BANK = (
+    "bank.tracks=[classification]",
+    "bank.tasks_per_track=1",
+    "bank.e2e_per_track=0",
+    "bank.outcomes=[success]",
+    "benchmark.runtime=inprocess",
+    "leakage.enabled=false",
+)
+"""Config overrides of a one-task bank (classification, success, no E2E, in-process tools, no leakage index)."""
+
+
+@pytest.fixture
+def one_task_bank() -> list[str]:
+    """`ONE_TASK_BANK` as a list to extend."""
+    return list(ONE_TASK_BANK)
+
+
 SKILLS = {f"S{i}": f"Skill text of stage S{i}." for i in range(1, 6)}
 ORDER = ("S1", "S2", "S3", "S4", "S5")
 

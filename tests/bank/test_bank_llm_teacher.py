@@ -37,15 +37,8 @@ def _structured(call):
     }
 
 
-def test_llm_teacher_writes_the_same_trajectory_format(tmp_path, monkeypatch):
-    base = [
-        "bank.tracks=[classification]",
-        "bank.tasks_per_track=1",
-        "bank.e2e_per_track=0",
-        "bank.outcomes=[success]",
-        "benchmark.runtime=inprocess",
-        "leakage.enabled=false",
-    ]
+def test_llm_teacher_writes_the_same_trajectory_format(tmp_path, monkeypatch, one_task_bank):
+    base = one_task_bank
     cfg = load_config(None, base)
     task = plan_tasks(cfg, bank_seed(cfg), ["classification"])[0]
     expert = run_scripted(instance_for(task, cfg), "expert", tmp_path / "expert", cfg)
