@@ -67,6 +67,9 @@ class BatConfig(Section):
         if not math.isclose(total, 1.0, abs_tol=1e-6):
             weights = {stage.key: stage.weight for stage in self.stages}
             raise ValueError(f"stages: weights must sum to 1.0, got {total:.6g} from {weights}")
+        unknown = sorted(set(self.bank.skills) - set(keys))
+        if unknown:
+            raise ValueError(f"bank.skills has stage keys {unknown} that are not configured; valid keys: {keys}")
         return self
 
     @model_validator(mode="after")
