@@ -14,6 +14,8 @@ Files of one immutable bank version `RunLayout.bank(v)` = `state/<run>/bank/vNNN
     rl/rows.jsonl             BankRow z = (p, s, c, G, kappa, m) with a stable `state_id` (GRPO group key)
     rl/index.json             BankIndex: state_ids by track / stage / outcome / reward_source
     e2e_acceptance.json       Eq. 15 verdict per E2E candidate (boot, fits H, stage checks, validate, leak)
+    skills.json               stage skill texts (kappa) of the rows when some are not static (`bank.skills`, set by the
+                              LLM skill writer `bat.bank.skill_writer`); scanned by the leakage preflight like any file
     states/<state_id>/        state package p in the sandbox format (`files/` + `package.json`, see
                               `bat.sandbox.package`) + `prior_records.jsonl` (the replayed prefix's records)
     leakage.json, ADMITTED    written by the leakage preflight (`bat bank scan`); rounds pin the newest ADMITTED version

@@ -1,6 +1,7 @@
 """Phase "synthesize": build (or reuse) the Stage Bank version for this config and seed.
 
-Reads: `ctx.config` (bank, benchmark, sandbox, stages, leakage), the benchmark's practice seed space.
+Reads: `ctx.config` (bank, benchmark, sandbox, stages, leakage), the benchmark's practice seed space; a refresh also
+the newest controller aggregate before it (steering, `bank.skill_writer: llm`).
 Writes: `ctx.layout.bank(v)` — a new immutable version, or none when a version with the same fingerprint
 exists (re-running is a no-op). The scan phase (`bat.leakage.phase:run_scan`) admits it afterwards; rounds pin the
 newest admitted version. The bootstrap (round 0) synthesizes refresh 0; the asynchronous refresh beside round r

@@ -78,17 +78,19 @@ def build_row(
     seeds: dict[str, int],
     config: BatConfig,
 ) -> BankRow:
-    """Assemble one RL row for a state packed at `states/<state_id>` (manifest from the sandbox package)."""
-    from bat.benchmark import STAGE_SKILLS
+    """Assemble one RL row for a state packed at `states/<state_id>` (manifest from the sandbox package); kappa is
+    the stage's text from `bat.bank.skills.stage_skills(config)` (static, or the version's `bank.skills`)."""
+    from bat.bank.skills import stage_skills
 
     order = [s.key for s in config.stages]
     names = {s.key: s.name for s in config.stages}
+    skills = stage_skills(config)
     if stage == E2E:
-        skill = prompts.e2e_skill_text(order, STAGE_SKILLS, names)
+        skill = prompts.e2e_skill_text(order, skills, names)
         items, evidence = contract_refs(order, task.track, config.benchmark.contract)
         user = prompts.user_message(brief)
     else:
-        skill = prompts.skill_text(stage, STAGE_SKILLS, names)
+        skill = prompts.skill_text(stage, skills, names)
         items, evidence = contract_refs([stage], task.track, config.benchmark.contract)
         files = [f.path for f in manifest.files]
         user = prompts.user_message(

@@ -1,6 +1,7 @@
 """The data factory: practice tasks -> teacher trajectories -> stage states + E2E surrogates + SFT slices -> bank vNNNN.
 
-Reads: config (bank, benchmark, sandbox, stages, leakage), the benchmark's practice seed space.
+Reads: config (bank, benchmark, sandbox, stages, leakage), the benchmark's practice seed space; a refresh k >= 1 also
+the newest controller aggregate before round k (steering, the LLM skill writer: aggregate numbers only).
 Writes: one new immutable `RunLayout.bank(v)` (see `bat.bank` for the files). Same config + seed -> same
 fingerprint -> the existing version is reused (no-op); content is byte-identical for a given seed and any
 number of workers. A killed synthesis resumes: finished tasks keep markers in `bank/.build-<fingerprint>/`.
@@ -18,14 +19,15 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from bat.bank import checks, e2e, practice, rows, sft, store, task_writer
+from bat.bank import checks, e2e, practice, rows, sft, skill_writer, store, task_writer
 from bat.bank import tasks as tasks_mod
+from bat.bank.aggregates import newest_controller_aggregate
 from bat.bank.pools import build_index
+from bat.bank.skills import write_skills_file
 from bat.bank.tasks import TaskResult
 from bat.schemas.bank import E2E, BankRow, PracticeTask, SftRow, Trajectory
-from bat.schemas.evaluation import EvalAggregate
 from bat.seeds import derive_seed
-from bat.state.atomic import atomic_write_json, read_json
+from bat.state.atomic import atomic_write_json
 from bat.state.bank_layout import SFT_SPLIT_FILES, BankVersionLayout
 from bat.state.jsonl import write_jsonl
 from bat.state.layout import RunLayout
@@ -34,9 +36,9 @@ if TYPE_CHECKING:
     from bat.config.root import BatConfig
 
 
-CONTENT_NEUTRAL = {"workers", "refresh_steering"}
+CONTENT_NEUTRAL = {"workers", "refresh_steering", "skill_writer", "skill_llm"}
 """Bank knobs that change how fast a bank is built, never its content (left out of the fingerprint; the steering
-mode acts only through the `track_tasks` it sets)."""
+mode acts only through the `track_tasks` it sets, the skill writer only through the `skills` it sets)."""
 WRITER_KNOBS = {"task_writer", "task_writer_llm"}
 """Bank knobs of the LLM task writer: fingerprinted only when `bank.task_writer == "llm"` (a scripted bank's
 fingerprint does not depend on them)."""
@@ -70,13 +72,10 @@ def steering(config: BatConfig, layout: RunLayout, refresh: int) -> tuple[BatCon
     aggregate numbers, never held-out content) and sets `bank.track_tasks` (`steered_track_tasks`)."""
     if refresh < 1 or config.bank.refresh_steering == "off":
         return config, None
-    for source in range(refresh - 1, -1, -1):
-        path = layout.round(source).aggregate("controller")
-        if path.is_file():
-            agg = EvalAggregate.model_validate(read_json(path))
-            break
-    else:
+    found = newest_controller_aggregate(layout, refresh)
+    if found is None:
         return config, None
+    source, agg = found
     scores = {t: agg.tracks[t].overall if t in agg.tracks else None for t in bank_tracks(config)}
     tasks = steered_track_tasks(config, scores)
     record = {"mode": "weakness", "source_round": source, "track_overall": scores, "track_tasks": tasks}
@@ -99,9 +98,11 @@ def refreshed_config(config: BatConfig, refresh: int) -> BatConfig:
 def fingerprint(config: BatConfig) -> str:
     """Digest of everything that determines a bank's content: generator version, seed, and the bank, benchmark,
     sandbox (records name the runtime), leakage (E2E leak term) and stage config; with `bank.task_writer: llm` also
-    the writer's settings and version. The benchmark contract counts only when it differs from the built-in one (rows
-    carry its item texts), so banks made before it was configurable keep their fingerprint."""
-    exclude = CONTENT_NEUTRAL | (set() if config.bank.track_tasks else {"track_tasks"})
+    the writer's settings and version. `bank.track_tasks` and `bank.skills` enter only when set, and the benchmark
+    contract only when it differs from the built-in one (rows carry its item texts), so a config without them keeps
+    the fingerprint it had before they existed."""
+    unset = {name for name in ("track_tasks", "skills") if not getattr(config.bank, name)}
+    exclude = CONTENT_NEUTRAL | unset
     exclude |= set() if config.bank.task_writer == "llm" else WRITER_KNOBS
     payload = {
         "generators": _generator_versions(),
@@ -248,10 +249,11 @@ def collect(config: BatConfig, layout: RunLayout, build: Path, scratch: Path) ->
 
 def slice_sft(config: BatConfig, out: Collected) -> tuple[list[SftRow], sft.SliceStats]:
     """SFT rows of every checked trajectory whose label is in `bank.sft_outcomes` (plus accepted E2E ones)."""
-    from bat.benchmark import STAGE_SKILLS
+    from bat.bank.skills import stage_skills
 
     order = [s.key for s in config.stages]
     names = {s.key: s.name for s in config.stages}
+    skills = stage_skills(config)
     meter = _meter(config)
     use = [
         t
@@ -270,7 +272,7 @@ def slice_sft(config: BatConfig, out: Collected) -> tuple[list[SftRow], sft.Slic
     for traj in use:
         sliced += sft.slice_trajectory(
             traj,
-            skills=STAGE_SKILLS,
+            skills=skills,
             stage_order=order,
             meter=meter,
             max_length=config.bank.sft_max_length,
@@ -320,8 +322,10 @@ def _counts(config: BatConfig, out: Collected, sft_rows: list[SftRow], stats: sf
 
 def synthesize(config: BatConfig, layout: RunLayout, refresh: int = 0) -> tuple[store.BankVersion, bool]:
     """Build the next bank version for `config` at refresh index `refresh` (`refreshed_config`), or return the
-    existing one with the same fingerprint (reused=True). The manifest records the refresh index and bank seed."""
+    existing one with the same fingerprint (reused=True). The manifest records the refresh index and bank seed, the
+    steering, and (LLM skill writer) where each stage's skill text came from (`bat.bank.skill_writer`)."""
     config, steered = steering(refreshed_config(config, refresh), layout, refresh)
+    config, skills = skill_writer.prescribe(config, layout, refresh)
     fp = fingerprint(config)
     existing = store.find_by_fingerprint(layout, fp)
     if existing is not None:
@@ -339,6 +343,7 @@ def synthesize(config: BatConfig, layout: RunLayout, refresh: int = 0) -> tuple[
         write_jsonl(files.rl_rows, out.rows)
         atomic_write_json(files.rl_index, build_index(out.rows))
         atomic_write_json(files.e2e_acceptance, out.e2e["decisions"])
+        write_skills_file(files.skills, config)
         return _counts(config, out, sft_rows, stats)
 
     fields = {
@@ -356,6 +361,8 @@ def synthesize(config: BatConfig, layout: RunLayout, refresh: int = 0) -> tuple[
             "steering": steered,
         },
     }
+    if skills is not None:
+        fields["config"]["skills"] = skills
     return store.write_version(layout, fill, fields, resume_key=fp[:16]), False
 
 

@@ -109,14 +109,15 @@ def run_scripted(instance: Any, variant: str, workdir: Path, config: BatConfig) 
 def run_llm(instance: Any, client: ChatClient, workdir: Path, config: BatConfig, max_turns: int) -> TeacherRun:
     """Let an LLM behind an OpenAI-compatible endpoint run `instance` for at most `max_turns` responses.
 
-    Context = preamble + ordered stage skills, the brief, then assistant/tool turns; malformed responses are
+    Context = preamble + ordered stage skills (`bat.bank.skills.stage_skills`: the version's texts), the brief, then assistant/tool turns; malformed responses are
     stepped as invalid actions (error observations) and kept in the trajectory with `call=None`."""
-    from bat.benchmark import STAGE_SKILLS, tool_specs
+    from bat.bank.skills import stage_skills
+    from bat.benchmark import tool_specs
 
     env, workspace, grader = _open_env(instance, workdir, config)
     brief = env.reset()
     order = [s.key for s in config.stages]
-    skill = prompts.e2e_skill_text(order, STAGE_SKILLS, {s.key: s.name for s in config.stages})
+    skill = prompts.e2e_skill_text(order, stage_skills(config), {s.key: s.name for s in config.stages})
     messages: list[ChatMessage] = [prompts.system_message(skill), prompts.user_message(brief)]
     specs = tool_specs(config.benchmark.execute_code)
     turns: list[TrajectoryTurn] = []

@@ -8,6 +8,7 @@ from typing import Literal
 from pydantic import Field, model_validator
 
 from bat.config.base import Section
+from bat.config.skill_writer import SkillWriterConfig
 
 
 class LlmEndpointConfig(Section):
@@ -57,6 +58,16 @@ class BankConfig(Section):
     """How an asynchronous refresh (refresh k >= 1) shares its tasks among tracks. `weakness` (paper §2.1: synthesis
     steered by aggregate statistics): the same total, split in proportion to 1 - track Overall (in [0, 1]) of the newest
     controller aggregate before round k (aggregates only), at least one per track; `off`: `tasks_per_track` each."""
+    skill_writer: Literal["static", "llm"] = "static"
+    """Where the stage skill texts (kappa) of a bank version come from. `static`: `bat.benchmark.STAGE_SKILLS`.
+    `llm` (paper §2.3, skills distilled from LLM prescriptions): a refresh k >= 1 asks `skill_llm` to rewrite each
+    stage's skill from the newest controller aggregate before round k (aggregate numbers only); a reply that is not a
+    usable skill keeps the static text, and a refresh without aggregates (the bootstrap) keeps every static text."""
+    skill_llm: SkillWriterConfig = SkillWriterConfig()
+    """Endpoint and reply cap of the LLM skill writer (used only when `skill_writer == "llm"`)."""
+    skills: dict[str, str] = Field(default_factory=dict)
+    """Skill texts replacing the static ones for the named stage keys (the LLM skill writer sets it; empty: every
+    stage uses its static text). Keys must be configured stage keys."""
     outcomes: tuple[Literal["success", "recovery", "failure"], ...] = ("success", "recovery", "failure")
     """Outcome labels to synthesise; each maps to a teacher variant (expert / recovery / failure)."""
     e2e_per_track: int = Field(2, ge=0, le=10_000)

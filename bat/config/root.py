@@ -74,6 +74,9 @@ class BatConfig(Section):
                 f"stages {missing} have no contract (rubric items, evidence); define them under "
                 f"benchmark.contract.stages; defined: {defined}"
             )
+        unknown = sorted(set(self.bank.skills) - set(keys))
+        if unknown:
+            raise ValueError(f"bank.skills has stage keys {unknown} that are not configured; valid keys: {keys}")
         return self
 
     @model_validator(mode="after")

@@ -65,7 +65,12 @@ PHASES: dict[str, PhaseSpec] = {
         PhaseSpec(
             "synthesize",
             "bat.bank.phase:run_synthesize",
-            lambda L, r: ("config (bank, benchmark)", "practice seed space", "base tokenizer"),
+            lambda L, r: (
+                "config (bank, benchmark)",
+                "practice seed space",
+                "base tokenizer",
+                "refresh: newest controller aggregate before it (steering, LLM skill writer)",
+            ),
             lambda L, r: (
                 _bank(L).tasks,
                 _bank(L).trajectories,
@@ -74,6 +79,7 @@ PHASES: dict[str, PhaseSpec] = {
                 _bank(L).rl_rows,
                 _bank(L).rl_index,
                 _bank(L).states_dir,
+                _bank(L).skills,
                 _bank(L).manifest,
             ),
             "synthesize",

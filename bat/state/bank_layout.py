@@ -7,6 +7,7 @@ bank/vNNNN/
   sft/train.jsonl sft/validation.jsonl sft/rejected.json
   rl/rows.jsonl rl/index.json   RL rows (S-target, S-mix, E2E) and their counts
   e2e_acceptance.json           the acceptance decision of every E2E candidate
+  skills.json                   the stage skill texts of the version's rows (only when they are not all static)
   states/<state_id>/            executable stage-state packages
   leakage.json                  the leakage scan's report
   ADMITTED | REJECTED.json      the scan's verdict marker (ADMITTED written last, only when clean)
@@ -25,6 +26,7 @@ REJECTED_NAME = "REJECTED.json"
 SFT_SPLIT_FILES = {"train": "sft/train.jsonl", "validation": "sft/validation.jsonl"}
 RL_ROWS_FILE = "rl/rows.jsonl"
 RL_INDEX_FILE = "rl/index.json"
+SKILLS_FILE = "skills.json"
 SCAN_OUTPUTS = frozenset({LEAKAGE_REPORT_NAME, ADMITTED_NAME, REJECTED_NAME})
 """Files the leakage scan adds to a finished version (not part of its manifest's digests, not scanned)."""
 
@@ -69,6 +71,12 @@ class BankVersionLayout:
     def e2e_acceptance(self) -> Path:
         """The acceptance decision (Eq. 15) of every E2E candidate synthesis tried."""
         return self.path / "e2e_acceptance.json"
+
+    @property
+    def skills(self) -> Path:
+        """The stage skill texts (kappa) this version's rows carry, with where each came from (LLM or static);
+        written only when some stage's text is not the static one."""
+        return self.path / SKILLS_FILE
 
     @property
     def states_dir(self) -> Path:
