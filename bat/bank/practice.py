@@ -20,17 +20,34 @@ MAX_SEED_PROBES = 64
 
 
 def instance_for(task: PracticeTask, config: BatConfig) -> Any:
-    """The benchmark instance of `task` (R_lambda applied: only `reduction.cases` cases are generated; a written
-    task's `params` set its modality, distractor cards, pitfalls and case count)."""
-    from bat.benchmark import practice_instance
+    """The benchmark instance of `task` (R_lambda of Eq. 12 applied: only `reduction.cases` cases are generated, each
+    input capped at `reduction.input_fraction` of its size; a written task's `params` set its modality, distractor
+    cards, pitfalls and case count). An input fraction the track cannot make raises, naming the valid range."""
+    return build_instance(task.track, task.seed, config, task.reduction, task.params, task_id=task.task_id)
 
-    if task.reduction is not None and task.reduction.input_fraction < 1.0:
-        raise ValueError(
-            f"task {task.task_id}: input_fraction={task.reduction.input_fraction} is not supported by the built-in "
-            "benchmark (fixed-size cases); valid: 1.0 — use a reduction grid without input caps"
-        )
-    n_cases = task.reduction.cases if task.reduction else (task.params.cases if task.params else None)
-    return practice_instance(task.track, task.seed, config, n_cases=n_cases, params=instance_params(task.params))
+
+def build_instance(
+    track: str,
+    seed: int,
+    config: BatConfig,
+    reduction: Reduction | None,
+    params: TaskParams | None,
+    *,
+    task_id: str = "",
+) -> Any:
+    """The practice instance of (track, seed) under `reduction` (cases and lambda_input, Eq. 12) and written
+    `params`; reads nothing else. A refused input fraction raises ValueError naming the task and the valid range."""
+    from bat.benchmark import practice_instance
+    from bat.benchmark.tracks import get_track
+
+    fraction = reduction.input_fraction if reduction else 1.0
+    problem = get_track(track).fraction_problem(fraction)
+    if problem:
+        raise ValueError(f"task {task_id or f'{track}:{seed}'}: {problem}")
+    n_cases = reduction.cases if reduction else (params.cases if params else None)
+    return practice_instance(
+        track, seed, config, n_cases=n_cases, params=instance_params(params), input_fraction=fraction
+    )
 
 
 def instance_params(params: TaskParams | None) -> Any:
@@ -142,10 +159,7 @@ def make_task(
     params: TaskParams | None = None,
 ) -> PracticeTask:
     """The PracticeTask of (track, practice seed, variant, reduction, written params); its id names the instance."""
-    from bat.benchmark import practice_instance
-
-    n_cases = reduction.cases if reduction else (params.cases if params else None)
-    instance = practice_instance(track, seed, config, n_cases=n_cases, params=instance_params(params))
+    instance = build_instance(track, seed, config, reduction, params)
     suffix = "e2e" if reduction else variant
     return PracticeTask(
         task_id=f"{instance.instance_id}.{suffix}",

@@ -105,7 +105,7 @@ def fingerprint(config: BatConfig) -> str:
     exclude = CONTENT_NEUTRAL | unset
     exclude |= set() if config.bank.task_writer == "llm" else WRITER_KNOBS
     payload = {
-        "generators": _generator_versions(),
+        "generators": _generator_versions(config),
         "seed": bank_seed(config),
         "bank": config.bank.model_dump(mode="json", exclude=exclude),
         "benchmark": config.benchmark.model_dump(
@@ -348,7 +348,7 @@ def synthesize(config: BatConfig, layout: RunLayout, refresh: int = 0) -> tuple[
 
     fields = {
         "fingerprint": fp,
-        "generator_versions": _generator_versions(),
+        "generator_versions": _generator_versions(config),
         "seeds": {"bank": bank_seed(config), "practice_root": config.benchmark.practice_seed, "refresh": refresh},
         "reduction_grid": config.bank.reduction_grid,
         "stages": [s.key for s in config.stages],
@@ -366,15 +366,16 @@ def synthesize(config: BatConfig, layout: RunLayout, refresh: int = 0) -> tuple[
     return store.write_version(layout, fill, fields, resume_key=fp[:16]), False
 
 
-def _generator_versions() -> dict[str, str]:
-    """Versions of every generator whose output lands in the bank (bank, reduction grids, benchmark suite + grader)."""
-    from bat.bank.reduction import GRIDS
+def _generator_versions(config: BatConfig) -> dict[str, str]:
+    """Versions of every generator whose output lands in the bank (bank, the reduction grid it uses, benchmark suite
+    + grader). Grids are immutable once released, so only the configured one (`bank.reduction_grid`) shapes the bank:
+    releasing a new grid version leaves the fingerprint of a bank on an older one unchanged."""
     from bat.benchmark import GENERATOR_VERSION, HARNESS_VERSION
 
     # "benchmark_suite" names the practice generator: the bank holds practice instances, never held-out ones
     return {
         "bank": rows.GENERATOR_VERSION,
-        "reduction_grids": ",".join(sorted(GRIDS)),
+        "reduction_grids": config.bank.reduction_grid,
         "benchmark_suite": GENERATOR_VERSION,
         "benchmark_grader": HARNESS_VERSION,
         "teacher": "bat.benchmark.agents",

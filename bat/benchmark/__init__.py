@@ -19,15 +19,19 @@ Contract (reusable by the verifier so reward and evaluation cannot drift):
   agentic, overall, breach, breach_reasons, valid, null_reasons.
 
 Instances (seeded numpy/scipy generation; held-out and practice spaces share no identifiers):
-* `generate_instance(track, space: "heldout"|"practice", seed, *, n_cases=None, config=None) -> Instance`
+* `generate_instance(track, space: "heldout"|"practice", seed, *, n_cases=None, config=None, params=None,
+  input_fraction=1.0) -> Instance`
   (`Instance.instance_id, .track, .space, .seed, .pitfalls, .case_ids, .fitting_model, ...`).
 * `heldout_suite(config, split="controller"|"final"|"test", *, secret) -> list[SuiteRun]` (tracks x repeats;
   `SuiteRun(run_id, track, repeat, instance_seed, sampling_seed)`; `suite_instance(run, config) -> Instance`).
   `secret` is a `HeldoutSecret` (`bat.benchmark.secret`: `load_or_create_secret(path)`, a run's is
   `RunLayout.heldout_secret`): without it the held-out instances cannot be rebuilt.
 * `practice_seed(track, index, config) -> int`, `practice_instance(track, seed, config=None, *, n_cases=None,
-  params=None) -> Instance`; `params` is an `InstanceParams(modality, pitfalls, distractors)` that sets those
-  instead of the seed's draws (practice space only; `params_problems(track, params)` lists what is invalid).
+  params=None, input_fraction=1.0) -> Instance`; `params` is an `InstanceParams(modality, pitfalls, distractors)`
+  that sets those instead of the seed's draws (practice space only; `params_problems(track, params)` lists what is
+  invalid); `input_fraction` (lambda_input of Eq. 12, practice space only) caps every case's input at that fraction
+  of its size in elements (`Track.case_shape`; valid from the track's `min_input_fraction` to 1.0; 1.0 is the
+  full-size instance byte for byte).
 * `materialize(instance, workspace_dir, grader_dir)` — inputs/cards/brief in the workspace, hidden truth in a
   grader dir that must lie outside it.
 * `fingerprint_entries(config, *, secret) -> list[dict(kind, value, source)]` — held-out ids/paths/answers/texts for the

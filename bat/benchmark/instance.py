@@ -79,6 +79,9 @@ class Instance:
     files: dict[str, bytes] = field(repr=False)
     truths: dict[str, Any] = field(repr=False)
     extras: dict[str, dict[str, Any]] = field(repr=False)
+    input_fraction: float = 1.0
+    """lambda_input of Eq. 12: every case's input holds at most this fraction of its full-size elements (practice
+    only; 1.0: full size)."""
 
     @property
     def pilot_revealed(self) -> bool:
@@ -86,8 +89,9 @@ class Instance:
         return any(self.pitfalls[p] for p in PILOT_REVEALED)
 
     def meta(self) -> dict[str, Any]:
-        """Grader-side metadata (instance.json)."""
-        return {
+        """Grader-side metadata (instance.json); `input_fraction` appears only for a reduced instance, so a full-size
+        one keeps the bytes it always had."""
+        meta = {
             "instance_id": self.instance_id,
             "track": self.track,
             "space": self.space,
@@ -100,6 +104,9 @@ class Instance:
             "required_package": self.required_package,
             "extras": self.extras,
         }
+        if self.input_fraction != 1.0:
+            meta["input_fraction"] = self.input_fraction
+        return meta
 
 
 def _npy(array: np.ndarray) -> bytes:
@@ -160,10 +167,12 @@ def _brief(inst: Instance, track_obj: Any, v: Any, tier: str, spec: dict[str, An
 def _add_cases(
     inst: Instance, t: Any, v: Any, rng: np.random.Generator, n: int, lo: float, span: float
 ) -> tuple[dict[str, str], tuple[int, ...]]:
-    """Generate the cases: input files (raw-scaled, one corrupted if drawn), truths, extras; returns (inputs, shape)."""
+    """Generate the cases at the track's `case_shape(inst.input_fraction)`: input files (raw-scaled, one corrupted if
+    drawn), truths, extras; returns (inputs, input shape)."""
     for _ in range(n):
         inst.case_ids.append(v.case_id(rng, set(inst.case_ids)))
-    cases = {cid: t.make_case(rng, inst.modality) for cid in inst.case_ids}
+    shape = t.case_shape(inst.input_fraction)
+    cases = {cid: t.make_case(rng, inst.modality, shape) for cid in inst.case_ids}
     if inst.pitfalls["corrupt_case"]:
         inst.pitfalls["corrupt_case"] = inst.case_ids[int(rng.integers(1, n))] if n > 1 else inst.case_ids[0]
     inputs: dict[str, str] = {}
@@ -225,11 +234,16 @@ def generate_instance(
     n_cases: int | None = None,
     config: BenchmarkConfig | None = None,
     params: InstanceParams | None = None,
+    input_fraction: float = 1.0,
 ) -> Instance:
     """Build the instance of (`track`, `space`, `seed`) deterministically; `n_cases` overrides the config.
 
     `params` (practice space only) sets the modality, distractor cards and pitfalls: the seed's draws for them are
-    still made and then replaced, so `params=None` leaves the seed-only instance exactly as it was."""
+    still made and then replaced, so `params=None` leaves the seed-only instance exactly as it was.
+    `input_fraction` (practice space only) is lambda_input of the E2E reduction (Eq. 12): every case is generated at
+    the track's `case_shape(input_fraction)` (at most that fraction of the full input's elements) and the output
+    contract names the reduced shape; 1.0 is the full-size instance, byte for byte. A fraction outside the track's
+    range, or any fraction but 1.0 outside the practice space, raises naming what is valid."""
     from bat.config.benchmark import BenchmarkConfig
 
     cfg = config or BenchmarkConfig()
@@ -237,6 +251,16 @@ def generate_instance(
     n = n_cases or cfg.cases_per_instance
     if n < 1:
         raise ValueError(f"n_cases must be >= 1, got {n}")
+    input_fraction = float(input_fraction)
+    if input_fraction != 1.0:
+        if space != "practice":
+            raise ValueError(
+                f"input_fraction={input_fraction} is for the practice space only (Eq. 12 reduces practice tasks); "
+                f"{space} instances stay full size: valid there: 1.0"
+            )
+        problem = t.fraction_problem(input_fraction)
+        if problem:
+            raise ValueError(problem)
     if params is not None:
         if space != "practice":
             raise ValueError(f"explicit instance parameters are for the practice space only, got space={space!r}")
@@ -277,6 +301,7 @@ def generate_instance(
         files={},
         truths={},
         extras={},
+        input_fraction=input_fraction,
     )
     inputs, shape = _add_cases(inst, t, v, rng, n, lo, span)
     if not pit["corrupt_case"]:

@@ -80,11 +80,25 @@ def practice_seed(track: str, index: int, config: Any = None) -> int:
 
 
 def practice_instance(
-    track: str, seed: int, config: Any = None, *, n_cases: int | None = None, params: InstanceParams | None = None
+    track: str,
+    seed: int,
+    config: Any = None,
+    *,
+    n_cases: int | None = None,
+    params: InstanceParams | None = None,
+    input_fraction: float = 1.0,
 ) -> Instance:
     """Rebuild a practice instance (and its grader side) from its seed (and, for a written task, its explicit
-    `params`, see `InstanceParams`)."""
-    return generate_instance(track, "practice", seed, n_cases=n_cases, config=_cfg(config).benchmark, params=params)
+    `params`, see `InstanceParams`; for an E2E surrogate, its `input_fraction`, lambda_input of Eq. 12)."""
+    return generate_instance(
+        track,
+        "practice",
+        seed,
+        n_cases=n_cases,
+        config=_cfg(config).benchmark,
+        params=params,
+        input_fraction=input_fraction,
+    )
 
 
 def instance_identifiers(inst: Instance) -> set[str]:

@@ -22,6 +22,11 @@ class CaseData:
     extra: dict[str, Any] = field(default_factory=dict)
 
 
+def scaled(n: int, fraction: float) -> int:
+    """`n` capped at `fraction` of itself (floor; a tiny epsilon absorbs float error such as 20 * 0.35)."""
+    return int(n * fraction + 1e-9)
+
+
 def sigmoid(x: float) -> float:
     """Logistic function on a float (saturates to exactly 1.0 for large inputs)."""
     return float(1.0 / (1.0 + np.exp(-np.clip(x, -700, 700))))
@@ -40,10 +45,29 @@ class Track(ABC):
     """One line for the model card: what the model computes."""
     alt_note: str
     """Model-card line describing the model's native output layout when it differs from the contract."""
+    shape: tuple[int, ...]
+    """Full-size case geometry (the input array's shape; synthesis: the high-resolution truth's)."""
+    min_input_fraction: float = 0.5
+    """Smallest input fraction (lambda_input of Eq. 12) at which the track still makes cases the expert solves."""
+
+    def case_shape(self, fraction: float = 1.0) -> tuple[int, ...]:
+        """The case geometry at input `fraction` (Eq. 12 lambda_input, a fraction of the input's size in elements):
+        every axis scaled by fraction ** (1 / ndim) and floored, so an input holds at most `fraction` of the
+        source's elements; 1.0 gives `shape` itself."""
+        return tuple(scaled(n, fraction ** (1 / len(self.shape))) for n in self.shape)
+
+    def fraction_problem(self, fraction: float) -> str | None:
+        """Why the track cannot make cases at input `fraction` (None: it can); the message names the valid range."""
+        if self.min_input_fraction <= fraction <= 1.0:
+            return None
+        return (
+            f"input_fraction {fraction} is outside what the {self.name} track can make; "
+            f"valid: {self.min_input_fraction} <= input_fraction <= 1.0"
+        )
 
     @abstractmethod
-    def make_case(self, rng: np.random.Generator, modality: str) -> CaseData:
-        """Generate one case of `modality`."""
+    def make_case(self, rng: np.random.Generator, modality: str, shape: tuple[int, ...] | None = None) -> CaseData:
+        """Generate one case of `modality` with geometry `shape` (a `case_shape`; None: the full `shape`)."""
 
     @abstractmethod
     def apply(self, params: dict[str, Any], u: np.ndarray, extra: dict[str, Any]) -> Any:

@@ -25,14 +25,19 @@ class Classification(Track):
     }
     behaviour = "linear head on lesion intensity features (mean of the brightest 10% of pixels)"
     alt_note = "emits the class INDEX (0, 1, 2 in the card's class order) instead of the class name"
+    shape = SHAPE
+    min_input_fraction = 0.0625
 
-    def make_case(self, rng: np.random.Generator, modality: str) -> CaseData:
+    def make_case(self, rng: np.random.Generator, modality: str, shape: tuple[int, ...] | None = None) -> CaseData:
+        """A disc lesion (radius 4 at full size, scaled with the image) whose level encodes the label."""
+        shape = shape or SHAPE
+        s = shape[0] / SHAPE[0]
         label = int(rng.integers(0, len(LABELS)))
         level = self.profiles[modality]["centers"][label] + rng.normal(0, 0.012)
-        yy, xx = np.mgrid[: SHAPE[0], : SHAPE[1]]
-        cy, cx = rng.uniform(5, 11, size=2)
-        img = np.full(SHAPE, 0.08) + rng.normal(0, 0.015, SHAPE)
-        img[(yy - cy) ** 2 + (xx - cx) ** 2 <= 16] = level
+        yy, xx = np.mgrid[: shape[0], : shape[1]]
+        cy, cx = rng.uniform(5, 11, size=2) * s
+        img = np.full(shape, 0.08) + rng.normal(0, 0.015, shape)
+        img[(yy - cy) ** 2 + (xx - cx) ** 2 <= 16 * s * s] = level
         return CaseData(unit=np.clip(img, 0, 1).astype(np.float32), truth=LABELS[label])
 
     def apply(self, params: dict[str, Any], u: np.ndarray, extra: dict[str, Any]) -> dict[str, Any]:

@@ -8,7 +8,7 @@ import numpy as np
 from scipy import ndimage
 
 from bat.benchmark.metrics import average_precision
-from bat.benchmark.tracks.base import CaseData, Track, sigmoid
+from bat.benchmark.tracks.base import CaseData, Track, scaled, sigmoid
 
 SHAPE = (24, 24)
 
@@ -25,16 +25,22 @@ class Detection(Track):
     }
     behaviour = "Gaussian smoothing, intensity threshold, connected components -> boxes [r0, c0, r1, c1]"
     alt_note = "emits box coordinates NORMALISED to [0, 1] by the image size instead of pixel coordinates"
+    shape = SHAPE
+    min_input_fraction = 0.0625
 
-    def make_case(self, rng: np.random.Generator, modality: str) -> CaseData:
+    def make_case(self, rng: np.random.Generator, modality: str, shape: tuple[int, ...] | None = None) -> CaseData:
+        """1-3 separated bright boxes (sides 4-7 at full size, scaled with the image, never under 3)."""
+        shape = shape or SHAPE
+        lo = max(3, scaled(4, shape[0] / SHAPE[0]))
+        hi = max(lo + 1, scaled(8, shape[0] / SHAPE[0]))
         prof = self.profiles[modality]
-        img = np.full(SHAPE, prof["bg"]) + rng.normal(0, 0.02, SHAPE)
-        occupied = np.zeros(SHAPE, dtype=bool)
+        img = np.full(shape, prof["bg"]) + rng.normal(0, 0.02, shape)
+        occupied = np.zeros(shape, dtype=bool)
         boxes: list[list[int]] = []
         for _ in range(int(rng.integers(1, 4))):
             for _try in range(20):
-                h, w = (int(v) for v in rng.integers(4, 8, size=2))
-                r0, c0 = int(rng.integers(1, SHAPE[0] - h - 1)), int(rng.integers(1, SHAPE[1] - w - 1))
+                h, w = (int(v) for v in rng.integers(lo, hi, size=2))
+                r0, c0 = int(rng.integers(1, shape[0] - h - 1)), int(rng.integers(1, shape[1] - w - 1))
                 if not occupied[r0 - 1 : r0 + h + 1, c0 - 1 : c0 + w + 1].any():
                     occupied[r0 - 1 : r0 + h + 1, c0 - 1 : c0 + w + 1] = True
                     img[r0 : r0 + h, c0 : c0 + w] = prof["fg"] + rng.normal(0, 0.02, (h, w))

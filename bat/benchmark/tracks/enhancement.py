@@ -52,11 +52,15 @@ class Enhancement(ImageRestorationTrack):
     }
     behaviour = "Gaussian denoising filter (card's sigma) and intensity calibration gain*x+offset, clipped to [0, 1]"
     alt_note = "writes arrays in (x, y) axis order, i.e. TRANSPOSED with respect to the (y, x) contract"
+    shape = SHAPE
+    min_input_fraction = 0.25
 
-    def make_case(self, rng: np.random.Generator, modality: str) -> CaseData:
-        clean = smooth_phantom(rng, SHAPE)
+    def make_case(self, rng: np.random.Generator, modality: str, shape: tuple[int, ...] | None = None) -> CaseData:
+        """A smooth phantom (blob widths fixed, so a smaller slice is a crop-like view) plus the modality's noise."""
+        shape = shape or SHAPE
+        clean = smooth_phantom(rng, shape)
         prof = self.profiles[modality]
-        noisy = (clean + rng.normal(0, prof["noise"], SHAPE) - prof["offset"]) / prof["gain"]
+        noisy = (clean + rng.normal(0, prof["noise"], shape) - prof["offset"]) / prof["gain"]
         return CaseData(unit=np.clip(noisy, 0, 1).astype(np.float32), truth=clean.astype(np.float32))
 
     def apply(self, params: dict[str, Any], u: np.ndarray, extra: dict[str, Any]) -> np.ndarray:

@@ -11,12 +11,17 @@ from bat.benchmark.tracks.base import CaseData, Track, check_confidence, is_satu
 
 SHAPE = (20, 20)
 FINDINGS = ("opacity", "nodule", "effusion", "cardiomegaly")
-REGIONS = (
-    (slice(1, 9), slice(1, 9)),
-    (slice(1, 9), slice(11, 19)),
-    (slice(11, 19), slice(1, 9)),
-    (slice(11, 19), slice(11, 19)),
-)
+
+
+def regions(shape: tuple[int, ...]) -> tuple[tuple[slice, slice], ...]:
+    """The four finding regions (quadrants less a one-pixel border and a two-pixel cross) of an image of `shape`;
+    (20, 20) gives rows/columns 1:9 and 11:19."""
+    (h, w), hy, hx = shape, shape[0] // 2, shape[1] // 2
+    top, bottom, left, right = slice(1, hy - 1), slice(hy + 1, h - 1), slice(1, hx - 1), slice(hx + 1, w - 1)
+    return ((top, left), (top, right), (bottom, left), (bottom, right))
+
+
+REGIONS = regions(SHAPE)
 
 
 def render(found: list[str]) -> str:
@@ -38,20 +43,26 @@ class Report(Track):
         "per-region lesion score (mean of the brightest quarter of pixels) against a threshold -> report template"
     )
     alt_note = "writes finding CODES (F0..F3 in the card's finding order) instead of finding words"
+    shape = SHAPE
+    min_input_fraction = 0.25
 
-    def make_case(self, rng: np.random.Generator, modality: str) -> CaseData:
+    def make_case(self, rng: np.random.Generator, modality: str, shape: tuple[int, ...] | None = None) -> CaseData:
+        """A lesion in the region of each present finding, half the region's height and width (rounded up: 4 x 4
+        at full size), so it fills the brightest quarter the model scores at every size."""
+        shape = shape or SHAPE
         prof = self.profiles[modality]
-        img = np.full(SHAPE, prof["bg"]) + rng.normal(0, 0.02, SHAPE)
+        img = np.full(shape, prof["bg"]) + rng.normal(0, 0.02, shape)
         present = [k for k in range(len(FINDINGS)) if rng.random() < 0.45] or [int(rng.integers(0, len(FINDINGS)))]
         for k in present:
-            rs, cs = REGIONS[k]
-            r, c = int(rng.integers(rs.start, rs.stop - 4)), int(rng.integers(cs.start, cs.stop - 4))
-            img[r : r + 4, c : c + 4] = prof["fg"] + rng.normal(0, 0.02, (4, 4))
+            rs, cs = regions(shape)[k]
+            h, w = (rs.stop - rs.start + 1) // 2, (cs.stop - cs.start + 1) // 2
+            r, c = int(rng.integers(rs.start, rs.stop - h)), int(rng.integers(cs.start, cs.stop - w))
+            img[r : r + h, c : c + w] = prof["fg"] + rng.normal(0, 0.02, (h, w))
         return CaseData(unit=np.clip(img, 0, 1).astype(np.float32), truth=[FINDINGS[k] for k in sorted(present)])
 
     def apply(self, params: dict[str, Any], u: np.ndarray, extra: dict[str, Any]) -> dict[str, Any]:
         found, margins = [], []
-        for name, (rs, cs) in zip(FINDINGS, REGIONS):
+        for name, (rs, cs) in zip(FINDINGS, regions(u.shape)):
             region = np.sort(u[rs, cs].astype(np.float64).ravel())
             score = float(region[-region.size // 4 :].mean())
             margins.append(sigmoid(8 * abs(score - params["threshold"])))

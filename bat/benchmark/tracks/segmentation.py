@@ -25,16 +25,21 @@ class Segmentation(Track):
     }
     behaviour = "one intensity window per organ (label 1 = liver, 2 = kidney), background 0"
     alt_note = "writes volumes in (x, y, z) axis order, i.e. REVERSED with respect to the (z, y, x) contract"
+    shape = SHAPE
+    min_input_fraction = 0.125
 
-    def make_case(self, rng: np.random.Generator, modality: str) -> CaseData:
+    def make_case(self, rng: np.random.Generator, modality: str, shape: tuple[int, ...] | None = None) -> CaseData:
+        """Two ellipsoid organs; centres, jitter and radii scale per axis with the volume."""
+        shape = shape or SHAPE
+        ratio = np.asarray(shape) / np.asarray(SHAPE)
         levels = self.profiles[modality]["levels"]
-        zz, yy, xx = np.mgrid[: SHAPE[0], : SHAPE[1], : SHAPE[2]]
-        vol = np.full(SHAPE, 0.05) + rng.normal(0, 0.02, SHAPE)
-        truth = np.zeros(SHAPE, dtype=np.uint8)
+        zz, yy, xx = np.mgrid[: shape[0], : shape[1], : shape[2]]
+        vol = np.full(shape, 0.05) + rng.normal(0, 0.02, shape)
+        truth = np.zeros(shape, dtype=np.uint8)
         centers = ((4, 4, 3.5), (4, 5.5, 8.5))
         for label, (center, level) in enumerate(zip(centers, levels), start=1):
-            c = np.asarray(center) + rng.uniform(-0.6, 0.6, 3)
-            radii = rng.uniform([2.2, 2.2, 2.0], [3.0, 3.0, 2.8])
+            c = np.asarray(center) * ratio + rng.uniform(-0.6, 0.6, 3) * ratio
+            radii = rng.uniform([2.2, 2.2, 2.0], [3.0, 3.0, 2.8]) * ratio
             mask = ((zz - c[0]) / radii[0]) ** 2 + ((yy - c[1]) / radii[1]) ** 2 + ((xx - c[2]) / radii[2]) ** 2 <= 1
             mask &= truth == 0
             truth[mask] = label

@@ -7,7 +7,7 @@ from typing import Any
 import numpy as np
 from scipy import ndimage
 
-from bat.benchmark.tracks.base import CaseData
+from bat.benchmark.tracks.base import CaseData, scaled
 from bat.benchmark.tracks.enhancement import ImageRestorationTrack, smooth_phantom
 
 SHAPE = (8, 10, 12)
@@ -25,10 +25,19 @@ class Synthesis(ImageRestorationTrack):
     }
     behaviour = "2x spline upsampling (card's order) followed by the card's intensity calibration gain*x+offset"
     alt_note = "writes volumes in (x, y, z) axis order, i.e. REVERSED with respect to the (z, y, x) contract"
+    shape = SHAPE
+    min_input_fraction = 0.45
 
-    def make_case(self, rng: np.random.Generator, modality: str) -> CaseData:
+    def case_shape(self, fraction: float = 1.0) -> tuple[int, ...]:
+        """The high-resolution shape at input `fraction`: the low-resolution input (half of it per axis) holds at
+        most `fraction` of its full-size elements, and every axis stays even so 2x upsampling lands on the truth."""
+        return tuple(2 * scaled(n // 2, fraction ** (1 / len(self.shape))) for n in self.shape)
+
+    def make_case(self, rng: np.random.Generator, modality: str, shape: tuple[int, ...] | None = None) -> CaseData:
+        """A smooth high-resolution phantom (the truth) and its half-resolution, miscalibrated input."""
+        shape = shape or SHAPE
         prof = self.profiles[modality]
-        high = smooth_phantom(rng, SHAPE, blobs=3)
+        high = smooth_phantom(rng, shape, blobs=3)
         low = ndimage.zoom(high, 0.5, order=1)
         low = (low - prof["offset"]) / prof["gain"]
         return CaseData(unit=np.clip(low, 0, 1).astype(np.float32), truth=high.astype(np.float32))
