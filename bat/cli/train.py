@@ -21,6 +21,10 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     grpo = sub.add_parser("grpo", help="one GRPO block on RolloutRecord + RewardRecord shards")
     grpo.add_argument("--rollouts", nargs="+", required=True, help="RolloutRecord JSONL files")
     grpo.add_argument("--rewards", nargs="+", required=True, help="RewardRecord JSONL files")
+    grpo.add_argument(
+        "--plan",
+        help="round_NN/plan.json whose batches the steps train on (needed with grpo.step_batches=plan, the default)",
+    )
     for command, handler in ((sft, _sft), (grpo, _grpo)):
         command.add_argument("--model", required=True, help="local HF model directory to start from")
         command.add_argument("--out", required=True, help="output directory (resumes from its checkpoints)")
@@ -87,6 +91,7 @@ def _sft(args: argparse.Namespace) -> int:
 
 def _grpo(args: argparse.Namespace) -> int:
     from bat.config import load_config
+    from bat.phase.plan import plan_batches, read_plan
     from bat.schemas.rollout import RewardRecord, RolloutRecord
     from bat.train.grpo import train_grpo
     from bat.train.grpo_data import build_items, read_records
@@ -101,6 +106,14 @@ def _grpo(args: argparse.Namespace) -> int:
         adv_eps=cfg.grpo.adv_eps,
     )
     seed = cfg.run.seed if args.seed is None else args.seed
+    batches = None
+    if cfg.grpo.step_batches == "plan":
+        if not args.plan:
+            raise ValueError(
+                "grpo.step_batches = 'plan' trains one plan batch per step: pass --plan round_NN/plan.json, "
+                "or --set grpo.step_batches=shuffle"
+            )
+        batches = plan_batches(read_plan(args.plan))
     summary = train_grpo(
         args.model,
         data,
@@ -110,5 +123,6 @@ def _grpo(args: argparse.Namespace) -> int:
         export_dir=out / "export",
         metrics_path=out / "metrics.jsonl",
         stop_after=args.stop_after,
+        batches=batches,
     )
     return _finish(out, summary, summary["engine"].global_rank == 0)

@@ -57,7 +57,9 @@ class CurriculumConfig(Section):
     batches_per_round: int = Field(4, ge=1)
     """Batches drawn for one round (the GRPO steps of the round)."""
     exhausted: Literal["error", "cycle"] = "cycle"
-    """A pool smaller than a round needs: `error`, or start a fresh permutation (recorded as passes in the plan)."""
+    """A pool smaller than a round needs: `error`, or `cycle`: start a fresh permutation of the pool, so rows repeat
+    within the round (recorded as `passes` in the plan and logged in the round's events by the route that wrote it);
+    a repeated row's rollouts join its state's one GRPO group."""
     gate: GateConfig = Field(default_factory=GateConfig)
     """Promotion gate thresholds."""
     fallback: FallbackConfig = Field(default_factory=FallbackConfig)

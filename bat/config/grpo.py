@@ -27,8 +27,16 @@ class GrpoConfig(Section):
     """AdamW weight decay."""
     grad_clip: float = Field(1.0, gt=0.0)
     """Global gradient-norm clip."""
+    step_batches: Literal["plan", "shuffle"] = "plan"
+    """What one optimizer step trains on. `plan` (paper Eq. 5, the round mixture per batch): the rollouts of one
+    batch of the round plan, every GRPO group whole in its step and the step's pool mix the batch's (4/2/2 by
+    default); steps cycle through the round's batches, in a new seeded order on each pass. A step's size is the
+    batch's rows x K (fewer when rollouts are excluded); gradient accumulation runs to the largest batch, shorter
+    ones are filled with zero-gradient probe micro-batches. `shuffle`: `minibatch` rollouts per step from a seeded
+    shuffle of all the round's rollouts (groups may be split across steps, the mix is whatever falls in)."""
     minibatch: int = Field(8, ge=1)
-    """Rollouts per optimizer step over all ranks (paper ablation: 8)."""
+    """Rollouts per optimizer step over all ranks with `step_batches: shuffle` (paper ablation: 8); `plan` takes
+    the step size from the plan batch instead."""
     clip_eps: float = Field(0.2, gt=0.0, lt=1.0)
     """PPO-style ratio clip epsilon in Eq. 18."""
     kl_coef: float = Field(1e-3, ge=0.0)

@@ -36,6 +36,16 @@ def _write_plan(ctx: PhaseContext, decision, arm) -> Path:
         bank_version=bank.version,
         run_seed=ctx.config.run.seed,
     )
+    for pool, passes in sorted(plan.passes.items()):
+        if passes > 1:  # the documented fallback of curriculum.exhausted = cycle, said where users look
+            log_event(
+                ctx.layout,
+                ctx.round,
+                "route",
+                f"round {plan.round}: pool {pool} holds fewer rows than the round draws "
+                f"({plan.mixture.get(pool, 0)} x {len(plan.batches)} batches): drawn in {passes} permutations, so "
+                "rows repeat within the round (curriculum.exhausted = cycle; `error` refuses instead)",
+            )
     return atomic_write_json(ctx.layout.plan(plan.round), plan)
 
 

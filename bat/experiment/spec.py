@@ -210,6 +210,7 @@ BUDGET_FIELDS = (
     "rollout.k",
     "rollout.budgets",
     "grpo.steps",
+    "grpo.step_batches",
     "grpo.minibatch",
     "grpo.lr",
     "sft.steps",

@@ -159,6 +159,7 @@ def _worker(preset: str, mode: str, args: dict[str, Any], port: int, queue: Any)
             cfg = GrpoConfig(
                 steps=args["steps"],
                 lr=1e-5,
+                step_batches="shuffle",
                 minibatch=args["batch"],
                 checkpoint_every=10**6,
                 deepspeed=ds,

@@ -27,3 +27,21 @@ def resolve_checkpoint(layout: RunLayout, checkpoint: str) -> Path:
 def plan_start_checkpoint(layout: RunLayout, round_index: int) -> Path:
     """The absolute start checkpoint of round `round_index`'s plan."""
     return resolve_checkpoint(layout, load_plan(layout, round_index).start_checkpoint)
+
+
+def read_plan(path: str | Path) -> RoundPlan:
+    """A round plan file; a missing or invalid one raises naming the file."""
+    from pydantic import ValidationError
+
+    file = Path(path)
+    if not file.is_file():
+        raise FileNotFoundError(f"{file}: no such round plan (round_NN/plan.json)")
+    try:
+        return RoundPlan.model_validate(read_json(file))
+    except (ValidationError, ValueError) as exc:
+        raise ValueError(f"{file}: not a valid round plan: {exc}") from None
+
+
+def plan_batches(plan: RoundPlan) -> list[list[str]]:
+    """State ids of each batch of `plan`, in plan order (what one GRPO step trains on)."""
+    return [[row.state_id for row in batch] for batch in plan.batches]

@@ -137,6 +137,6 @@ class RoundPlan(_Record):
     excluded_state_ids: int = 0
     """Rows held back from training as KL probe prompts."""
     passes: dict[str, int] = Field(default_factory=dict)
+    """Pool -> how many permutations were drawn (1 = pure without-replacement)."""
     focus_tracks: dict[str, list[str]] = Field(default_factory=dict)
     """Pools whose rows were drawn from the shifted tracks only (a domain-shift response), with those tracks."""
-    """Pool -> how many permutations were drawn (1 = pure without-replacement)."""

@@ -6,16 +6,23 @@ only once the policy has moved away from it, i.e. after a block's first step) an
 `metrics.jsonl` (rank 0: loss, KL, clip fraction, reward mean by pool, grad norm, tokens) and the
 candidate HF export at `export_dir` when all steps are done. Log-probs use each rollout's sampling
 temperature so the ratio compares like with like.
+
+A step trains on one batch of the round plan (`grpo.step_batches: plan`: whole GRPO groups, the batch's pool mix,
+paper Eq. 5) or on `grpo.minibatch` rollouts of a seeded shuffle (`shuffle`).
 """
 
 from __future__ import annotations
 
+import math
+import random
 import time
+from collections import Counter, defaultdict
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
 from bat.config.grpo import GrpoConfig
+from bat.seeds import derive_seed
 from bat.state.checkpoints import CheckpointStore
 from bat.train.checkpoint import export_hf, load_latest, save_step
 from bat.train.common import MetricsLog, all_sum, batch_indices, chunks, peak_memory_mb, plan_accumulation, rank_slice
@@ -55,8 +62,7 @@ def _micro_step(
     device = engine.device
     mask = batch["loss_mask"].to(device)
     if bool((batch["adv"] == 0).all()) and (cfg.kl_coef == 0 or at_reference):
-        probe = batch["input_ids"][:1, :1].to(device)
-        engine.backward(engine(input_ids=probe, attention_mask=torch.ones_like(probe)).logits.sum() * 0.0)
+        _probe_step(engine, batch["input_ids"][:1, :1])
         return [0.0, 0.0, 0.0, float(mask.bool().sum()), 1.0, 0.0]
     logp = sequence_logprobs(engine, batch, device, cfg.target_logits_only)
     ref_logp = None
@@ -88,6 +94,34 @@ def _micro_step(
     ]
 
 
+def _probe_step(engine: Any, probe_ids: Any) -> None:
+    """A zero-gradient micro-step (a one-token forward times 0): keeps DeepSpeed's accumulation count when a
+    micro-batch has nothing to learn or a step has fewer micro-batches than the accumulation steps."""
+    import torch
+
+    probe = probe_ids.to(engine.device)
+    engine.backward(engine(input_ids=probe, attention_mask=torch.ones_like(probe)).logits.sum() * 0.0)
+
+
+def plan_step_batches(items: Sequence[GrpoItem], batches: Sequence[Sequence[str]]) -> list[list[int]]:
+    """Indices into `items` of each plan batch's trainable rollouts: every rollout of every state the batch lists
+    (each GRPO group whole), in batch order; batches without a trainable rollout are left out."""
+    by_state: dict[str, list[int]] = defaultdict(list)
+    for index, item in enumerate(items):
+        by_state[item.state_id].append(index)
+    steps = [[i for sid in dict.fromkeys(batch) for i in by_state.get(sid, [])] for batch in batches]
+    return [step for step in steps if step]
+
+
+def plan_batch_of_step(step: int, n_batches: int, seed: int) -> int:
+    """The plan batch (index into `plan_step_batches`) trained at optimizer step `step` (0-based): steps pass
+    through the batches in a seeded order that changes with every pass."""
+    epoch, position = divmod(step, n_batches)
+    order = list(range(n_batches))
+    random.Random(derive_seed(seed, "grpo-batches", epoch)).shuffle(order)
+    return order[position]
+
+
 def _step_record(
     step: int, picked: Sequence[GrpoItem], sums: list[float], den: int, engine: Any, seconds: float, tokens: float
 ) -> dict[str, Any]:
@@ -103,6 +137,8 @@ def _step_record(
         "tokens": int(tokens),
         "generated_tokens": int(masked),
         "rollouts": len(picked),
+        "rollouts_by_pool": dict(sorted(Counter(i.pool for i in picked).items())),
+        "groups": len({i.state_id for i in picked}),
         "reward_mean": sum(i.reward for i in picked) / len(picked),
         "reward_mean_by_pool": pool_reward_means(picked),
         "adv_abs_mean": sum(abs(i.adv) for i in picked) / len(picked),
@@ -120,8 +156,11 @@ def train_grpo(
     export_dir: str | Path,
     metrics_path: str | Path,
     stop_after: int | None = None,
+    batches: Sequence[Sequence[str]] | None = None,
 ) -> dict[str, Any]:
-    """Run (or resume) the GRPO block up to `cfg.steps` (or `stop_after` steps this call); returns a summary."""
+    """Run (or resume) the GRPO block up to `cfg.steps` (or `stop_after` steps this call); returns a summary.
+
+    `batches` (state ids of each batch of the round plan) is required with `grpo.step_batches: plan`."""
     import torch
 
     from bat.policy.loader import load_model, load_policy
@@ -132,7 +171,16 @@ def train_grpo(
     torch.manual_seed(seed)
     policy = load_policy(model_path)
     micro = cfg.deepspeed.micro_batch_per_rank
-    accum = plan_accumulation(cfg.minibatch, micro, env.world, "grpo.minibatch")
+    if cfg.step_batches == "plan":
+        if batches is None:
+            raise ValueError("grpo.step_batches = 'plan' needs the round plan's batches; valid without one: 'shuffle'")
+        plan_steps = plan_step_batches(data.items, batches)
+        if not plan_steps:
+            raise ValueError(f"no plan batch lists a state with trainable rollouts ({len(batches)} batches)")
+        accum = max(math.ceil(math.ceil(len(b) / env.world) / micro) for b in plan_steps)
+    else:
+        plan_steps = []
+        accum = plan_accumulation(cfg.minibatch, micro, env.world, "grpo.minibatch")
     engine = build_engine(
         policy.model.train(),
         cfg.deepspeed,
@@ -155,21 +203,32 @@ def train_grpo(
         log.reset()
     pad_id, started, ran, last = policy.tokenizer.pad_token_id, time.perf_counter(), 0, {}
     while step < cfg.steps and (stop_after is None or ran < stop_after):
-        picked = [data.items[i] for i in batch_indices(len(data.items), cursor, cfg.minibatch, seed)]
+        if plan_steps:
+            picked = [data.items[i] for i in plan_steps[plan_batch_of_step(step, len(plan_steps), seed)]]
+            mine = picked[env.rank :: env.world]
+        else:
+            picked = [data.items[i] for i in batch_indices(len(data.items), cursor, cfg.minibatch, seed)]
+            mine = rank_slice(picked, env.rank, env.world)
         den = global_denominator(picked, cfg.loss_agg)
         scale = env.world * accum / max(den, 1)
-        mine, t0, sums = rank_slice(picked, env.rank, env.world), time.perf_counter(), [0.0] * 6
+        t0, sums = time.perf_counter(), [0.0] * 6
         at_reference = step == 0  # a restored block has taken steps; a fresh one starts from the reference weights
         if ref is None and cfg.kl_coef > 0 and not at_reference:
             ref = load_model(model_path, device=str(engine.device)).requires_grad_(False)
-        for group in chunks(mine, micro):
+        micro_batches = chunks(mine, micro)
+        for group in micro_batches:
             part = _micro_step(engine, ref, collate_items(group, pad_id), cfg, scale, at_reference=at_reference)
             record_grad_norm(engine)
             engine.step()
             sums = [a + b for a, b in zip(sums, part)]
-        step, cursor, ran = step + 1, cursor + cfg.minibatch, ran + 1
+        for _ in range(accum - len(micro_batches)):  # a plan batch smaller than the largest one
+            _probe_step(engine, collate_items(picked[:1], pad_id)["input_ids"][:1, :1])
+            record_grad_norm(engine)
+            engine.step()
+        step, cursor, ran = step + 1, cursor + (0 if plan_steps else cfg.minibatch), ran + 1
         *sums, tokens = all_sum([*sums, sum(len(i.ids) for i in mine)])
         last = _step_record(step, picked, sums, den, engine, time.perf_counter() - t0, tokens)
+        last["padding_microbatches"] = accum - len(micro_batches)
         log.write(last)
         if step % cfg.checkpoint_every == 0 or step == cfg.steps or (stop_after is not None and ran == stop_after):
             save_step(

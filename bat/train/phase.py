@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from bat.phase.context import PhaseContext, PhaseResult
-from bat.phase.plan import plan_start_checkpoint
+from bat.phase.plan import load_plan, plan_batches, resolve_checkpoint
 from bat.state.round_layout import ShardLayout, all_shards
 
 _SUMMARY_DROP = ("engine", "tokenizer", "last")
@@ -92,7 +92,8 @@ def run_grpo(ctx: PhaseContext) -> PhaseResult:
     from bat.train.grpo_data import build_items, read_records
 
     cfg, layout = ctx.config, ctx.layout
-    start = plan_start_checkpoint(layout, ctx.round)
+    plan = load_plan(layout, ctx.round)
+    start = resolve_checkpoint(layout, plan.start_checkpoint)
     round_files = layout.round(ctx.round)
     rollout_files, open_rollouts = finished_shard_files(all_shards(round_files.phase("rollout")), lambda s: s.rollouts)
     reward_files, open_rewards = finished_shard_files(all_shards(round_files.phase("verify")), lambda s: s.rewards)
@@ -118,6 +119,7 @@ def run_grpo(ctx: PhaseContext) -> PhaseResult:
         ckpt_root=layout.round_checkpoints(ctx.round),
         export_dir=export,
         metrics_path=metrics,
+        batches=plan_batches(plan),
     )
     counts = _summary(summary) | {"unfinished_rollout_shards": open_rollouts, "unfinished_reward_shards": open_rewards}
     return PhaseResult(

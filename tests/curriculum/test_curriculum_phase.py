@@ -104,3 +104,21 @@ def test_shift_response_report_leaves_the_plan_unfocused(layout):
         run_phase(cfg, layout, r, "route")
     assert read_json(layout.round(1).decision)["shift_response"].startswith("reported only")
     assert RoundPlan.model_validate(read_json(layout.plan(2))).focus_tracks == {}
+
+
+def test_a_pool_that_cycles_is_logged_where_the_round_is_read(layout):
+    write_aggregate(layout, build_agg(0, 0.4, stages=S))
+    _route(layout, 0)
+    plan = RoundPlan.model_validate(read_json(layout.plan(1)))
+    cycled = sorted(pool for pool, n in plan.passes.items() if n > 1)
+    events = layout.round_events(0).read_text()
+    for pool in plan.passes:
+        assert (f"pool {pool} holds fewer rows than the round draws" in events) == (pool in cycled)
+    big = BatConfig.model_validate({"run": {"rounds": 3}, "curriculum": {"batches_per_round": 40}})
+    write_aggregate(layout, build_agg(1, 0.5, stages=S))
+    run_route(PhaseContext(config=big, layout=layout, round=1, phase="route"))
+    plan2 = RoundPlan.model_validate(read_json(layout.plan(2)))
+    assert all(n > 1 for n in plan2.passes.values())  # 40 batches draw more than any pool holds
+    events = layout.round_events(1).read_text()
+    assert all(f"pool {pool} holds fewer rows than the round draws" in events for pool in plan2.passes)
+    assert "rows repeat within the round (curriculum.exhausted = cycle" in events

@@ -60,12 +60,33 @@ def test_train_grpo_cli_and_bad_input(tiny_dir, grpo_records, tmp_path, capsys):
         "--set",
         "grpo.lr=1e-4",
     ]
-    assert main(args) == 0
+    assert main(args) == 2  # plan steps (the default) need the round plan
+    assert "pass --plan round_NN/plan.json, or --set grpo.step_batches=shuffle" in capsys.readouterr().err
+    plan = RoundPlan(
+        round=1,
+        arm="bicurl",
+        target_stage="S1",
+        mixture={"S-target": 1, "E2E": 1},
+        reward_mode="rubric",
+        bank_version=1,
+        start_checkpoint=str(tiny_dir),
+        seed=1,
+        batches=[
+            [
+                PlanRow(state_id="state0", pool="S-target", stage="S1"),
+                PlanRow(state_id="state1", pool="E2E", stage="E2E"),
+            ]
+        ],
+    )
+    atomic_write_json(tmp_path / "plan.json", plan)
+    assert main([*args, "--plan", str(tmp_path / "plan.json")]) == 0
     summary = read_jsonl(tmp_path / "out" / "metrics.jsonl")
     assert [m["step"] for m in summary] == [1, 2]
+    assert all(m["groups"] == 2 and m["rollouts_by_pool"] == {"E2E": 4, "S-target": 4} for m in summary)
     assert (tmp_path / "out" / "export" / "model.safetensors").exists()
     assert (tmp_path / "out" / "summary.json").exists()
-    bad = [*args[:-6], "--set", "grpo.minibatch=6", "--set", "grpo.deepspeed.micro_batch_per_rank=4"]
+    bad = [*args[:-6], "--set", "grpo.step_batches=shuffle", "--set", "grpo.minibatch=6"]
+    bad += ["--set", "grpo.deepspeed.micro_batch_per_rank=4"]
     bad[bad.index("--out") + 1] = str(tmp_path / "bad")
     assert main(bad) == 2
     assert "valid values include" in capsys.readouterr().err
@@ -103,7 +124,8 @@ def test_grpo_phase_reads_finished_shards_and_writes_candidate(tiny_dir, grpo_re
     assert (layout.candidate_model(1) / "model.safetensors").exists()
     assert result.counts["trainable"] == 22 and result.counts["unfinished_rollout_shards"] == 1
     assert CheckpointStore(layout.round_checkpoints(1)).valid_steps() == [2]
-    assert len(read_jsonl(layout.phase_dir(1, "grpo") / "metrics.jsonl")) == 2
+    metrics = read_jsonl(layout.phase_dir(1, "grpo") / "metrics.jsonl")
+    assert len(metrics) == 2 and all(m["groups"] == 1 and m["rollouts"] == 4 for m in metrics)  # the plan's batch
     assert result.extra["last_step"]["step"] == 2
 
 

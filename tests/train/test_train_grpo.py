@@ -10,7 +10,7 @@ from bat.config.grpo import GrpoConfig
 from bat.policy.loader import load_model
 from bat.state.checkpoints import CheckpointStore
 from bat.state.jsonl import read_jsonl
-from bat.train.grpo import sequence_logprobs, train_grpo
+from bat.train.grpo import plan_batch_of_step, plan_step_batches, sequence_logprobs, train_grpo
 from bat.train.grpo_data import build_items, collate_items
 from bat.train.losses import aggregate, grpo_token_loss
 
@@ -24,6 +24,7 @@ def _cfg(steps, **kw):
     base = dict(
         steps=steps,
         lr=2e-3,
+        step_batches="shuffle",
         minibatch=8,
         kl_coef=1e-3,
         checkpoint_every=100,
@@ -225,3 +226,67 @@ def test_zero_advantage_block_is_skipped_and_leaves_weights(tiny_dir, grpo_recor
     assert record["tokens_per_s"] == 0.0 and record["tokens"] > 0  # nothing was forwarded
     a, b = load_model(tiny_dir).state_dict(), load_model(tmp_path / "hf").state_dict()
     assert all(torch.equal(a[k], b[k]) for k in a)
+
+
+PLAN = [["state0", "state1", "state2"], ["state3", "state4"], ["state5", "state0"]]
+"""Three plan batches over the fixture's states (state0 listed twice, as a cycled pool lists a row again)."""
+
+
+def test_plan_steps_train_whole_groups_with_the_batch_mix(tiny_dir, grpo_records, tmp_path):
+    data = _items(grpo_records)
+    steps = plan_step_batches(data.items, PLAN)
+    groups = [{data.items[i].state_id for i in step} for step in steps]
+    assert groups == [{"state0", "state1", "state2"}, {"state3", "state4"}, {"state5", "state0"}]
+    for step in steps:  # every trainable rollout of a listed state is in the step: no group is split
+        listed = {data.items[i].state_id for i in step}
+        assert sorted(step) == sorted(i for i, item in enumerate(data.items) if item.state_id in listed)
+    assert sorted(plan_batch_of_step(s, 3, 7) for s in range(3)) == [0, 1, 2]  # each pass visits every batch once
+    assert sorted(plan_batch_of_step(s, 3, 7) for s in range(3, 6)) == [0, 1, 2]
+
+    out = train_grpo(
+        tiny_dir,
+        data,
+        _cfg(6, step_batches="plan", deepspeed=DeepSpeedConfig(micro_batch_per_rank=2)),
+        seed=7,
+        ckpt_root=tmp_path / "ck",
+        export_dir=tmp_path / "hf",
+        metrics_path=tmp_path / "m.jsonl",
+        batches=PLAN,
+    )
+    assert out["done"]
+    metrics = read_jsonl(tmp_path / "m.jsonl")
+    by_pool = {"state0": "S-target", "state1": "E2E", "state2": "S-target", "state3": "E2E", "state4": "S-target"}
+    by_pool["state5"] = "E2E"
+    sizes = [len(step) for step in steps]  # 12, 8, 6 trainable rollouts (state5 has 2 valid ones)
+    assert sizes == [12, 8, 6]
+    seen = []
+    for m in metrics:
+        b = plan_batch_of_step(m["step"] - 1, 3, 7)
+        seen.append(b)
+        expected_pools: dict[str, int] = {}
+        for i in steps[b]:
+            expected_pools[by_pool[data.items[i].state_id]] = expected_pools.get(by_pool[data.items[i].state_id], 0) + 1
+        assert m["rollouts"] == sizes[b] and m["groups"] == len(groups[b])
+        assert m["rollouts_by_pool"] == dict(sorted(expected_pools.items()))
+        assert m["padding_microbatches"] == 6 - sizes[b] // 2  # accumulation runs to the largest batch (12 / 2)
+    assert sorted(seen) == [0, 0, 1, 1, 2, 2]
+
+
+def _run(tiny_dir, data, cfg, out, **kw):
+    """train_grpo writing under `out` (checkpoints, export, metrics)."""
+    return train_grpo(
+        tiny_dir, data, cfg, ckpt_root=out / "ck", export_dir=out / "hf", metrics_path=out / "m.jsonl", **kw
+    )
+
+
+def test_plan_steps_resume_exactly_and_need_the_plan(tiny_dir, grpo_records, tmp_path):
+    data = _items(grpo_records)
+    cfg = _cfg(3, step_batches="plan", checkpoint_every=1, deepspeed=DeepSpeedConfig(micro_batch_per_rank=4))
+    _run(tiny_dir, data, cfg, tmp_path / "a", seed=3, batches=PLAN)
+    assert not _run(tiny_dir, data, cfg, tmp_path / "b", seed=3, batches=PLAN, stop_after=1)["done"]
+    _run(tiny_dir, data, cfg, tmp_path / "b", seed=3, batches=PLAN)
+    a, b = load_model(tmp_path / "a" / "hf").state_dict(), load_model(tmp_path / "b" / "hf").state_dict()
+    for name in a:
+        torch.testing.assert_close(a[name], b[name], rtol=1e-5, atol=1e-6, msg=name)
+    with pytest.raises(ValueError, match="needs the round plan's batches; valid without one: 'shuffle'"):
+        _run(tiny_dir, data, cfg, tmp_path / "c", seed=3)
