@@ -246,4 +246,11 @@ def run(args: argparse.Namespace) -> int:
                 f"{r['tokens_per_s'] / full['tokens_per_s']:.2f}x tokens/s, "
                 f"{r['peak_mb'] / full['peak_mb']:.2f}x peak memory"
             )
+    for (preset, mode, logits), r in rates.items():
+        if mode == "grpo" and (preset, "sft", logits) in rates:
+            sft = rates[preset, "sft", logits]
+            console.print(
+                f"{preset} ({logits} logits): grpo / plain fine-tune (sft) step tokens/s: "
+                f"{r['tokens_per_s'] / sft['tokens_per_s']:.2f}x"
+            )
     return 0
