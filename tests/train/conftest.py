@@ -10,6 +10,7 @@ from bat.config.model import TinyModelConfig
 from bat.policy.codec import render_tool_call
 from bat.schemas.bank import ChatMessage, LossMaskSpec, SftRow
 from bat.schemas.rollout import RewardRecord, RolloutRecord, TurnRecord
+from bat.schemas.routing import PlanRow, RoundPlan
 
 TOOLS = ("list_files", "read_file", "run_python", "submit")
 WORDS = ("cases", "data", "plan", "out", "model", "pilot", "preds", "report")
@@ -196,3 +197,36 @@ def build_grpo_records(model_dir):
 @pytest.fixture(scope="session")
 def grpo_records(tiny_dir):
     return build_grpo_records(tiny_dir)
+
+
+def grpo_plan(start: str, batches: list[list[str]]) -> RoundPlan:
+    """A round-1 plan over the `grpo_records` states (a state's pool as there: odd states E2E, even S-target)."""
+    rows = [
+        [
+            PlanRow(state_id=s, pool="E2E", stage="E2E")
+            if int(s.removeprefix("state")) % 2
+            else PlanRow(state_id=s, pool="S-target", stage="S1")
+            for s in batch
+        ]
+        for batch in batches
+    ]
+    mixture: dict[str, int] = {}
+    for row in rows[0]:
+        mixture[row.pool] = mixture.get(row.pool, 0) + 1
+    return RoundPlan(
+        round=1,
+        arm="bicurl",
+        target_stage="S1",
+        mixture=mixture,
+        reward_mode="rubric",
+        bank_version=1,
+        start_checkpoint=start,
+        seed=1,
+        batches=rows,
+    )
+
+
+@pytest.fixture(scope="session")
+def make_grpo_plan():
+    """`grpo_plan(start, batches)` as a fixture."""
+    return grpo_plan

@@ -5,7 +5,6 @@ from __future__ import annotations
 from bat.cli.main import main
 from bat.config import BatConfig
 from bat.phase.context import PhaseContext
-from bat.schemas.routing import PlanRow, RoundPlan
 from bat.state.atomic import atomic_write_json
 from bat.state.bank_layout import BankVersionLayout
 from bat.state.checkpoints import CheckpointStore
@@ -38,7 +37,7 @@ def test_build_tiny_cli(tmp_path, capsys):
     assert (tmp_path / "m" / "model.safetensors").exists() and (tmp_path / "m" / "chat_template.jinja").exists()
 
 
-def test_train_grpo_cli_and_bad_input(tiny_dir, grpo_records, tmp_path, capsys):
+def test_train_grpo_cli_and_bad_input(tiny_dir, grpo_records, make_grpo_plan, tmp_path, capsys):
     rollouts, rewards = grpo_records
     write_jsonl(tmp_path / "rollouts.jsonl", rollouts)
     write_jsonl(tmp_path / "rewards.jsonl", rewards)
@@ -62,22 +61,7 @@ def test_train_grpo_cli_and_bad_input(tiny_dir, grpo_records, tmp_path, capsys):
     ]
     assert main(args) == 2  # plan steps (the default) need the round plan
     assert "pass --plan round_NN/plan.json, or --set grpo.step_batches=shuffle" in capsys.readouterr().err
-    plan = RoundPlan(
-        round=1,
-        arm="bicurl",
-        target_stage="S1",
-        mixture={"S-target": 1, "E2E": 1},
-        reward_mode="rubric",
-        bank_version=1,
-        start_checkpoint=str(tiny_dir),
-        seed=1,
-        batches=[
-            [
-                PlanRow(state_id="state0", pool="S-target", stage="S1"),
-                PlanRow(state_id="state1", pool="E2E", stage="E2E"),
-            ]
-        ],
-    )
+    plan = make_grpo_plan(str(tiny_dir), [["state0", "state1"]])
     atomic_write_json(tmp_path / "plan.json", plan)
     assert main([*args, "--plan", str(tmp_path / "plan.json")]) == 0
     summary = read_jsonl(tmp_path / "out" / "metrics.jsonl")
@@ -95,7 +79,7 @@ def test_train_grpo_cli_and_bad_input(tiny_dir, grpo_records, tmp_path, capsys):
     assert main(missing) == 2
 
 
-def test_grpo_phase_reads_finished_shards_and_writes_candidate(tiny_dir, grpo_records, tmp_path):
+def test_grpo_phase_reads_finished_shards_and_writes_candidate(tiny_dir, grpo_records, make_grpo_plan, tmp_path):
     rollouts, rewards = grpo_records
     layout = RunLayout(tmp_path / "run").ensure()
     for shard, (lo, hi) in enumerate(((0, 12), (12, 24))):
@@ -106,17 +90,7 @@ def test_grpo_phase_reads_finished_shards_and_writes_candidate(tiny_dir, grpo_re
         atomic_write_json(rdir / "DONE.json", {})
         atomic_write_json(vdir / "DONE.json", {})
     (layout.phase_dir(1, "rollout") / "shard_0002").mkdir()  # unfinished: ignored and counted
-    plan = RoundPlan(
-        round=1,
-        arm="bicurl",
-        target_stage="S1",
-        mixture={"S-target": 8},
-        reward_mode="rubric",
-        bank_version=1,
-        start_checkpoint=str(tiny_dir),
-        seed=1,
-        batches=[[PlanRow(state_id="state0", pool="S-target", stage="S1")]],
-    )
+    plan = make_grpo_plan(str(tiny_dir), [["state0"]])
     atomic_write_json(layout.plan(1), plan)
     config = BatConfig.model_validate({"grpo": {"steps": 2, "lr": 1e-4, "deepspeed": {"micro_batch_per_rank": 4}}})
     result = run_grpo(PhaseContext(config=config, layout=layout, round=1, phase="grpo"))

@@ -11,7 +11,6 @@ import pytest
 import torch
 
 from bat.policy.loader import load_model
-from bat.schemas.routing import PlanRow, RoundPlan
 from bat.state.atomic import atomic_write_json
 from bat.state.checkpoints import CheckpointStore
 from bat.state.jsonl import read_jsonl, write_jsonl
@@ -114,27 +113,13 @@ def test_two_process_deepspeed_matches_one_process(tiny_dir, sft_rows, tmp_path)
 
 @pytest.mark.slow
 @pytest.mark.parametrize("step_batches", ["plan", "shuffle"])
-def test_two_process_zero3_grpo_matches_one_process(tiny_dir, grpo_records, tmp_path, step_batches):
+def test_two_process_zero3_grpo_matches_one_process(tiny_dir, grpo_records, make_grpo_plan, tmp_path, step_batches):
     """Plan steps of 8 and 4 rollouts (the second padded to the first's accumulation count on either side), or
     shuffled minibatches, give the same weights on one process and on two ZeRO-3 ranks."""
     rollouts, rewards = grpo_records
     write_jsonl(tmp_path / "rollouts.jsonl", rollouts)
     write_jsonl(tmp_path / "rewards.jsonl", rewards)
-    rows = {"state0": "S-target", "state1": "E2E", "state2": "S-target"}
-    plan = RoundPlan(
-        round=1,
-        arm="bicurl",
-        target_stage="S1",
-        mixture={"S-target": 1, "E2E": 1},
-        reward_mode="rubric",
-        bank_version=1,
-        start_checkpoint=str(tiny_dir),
-        seed=1,
-        batches=[
-            [PlanRow(state_id=s, pool=rows[s], stage="S1" if rows[s] == "S-target" else "E2E") for s in batch]
-            for batch in (["state0", "state1"], ["state2"])
-        ],
-    )
+    plan = make_grpo_plan(str(tiny_dir), [["state0", "state1"], ["state2"]])
     atomic_write_json(tmp_path / "plan.json", plan)
     common = [
         "train",
