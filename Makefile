@@ -1,7 +1,7 @@
 # The two commands of the README. Both are idempotent and install what they need.
 .PHONY: demo test setup slurm-up slurm-down
 
-demo:   ## set up and run the embedded default (local executor, tiny model, CPU)
+demo:   ## set up and run the embedded default (local executor, pretrained SmolLM2-135M policy, CPU)
 	scripts/demo.sh
 
 test:   ## set up (venv, Debian packages, local Slurm) and run the whole test suite
