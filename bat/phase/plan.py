@@ -15,7 +15,7 @@ def load_plan(layout: RunLayout, round_index: int) -> RoundPlan:
     if not path.is_file():
         have = [r for r in layout.rounds() if layout.plan(r).is_file()]
         raise FileNotFoundError(f"{path}: no round plan for round {round_index}; rounds with a plan: {have}")
-    return RoundPlan.model_validate(read_json(path))
+    return read_plan(path)
 
 
 def resolve_checkpoint(layout: RunLayout, checkpoint: str) -> Path:

@@ -222,7 +222,7 @@ def train_grpo(
             engine.step()
             sums = [a + b for a, b in zip(sums, part)]
         for _ in range(accum - len(micro_batches)):  # a plan batch smaller than the largest one
-            _probe_step(engine, collate_items(picked[:1], pad_id)["input_ids"][:1, :1])
+            _probe_step(engine, torch.tensor([picked[0].ids[:1]]))
             record_grad_norm(engine)
             engine.step()
         step, cursor, ran = step + 1, cursor + (0 if plan_steps else cfg.minibatch), ran + 1
