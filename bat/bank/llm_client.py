@@ -16,7 +16,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from bat.config.bank import LlmEndpointConfig
+from bat.config.endpoint import LlmEndpointConfig
 from bat.policy.codec import render_tool_call
 
 

@@ -155,10 +155,9 @@ def _answered(layout: RunLayout, digest: str) -> tuple[int, dict[str, Any], dict
 def _ask(config: BatConfig, requests: dict[str, list[dict[str, str]]]) -> tuple[dict[str, str], dict[str, Any]]:
     """Send each stage's request; (usable rewrites, per-stage record)."""
     from bat.bank.llm_client import ChatClient, TeacherEndpointError
-    from bat.config.bank import LlmTeacherConfig
 
     llm = config.bank.skill_llm
-    client = ChatClient(LlmTeacherConfig(**llm.model_dump(exclude={"max_chars"})))
+    client = ChatClient(llm)
     keys = list(config.stage_keys)
     rewrites: dict[str, str] = {}
     stages: dict[str, Any] = {}
