@@ -43,6 +43,15 @@ class GrpoConfig(Section):
     """beta: KL penalty toward the round-start policy (paper 1e-3, reference 0.006)."""
     kl_estimator: Literal["k1", "k2", "k3"] = "k3"
     """Per-token KL estimator (k3 default)."""
+    kl_reference: Literal["behavior", "checkpoint"] = "behavior"
+    """Where the reference log-probs of the KL term come from. The reference is the round-start policy, which is
+    also the policy that sampled the round's rollouts, and the KL is taken on the sampled (generated) tokens only,
+    so `behavior`: the rollouts' recorded behavior log-probs are the reference's, no reference model is loaded and
+    no reference forward runs (they agree with the checkpoint scored by the trainer to ~1e-5 in fp32 with the `hf`
+    engine; a served engine is checked against the checkpoint to its `probe_tolerance`). `checkpoint`: a
+    frozen copy of the start checkpoint scores every step's rollouts again (one more forward per micro-batch;
+    needed only when rollouts were sampled by some other policy than the block's start checkpoint). Either way
+    the first step of a fresh block uses the policy's own log-probs, which equal the reference's exactly."""
     normalize_std: bool = True
     """Divide group-centred rewards by the group std (reference release: off)."""
     adv_eps: float = Field(1e-6, gt=0.0)

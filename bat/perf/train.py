@@ -50,6 +50,14 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         help="vocabulary logits at trained positions only, or at every position (both: side by side)",
     )
     parser.add_argument(
+        "--kl-references",
+        nargs="+",
+        default=["behavior", "checkpoint"],
+        choices=["behavior", "checkpoint"],
+        help="grpo.kl_reference of the GRPO runs: the rollouts' behavior log-probs, or a forward of the frozen "
+        "start checkpoint (both: side by side)",
+    )
+    parser.add_argument(
         "--no-plain",
         dest="plain",
         action="store_false",
@@ -160,6 +168,7 @@ def _worker(preset: str, mode: str, args: dict[str, Any], port: int, queue: Any)
                 steps=args["steps"],
                 lr=1e-5,
                 step_batches="shuffle",
+                kl_reference=args["kl_reference"],
                 minibatch=args["batch"],
                 checkpoint_every=10**6,
                 deepspeed=ds,
@@ -176,7 +185,7 @@ def _worker(preset: str, mode: str, args: dict[str, Any], port: int, queue: Any)
             {
                 "plain_tokens_per_s": plain,
                 "preset": preset,
-                "mode": mode,
+                "mode": mode if mode == "sft" else f"grpo, {args['kl_reference']} ref",
                 "parameters": parameters,
                 "logits": args["logits"],
                 "tokens_per_s": statistics.median(rates) if rates else float("nan"),
@@ -211,24 +220,29 @@ def run(args: argparse.Namespace) -> int:
     ):
         table.add_column(column, justify="right")
     rates: dict[tuple[str, str, str], dict[str, Any]] = {}
+    runs = [
+        (mode, ref) for mode in args.modes for ref in (args.kl_references if mode == "grpo" else ["behavior"])
+    ]
     for preset in args.presets:
-        for mode in args.modes:
+        for mode, ref in runs:
             for logits in args.logits:
                 queue = ctx.Queue()
                 proc = ctx.Process(
-                    target=_worker, args=(preset, mode, settings | {"logits": logits}, _free_port(), queue)
+                    target=_worker,
+                    args=(preset, mode, settings | {"logits": logits, "kl_reference": ref}, _free_port(), queue),
                 )
                 proc.start()
                 proc.join()
                 if proc.exitcode != 0:
                     print(f"bench worker {preset}/{mode}/{logits} failed with exit code {proc.exitcode}")
                     return 1
-                r = rates[preset, mode, logits] = queue.get()
+                r = queue.get()
+                rates[preset, r["mode"], logits] = r
                 plain = r["plain_tokens_per_s"]
                 table.add_row(
                     preset,
                     f"{r['parameters']:,}",
-                    mode,
+                    r["mode"],
                     logits,
                     f"{r['tokens_per_s']:,.0f}",
                     f"{r['step_s']:.2f}",
@@ -247,10 +261,10 @@ def run(args: argparse.Namespace) -> int:
                 f"{r['peak_mb'] / full['peak_mb']:.2f}x peak memory"
             )
     for (preset, mode, logits), r in rates.items():
-        if mode == "grpo" and (preset, "sft", logits) in rates:
+        if mode.startswith("grpo") and (preset, "sft", logits) in rates:
             sft = rates[preset, "sft", logits]
             console.print(
-                f"{preset} ({logits} logits): grpo / plain fine-tune (sft) step tokens/s: "
-                f"{r['tokens_per_s'] / sft['tokens_per_s']:.2f}x"
+                f"{preset} ({logits} logits, KL {mode.removeprefix('grpo, ')}): grpo / plain fine-tune (sft) step "
+                f"tokens/s: {r['tokens_per_s'] / sft['tokens_per_s']:.2f}x"
             )
     return 0

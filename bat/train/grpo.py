@@ -1,7 +1,8 @@
 """GRPO block (Eqs. 17-19) on DeepSpeed over joined rollout/reward items.
 
-Reads the round-start HF checkpoint (policy init, and a frozen copy as KL reference when beta > 0, loaded
-only once the policy has moved away from it, i.e. after a block's first step) and
+Reads the round-start HF checkpoint (policy init; with `grpo.kl_reference: checkpoint` and beta > 0 also a frozen
+copy as KL reference, loaded only once the policy has moved away from it, i.e. after a block's first step; by
+default the rollouts' behavior log-probs, sampled from that same checkpoint, are the reference) and
 `GrpoData`; writes step checkpoints under `ckpt_root` (resumed from the newest valid one),
 `metrics.jsonl` (rank 0: loss, KL, clip fraction, reward mean by pool, grad norm, tokens) and the
 candidate HF export at `export_dir` when all steps are done. Log-probs use each rollout's sampling
@@ -52,6 +53,9 @@ def _micro_step(
     """Forward/backward one micro-batch; returns [loss numerator, kl sum, clipped count, masked tokens, skipped,
     forwarded tokens].
 
+    The KL term's reference log-probs are the rollouts' behavior log-probs (`grpo.kl_reference: behavior`) or a
+    forward of the frozen start checkpoint `ref` (`checkpoint`).
+
     `at_reference`: the engine still holds the round-start weights the KL reference holds (the first step of a
     fresh block). The reference log-probs are then the policy's own (detached; `ref` may be None), and a
     micro-batch whose advantages are all 0 has an identically zero gradient (the clipped term is 0 and the KL
@@ -68,6 +72,8 @@ def _micro_step(
     ref_logp = None
     if cfg.kl_coef > 0 and at_reference:
         ref_logp = logp.detach()
+    elif cfg.kl_coef > 0 and cfg.kl_reference == "behavior":
+        ref_logp = batch["behavior_logprobs"].to(device)  # the sampling policy is the round-start reference
     elif ref is not None and cfg.kl_coef > 0:
         with torch.no_grad():
             ref_logp = sequence_logprobs(ref, batch, device, cfg.target_logits_only)
@@ -213,7 +219,7 @@ def train_grpo(
         scale = env.world * accum / max(den, 1)
         t0, sums = time.perf_counter(), [0.0] * 6
         at_reference = step == 0  # a restored block has taken steps; a fresh one starts from the reference weights
-        if ref is None and cfg.kl_coef > 0 and not at_reference:
+        if ref is None and cfg.kl_coef > 0 and cfg.kl_reference == "checkpoint" and not at_reference:
             ref = load_model(model_path, device=str(engine.device)).requires_grad_(False)
         micro_batches = chunks(mine, micro)
         for group in micro_batches:

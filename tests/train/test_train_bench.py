@@ -16,8 +16,10 @@ def test_bench_train_prints_figures(capsys):
     out = capsys.readouterr().out
     assert "tokens/s" in out and "peak MiB" in out and "DS/plain" in out
     rows = [line for line in out.splitlines() if "│   tiny" in line or "│ tiny" in line]
-    assert len(rows) == 2 and any(" sft " in r for r in rows) and any(" grpo " in r for r in rows)
-    assert "tiny (targets logits): grpo / plain fine-tune (sft) step tokens/s: " in out
+    assert len(rows) == 3 and any(" sft " in r for r in rows)
+    assert any("grpo, behavior ref" in r for r in rows) and any("grpo, checkpoint ref" in r for r in rows)
+    for ref in ("behavior", "checkpoint"):
+        assert f"tiny (targets logits, KL {ref} ref): grpo / plain fine-tune (sft) step tokens/s: " in out
 
 
 @pytest.mark.slow

@@ -187,7 +187,7 @@ def test_first_step_shortcuts_are_exact(tiny_dir, grpo_records):
     from bat.train.grpo import _micro_step
 
     data = _items(grpo_records)
-    cfg = _cfg(2, kl_coef=0.05)
+    cfg = _cfg(2, kl_coef=0.05, kl_reference="checkpoint")
     mixed = collate_items([i for i in data.items if i.state_id == "state0"], 0)
     grads = []
     for at_reference in (False, True):
@@ -205,6 +205,50 @@ def test_first_step_shortcuts_are_exact(tiny_dir, grpo_records):
     model = load_model(tiny_dir).train()  # after the first step the KL term needs the reference: not skipped
     ref = load_model(tiny_dir).requires_grad_(False)
     assert _micro_step(_PlainEngine(model), ref, zero, cfg, 0.01, at_reference=False)[4] == 0.0
+
+
+def test_behavior_logprobs_stand_in_for_the_reference_forward(tiny_dir, grpo_records):
+    """After the policy moved, the KL term against the rollouts' behavior log-probs (sampled from the start
+    checkpoint) gives the gradients of a forward through the frozen start checkpoint, without that forward."""
+    from bat.train.grpo import _micro_step
+
+    data = _items(grpo_records)
+    batch = collate_items([i for i in data.items if i.state_id in ("state0", "state4")], 0)
+    grads, kls = [], []
+    for reference in ("checkpoint", "behavior"):
+        model = load_model(tiny_dir).train()
+        with torch.no_grad():
+            for p in model.parameters():  # a policy some steps away from the start checkpoint
+                p.add_(torch.randn_like(p, generator=torch.Generator().manual_seed(p.numel())) * 1e-2)
+        ref = load_model(tiny_dir).requires_grad_(False) if reference == "checkpoint" else None
+        cfg = _cfg(2, kl_coef=0.5, kl_reference=reference)
+        out = _micro_step(_PlainEngine(model), ref, batch, cfg, 0.01, at_reference=False)
+        kls.append(out[1])
+        grads.append([p.grad.clone() for p in model.parameters()])
+    assert kls[0] > 1e-4 and kls[1] == pytest.approx(kls[0], rel=1e-3)
+    assert all(torch.allclose(a, b, atol=1e-6, rtol=1e-4) for a, b in zip(*grads))
+
+
+def test_behavior_reference_block_never_loads_a_reference_model(tiny_dir, grpo_records, tmp_path, monkeypatch):
+    import bat.policy.loader as loader
+
+    loads = []
+    real = loader.load_model
+    monkeypatch.setattr(loader, "load_model", lambda *a, **kw: loads.append(a) or real(*a, **kw))
+    data = _items(grpo_records)
+    for reference in ("behavior", "checkpoint"):
+        loads.clear()
+        out = train_grpo(
+            tiny_dir,
+            data,
+            _cfg(2, kl_coef=0.05, kl_reference=reference),
+            seed=3,
+            ckpt_root=tmp_path / reference / "ck",
+            export_dir=tmp_path / reference / "hf",
+            metrics_path=tmp_path / reference / "m.jsonl",
+        )
+        assert out["done"] and out["last"]["kl"] > 0
+        assert len(loads) == (1 if reference == "behavior" else 2), reference  # the policy (+ the reference)
 
 
 def test_zero_advantage_block_is_skipped_and_leaves_weights(tiny_dir, grpo_records, tmp_path):
