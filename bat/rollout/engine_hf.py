@@ -1,13 +1,12 @@
-"""`hf` engine: transformers `generate` (KV cache, left-padded batches) with per-request seeded sampling.
+"""`hf` engine: a transformers model decoding left-padded batches over a KV cache, with per-request seeded sampling.
 
-Requests are left-padded into one `generate` per batch. With `prefix_cache=True` each rollout keeps its KV
-cache between turns (keyed by `GenRequest.cache_key`) and the batch only prefills positions no row has cached
+Requests are left-padded into one batch; a request that emits a stop id or reaches its limit leaves the batch (its
+KV rows are dropped), so later decode steps compute only the requests still generating. With `prefix_cache=True`
+each rollout keeps its KV cache between turns (keyed by `GenRequest.cache_key`) and the batch only prefills positions no row has cached
 (see `bat.rollout.kvcache`); `set_weights` drops every cached prefix.
 
-HF `generate` has one global RNG; to make each rollout's sampling depend only on its own seed (not on
-which other rollouts share the batch) a logits processor samples every row with that row's own
-`torch.Generator`, records log pi_behavior of the sampled token under the temperature, and hands
-`generate` a one-hot score row so its greedy step picks exactly that token.
+Each request samples with its own `torch.Generator`, so its tokens depend only on its own seed (not on which other
+requests share the batch); the log pi_behavior of each sampled token under the temperature is recorded.
 """
 
 from __future__ import annotations
@@ -16,7 +15,6 @@ from pathlib import Path
 from typing import Any, Literal
 
 import torch
-from transformers import GenerationConfig, LogitsProcessor, LogitsProcessorList, StoppingCriteria, StoppingCriteriaList
 
 from bat.policy.loader import DTYPES, load_model
 from bat.rollout import kvcache
@@ -36,8 +34,8 @@ def filter_logits(logits: torch.Tensor, top_p: float, top_k: int) -> torch.Tenso
     return logits
 
 
-class _RowSampler(LogitsProcessor):
-    """Samples each row with its own generator; records the behavior logprob of the sampled token."""
+class _RowSampler:
+    """Samples each request with its own generator; records the behavior logprob of the sampled token."""
 
     def __init__(self, seeds: list[int], temperatures: list[float], top_p: float, top_k: int) -> None:
         self.generators = [torch.Generator().manual_seed(int(s)) for s in seeds]
@@ -46,38 +44,23 @@ class _RowSampler(LogitsProcessor):
         self.chosen: list[list[int]] = [[] for _ in seeds]
         self.logprobs: list[list[float]] = [[] for _ in seeds]
 
-    def __call__(self, input_ids: torch.LongTensor, scores: torch.FloatTensor) -> torch.FloatTensor:
+    def step(self, requests: list[int], scores: torch.Tensor) -> list[int]:
+        """One token for each live batch row; `requests[b]` is the request index of batch row `b`."""
         scores = scores.float()
-        out = torch.full_like(scores, float("-inf"))
-        for row, gen in enumerate(self.generators):
-            temp = self.temperatures[row]
+        tokens = []
+        for row, index in enumerate(requests):
+            temp = self.temperatures[index]
             logits = scores[row] / temp if temp > 0 else scores[row]
             logp = torch.log_softmax(logits, dim=-1)
             if temp > 0:
                 probs = torch.softmax(filter_logits(logits[None], self.top_p, self.top_k)[0], dim=-1)
-                token = int(torch.multinomial(probs, 1, generator=gen).item())
+                token = int(torch.multinomial(probs, 1, generator=self.generators[index]).item())
             else:
                 token = int(torch.argmax(logits).item())
-            self.chosen[row].append(token)
-            self.logprobs[row].append(float(logp[token].item()))
-            out[row, token] = 0.0
-        return out
-
-
-class _RowLimits(StoppingCriteria):
-    """Per-row stop: a row is finished at its own token limit or when it emits one of its stop ids."""
-
-    def __init__(self, prompt_width: int, limits: list[int], stop_ids: list[set[int]]) -> None:
-        self.prompt_width, self.limits, self.stop_ids = prompt_width, limits, stop_ids
-        self.finished = [False] * len(limits)
-
-    def __call__(self, input_ids: torch.LongTensor, scores: torch.FloatTensor, **kwargs) -> torch.BoolTensor:
-        produced = input_ids.shape[1] - self.prompt_width
-        last = input_ids[:, -1].tolist()
-        for row in range(len(self.limits)):
-            if not self.finished[row] and (last[row] in self.stop_ids[row] or produced >= self.limits[row]):
-                self.finished[row] = True
-        return torch.tensor(self.finished, dtype=torch.bool, device=input_ids.device)
+            self.chosen[index].append(token)
+            self.logprobs[index].append(float(logp[token].item()))
+            tokens.append(token)
+        return tokens
 
 
 class HFEngine:
@@ -142,6 +125,7 @@ class HFEngine:
         for row, req in enumerate(requests):
             ids[row, pads[row] :] = torch.tensor(req.prompt_ids, dtype=torch.long)
             mask[row, pads[row] :] = 1
+        limits = [max(1, r.max_new_tokens) for r in requests]
         past, prefix = None, 0
         if self.prefix_cache:
             entries = [
@@ -149,38 +133,58 @@ class HFEngine:
                 for r in requests
             ]
             prefix = kvcache.batch_prefix(entries, pads)
-            past = kvcache.stack(entries, pads, prefix) if prefix > 0 else None
-        limits = [max(1, r.max_new_tokens) for r in requests]
+            if prefix > 0:
+                past = kvcache.stack(entries, pads, prefix, reserve=width - prefix + max(limits))
+        if past is None:
+            past = kvcache.ReservedCache(self.model.config.num_hidden_layers, reserve=max(limits))
         sampler = _RowSampler([r.seed for r in requests], [r.temperature for r in requests], self.top_p, self.top_k)
-        stops = _RowLimits(width, limits, [set(r.stop_ids) for r in requests])
-        gen_cfg = GenerationConfig(
-            max_new_tokens=max(limits),
-            do_sample=False,
-            use_cache=True,
-            pad_token_id=self.pad_id,
-            eos_token_id=None,
-            return_dict_in_generate=True,
-        )
-        out = self.model.generate(
-            input_ids=ids.to(self.device),
-            attention_mask=mask.to(self.device),
-            past_key_values=past,
-            generation_config=gen_cfg,
-            logits_processor=LogitsProcessorList([sampler]),
-            stopping_criteria=StoppingCriteriaList([stops]),
-        )
-        results = [
-            self._cut(sampler.chosen[row], sampler.logprobs[row], limits[row], set(req.stop_ids))
-            for row, req in enumerate(requests)
+        stops = [set(r.stop_ids) for r in requests]
+        positions = (mask.cumsum(-1) - 1).clamp(min=0)
+        live = list(range(len(requests)))  # request index of each batch row still generating
+        feed, feed_pos, attn = ids[:, prefix:], positions[:, prefix:], mask
+        while live:
+            out = self.model(
+                input_ids=feed.to(self.device),
+                attention_mask=attn.to(self.device),
+                position_ids=feed_pos.to(self.device),
+                past_key_values=past,
+                use_cache=True,
+                logits_to_keep=1,
+            )
+            past = out.past_key_values
+            tokens = sampler.step(live, out.logits[:, -1, :])
+            ended = [
+                row
+                for row, (index, token) in enumerate(zip(live, tokens))
+                if token in stops[index] or len(sampler.chosen[index]) >= limits[index]
+            ]
+            for row in ended:
+                self._keep_prefix(requests[live[row]], sampler.chosen[live[row]], past, row, pads[live[row]])
+            going = [row for row in range(len(live)) if row not in set(ended)]
+            if not going:
+                break
+            last_pos = feed_pos[:, -1:]
+            if ended:  # finished rows leave the batch: later steps compute only the rows still going
+                keep = torch.tensor(going, dtype=torch.long)
+                past.batch_select_indices(keep.to(self.device))
+                attn, last_pos = attn[keep], last_pos[keep]
+            live = [live[row] for row in going]
+            feed = torch.tensor([[tokens[row]] for row in going], dtype=torch.long)
+            feed_pos = last_pos + 1
+            attn = torch.cat([attn, torch.ones((len(live), 1), dtype=attn.dtype)], dim=1)
+        return [
+            self._cut(sampler.chosen[row], sampler.logprobs[row], limits[row], stops[row])
+            for row in range(len(requests))
         ]
-        if self.prefix_cache:
-            total = out.past_key_values.get_seq_length()
-            for row, (req, res) in enumerate(zip(requests, results)):
-                if req.cache_key:
-                    seq = list(req.prompt_ids) + res.token_ids
-                    keep = min(total - pads[row], len(seq) - 1)
-                    self._cache[req.cache_key] = (seq[:keep], kvcache.split(out.past_key_values, row, pads[row], keep))
-        return results
+
+    def _keep_prefix(self, request: GenRequest, chosen: list[int], past: Any, row: int, pad: int) -> None:
+        """With the prefix cache, store batch row `row`'s KV (its context and every sampled token but the last,
+        which was never fed) under the request's cache key."""
+        if not (self.prefix_cache and request.cache_key):
+            return
+        seq = list(request.prompt_ids) + chosen
+        keep = min(past.get_seq_length() - pad, len(seq) - 1)
+        self._cache[request.cache_key] = (seq[:keep], kvcache.split(past, row, pad, keep))
 
     def release(self, cache_key: str) -> None:
         """Drop the cached KV of a finished rollout."""

@@ -7,6 +7,7 @@ import torch
 from fake_openai import CompletionsServer
 
 from bat.config.rollout import OpenAIEngineConfig, RolloutConfig
+from bat.policy.loader import load_model
 from bat.rollout.engine import GenRequest, make_engine
 from bat.rollout.engine_hf import HFEngine, filter_logits
 from bat.rollout.engine_openai import OpenAIEngine
@@ -35,6 +36,42 @@ def test_hf_batched_equals_one_at_a_time(tiny_model):
         assert alone.logprobs == pytest.approx(got.logprobs, abs=1e-4)
         assert len(got.token_ids) <= req.max_new_tokens and got.finish in ("stop", "length")
         assert all(lp <= 0.0 for lp in got.logprobs)
+
+
+def test_hf_finished_requests_leave_the_batch(tiny_model):
+    engine = HFEngine(tiny_model, max_batch=8)
+    rows = []
+    engine.model.register_forward_pre_hook(lambda _m, _a, kw: rows.append(kw["input_ids"].shape[0]), with_kwargs=True)
+    reqs = [GenRequest(prompt_ids=list(range(10, 20)), max_new_tokens=n, seed=n, temperature=1.0) for n in (2, 5, 9)]
+    got = engine.generate(reqs)
+    assert [len(g.token_ids) for g in got] == [2, 5, 9]
+    assert rows == [3, 3, 2, 2, 2, 1, 1, 1, 1]  # a forward per sampled token, over the requests still generating
+    assert [g.token_ids for g in got] == [engine.generate([r])[0].token_ids for r in reqs]
+
+
+def test_reserved_cache_appends_in_place_and_decodes_like_a_dynamic_cache(tiny_model):
+    from transformers import DynamicCache
+
+    from bat.rollout.kvcache import ReservedCache
+
+    model = load_model(tiny_model)
+    ids = torch.tensor([list(range(10, 30)), list(range(40, 60))])
+    caches = {"dynamic": DynamicCache(), "reserved": ReservedCache(model.config.num_hidden_layers, reserve=4)}
+    logits = {}
+    with torch.inference_mode():
+        for name, cache in caches.items():
+            steps = [model(input_ids=ids[:, :16], past_key_values=cache, use_cache=True).logits[:, -1]]
+            buffer = cache.layers[0]._keys.data_ptr() if name == "reserved" else None
+            for t in range(16, 20):  # four decode steps fit the reserve: no reallocation
+                steps.append(model(input_ids=ids[:, t : t + 1], past_key_values=cache, use_cache=True).logits[:, -1])
+            if name == "reserved":
+                assert cache.layers[0]._keys.data_ptr() == buffer and cache.get_seq_length() == 20
+            cache.batch_select_indices(torch.tensor([1]))
+            steps.append(model(input_ids=ids[1:, :1], past_key_values=cache, use_cache=True).logits[:, -1])
+            logits[name] = steps
+    assert caches["reserved"].get_seq_length() == 21 and caches["reserved"].layers[0].keys.shape[0] == 1
+    for a, b in zip(logits["dynamic"], logits["reserved"]):
+        assert torch.allclose(a, b, atol=1e-5)
 
 
 def test_hf_set_weights_swaps_model_and_greedy_is_deterministic(tiny_model):
