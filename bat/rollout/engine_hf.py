@@ -1,7 +1,8 @@
 """`hf` engine: a transformers model decoding left-padded batches over a KV cache, with per-request seeded sampling.
 
 Requests are left-padded into one batch; a request that emits a stop id or reaches its limit leaves the batch (its
-KV rows are dropped), so later decode steps compute only the requests still generating. With `prefix_cache=True`
+KV rows are dropped), so later decode steps compute only the requests still generating, and requests with the same
+prompt (the K rollouts of a state, on their first turn) prefill it once and copy its KV. With `prefix_cache=True`
 each rollout keeps its KV cache between turns (keyed by `GenRequest.cache_key`) and the batch only prefills positions no row has cached
 (see `bat.rollout.kvcache`); `set_weights` drops every cached prefix.
 
@@ -61,6 +62,13 @@ class _RowSampler:
             self.logprobs[index].append(float(logp[token].item()))
             tokens.append(token)
         return tokens
+
+
+def _first_of_each_prompt(requests: list[GenRequest]) -> list[int] | None:
+    """For each request, the first request with the same prompt ids; None when every prompt differs."""
+    first: dict[tuple[int, ...], int] = {}
+    source = [first.setdefault(tuple(r.prompt_ids), row) for row, r in enumerate(requests)]
+    return source if len(first) < len(requests) else None
 
 
 class HFEngine:
@@ -142,17 +150,18 @@ class HFEngine:
         positions = (mask.cumsum(-1) - 1).clamp(min=0)
         live = list(range(len(requests)))  # request index of each batch row still generating
         feed, feed_pos, attn = ids[:, prefix:], positions[:, prefix:], mask
+        source = _first_of_each_prompt(requests) if prefix == 0 else None
         while live:
-            out = self.model(
-                input_ids=feed.to(self.device),
-                attention_mask=attn.to(self.device),
-                position_ids=feed_pos.to(self.device),
-                past_key_values=past,
-                use_cache=True,
-                logits_to_keep=1,
-            )
-            past = out.past_key_values
-            tokens = sampler.step(live, out.logits[:, -1, :])
+            if source is not None:  # requests with one prompt (a GRPO group's first turn): prefill it once
+                rows = sorted(set(source))
+                picked = torch.tensor(rows, dtype=torch.long)
+                logits = self._forward(feed[picked], attn[picked], feed_pos[picked], past)
+                copies = torch.tensor([rows.index(s) for s in source], dtype=torch.long)
+                past.batch_select_indices(copies.to(self.device))
+                logits, source = logits[copies.to(logits.device)], None
+            else:
+                logits = self._forward(feed, attn, feed_pos, past)
+            tokens = sampler.step(live, logits)
             ended = [
                 row
                 for row, (index, token) in enumerate(zip(live, tokens))
@@ -176,6 +185,18 @@ class HFEngine:
             self._cut(sampler.chosen[row], sampler.logprobs[row], limits[row], stops[row])
             for row in range(len(requests))
         ]
+
+    def _forward(self, ids: torch.Tensor, attn: torch.Tensor, positions: torch.Tensor, past: Any) -> torch.Tensor:
+        """Feed `ids` (`[B, n]`) through the model onto `past` (extended in place); the last position's logits."""
+        out = self.model(
+            input_ids=ids.to(self.device),
+            attention_mask=attn.to(self.device),
+            position_ids=positions.to(self.device),
+            past_key_values=past,
+            use_cache=True,
+            logits_to_keep=1,
+        )
+        return out.logits[:, -1, :]
 
     def _keep_prefix(self, request: GenRequest, chosen: list[int], past: Any, row: int, pad: int) -> None:
         """With the prefix cache, store batch row `row`'s KV (its context and every sampled token but the last,

@@ -42,11 +42,24 @@ def test_hf_finished_requests_leave_the_batch(tiny_model):
     engine = HFEngine(tiny_model, max_batch=8)
     rows = []
     engine.model.register_forward_pre_hook(lambda _m, _a, kw: rows.append(kw["input_ids"].shape[0]), with_kwargs=True)
-    reqs = [GenRequest(prompt_ids=list(range(10, 20)), max_new_tokens=n, seed=n, temperature=1.0) for n in (2, 5, 9)]
+    reqs = [GenRequest(prompt_ids=list(range(n, 20)), max_new_tokens=n, seed=n, temperature=1.0) for n in (2, 5, 9)]
     got = engine.generate(reqs)
     assert [len(g.token_ids) for g in got] == [2, 5, 9]
     assert rows == [3, 3, 2, 2, 2, 1, 1, 1, 1]  # a forward per sampled token, over the requests still generating
     assert [g.token_ids for g in got] == [engine.generate([r])[0].token_ids for r in reqs]
+
+
+def test_hf_requests_with_one_prompt_prefill_it_once(tiny_model):
+    engine = HFEngine(tiny_model, max_batch=8)
+    fed = []
+    engine.model.register_forward_pre_hook(lambda _m, _a, kw: fed.append(tuple(kw["input_ids"].shape)), with_kwargs=True)
+    group = [GenRequest(prompt_ids=list(range(10, 30)), max_new_tokens=4, seed=k, temperature=1.0) for k in range(4)]
+    other = GenRequest(prompt_ids=list(range(50, 62)), max_new_tokens=4, seed=9, temperature=1.0)
+    got = engine.generate([*group, other])
+    assert fed[0] == (2, 20)  # the shared prompt once, the other prompt (left-padded) once
+    assert fed[1:] == [(5, 1)] * 3
+    assert len({tuple(g.token_ids) for g in got[:4]}) > 1  # each member still samples with its own seed
+    assert [g.token_ids for g in got] == [engine.generate([r])[0].token_ids for r in [*group, other]]
 
 
 def test_reserved_cache_appends_in_place_and_decodes_like_a_dynamic_cache(tiny_model):
