@@ -87,7 +87,14 @@ def make_engine(cfg: RolloutConfig, model_path: str | Path) -> Engine:
     if cfg.engine == "vllm":
         from bat.rollout.engine_vllm import VllmEngine
 
-        return VllmEngine(model_path, cfg.vllm, top_p=cfg.top_p, top_k=cfg.top_k)
+        return VllmEngine(
+            model_path,
+            cfg.vllm,
+            top_p=cfg.top_p,
+            top_k=cfg.top_k,
+            dtype=cfg.dtype,
+            max_context_tokens=cfg.budgets.max_context_tokens,
+        )
     if cfg.engine == "openai":
         from bat.rollout.engine_openai import OpenAIEngine
 

@@ -131,9 +131,19 @@ class VllmEngine:
 
     name = "vllm"
 
-    def __init__(self, model_path: str | Path, cfg: VllmEngineConfig, *, top_p: float = 1.0, top_k: int = 0) -> None:
+    def __init__(
+        self,
+        model_path: str | Path,
+        cfg: VllmEngineConfig,
+        *,
+        top_p: float = 1.0,
+        top_k: int = 0,
+        dtype: str = "float32",
+        max_context_tokens: int | None = None,
+    ) -> None:
         self.vllm = _import_vllm()
-        self.cfg, self.top_p, self.top_k = cfg, top_p, top_k
+        self.cfg, self.top_p, self.top_k, self.dtype = cfg, top_p, top_k, dtype
+        self.max_context_tokens = max_context_tokens
         self.llm: Any = None
         self.checkpoint = ""
         self.set_weights(model_path)
@@ -155,7 +165,14 @@ class VllmEngine:
             enable_prefix_caching=self.cfg.enable_prefix_caching,
             seed=0,
             max_logprobs=1,
+            dtype=self.dtype,  # the policy's dtype, as the server engine gets it (not vLLM's "auto")
+            generation_config="vllm",  # sampling exactly as requested, not the checkpoint's generation defaults
         )
+        if self.max_context_tokens is not None:
+            from bat.state.model_files import folder_positions
+
+            positions = folder_positions(path)
+            kwargs["max_model_len"] = min(self.max_context_tokens, positions) if positions else self.max_context_tokens
         try:
             self.llm = self.vllm.LLM(logprobs_mode="processed_logprobs", **kwargs)
         except TypeError:  # older vLLM without logprobs_mode

@@ -3,14 +3,15 @@ on a tiny checkpoint, checks the reply's ids and behavior logprobs against trans
 rollouts on the continuous schedule, and moves the server to another checkpoint.
 
 `make test` installs the vLLM environment and sets BAT_REQUIRE_VLLM=1, so there these tests run or fail; elsewhere
-they are skipped when no vLLM environment can be found. The in-process engine (`process: inprocess`) is tested
-only where this interpreter itself imports vllm.
+they are skipped when no vLLM environment can be found. The in-process engine (`process: inprocess`) runs in a child
+interpreter of the vLLM environment.
 """
 
 from __future__ import annotations
 
 import os
 import sys
+from pathlib import Path
 
 import pytest
 import torch
@@ -157,13 +158,44 @@ def test_server_that_dies_at_start_is_reported_with_its_log(tmp_path):
     assert server.proc is None
 
 
-def test_inprocess_engine_where_vllm_imports_here(vllm_models):
-    pytest.importorskip("vllm")
-    from bat.rollout.engine_vllm import VllmEngine
+_INPROCESS_CHILD = """
+import json, sys
+from bat.config.rollout import VllmEngineConfig
+from bat.rollout.engine import GenRequest
+from bat.rollout.engine_vllm import VllmEngine
 
-    eng = VllmEngine(vllm_models[0], VllmEngineConfig(process="inprocess", gpu_memory_utilization=0.3))
+if __name__ == "__main__":  # vLLM spawns its engine core
+    eng = VllmEngine(sys.argv[1], VllmEngineConfig(process="inprocess", gpu_memory_utilization=0.3))
     try:
-        res = eng.generate([GenRequest(prompt_ids=[5, 6, 7], max_new_tokens=3, seed=1, temperature=0.0)])[0]
-        assert res.token_ids
+        res = eng.generate([GenRequest(prompt_ids=[5, 6, 7, 8], max_new_tokens=6, seed=1, temperature=0.7)])[0]
+        print("RESULT " + json.dumps({"ids": res.token_ids, "logprobs": res.logprobs, "checkpoint": eng.checkpoint}))
     finally:
         eng.close()
+"""
+
+
+def test_inprocess_engine(vllm_models, tmp_path):
+    """`process: inprocess` drives vLLM's offline LLM inside the calling process: here, a child interpreter of
+    the vLLM environment importing bat's own engine module (this interpreter imports no vllm)."""
+    import json
+    import subprocess
+
+    from bat.rollout.vllm_server import cpu_bind
+
+    script = tmp_path / "inprocess_child.py"
+    script.write_text(_INPROCESS_CHILD)
+    env = dict(
+        os.environ,
+        PYTHONPATH=str(Path(__file__).resolve().parents[2]),
+        VLLM_CPU_KVCACHE_SPACE="1",
+        VLLM_CPU_OMP_THREADS_BIND=cpu_bind("auto"),
+    )
+    out = subprocess.run(
+        [_vllm_python(), str(script), str(vllm_models[0])], capture_output=True, text=True, env=env, timeout=600
+    )
+    lines = [line for line in out.stdout.splitlines() if line.startswith("RESULT ")]
+    assert out.returncode == 0 and lines, out.stderr[-3000:]
+    got = json.loads(lines[-1].removeprefix("RESULT "))
+    assert got["checkpoint"] == str(vllm_models[0]) and 1 <= len(got["ids"]) <= 6
+    ref = _reference_logprobs(vllm_models[0], [5, 6, 7, 8], got["ids"], 0.7)
+    assert got["logprobs"] == pytest.approx(ref, abs=2e-3)
