@@ -26,16 +26,12 @@ from bat.rollout.engine_openai import OpenAIEngine
 from bat.rollout.vllm_server import SERVED_NAME, VllmServer
 
 
-class VllmServerEngine:
-    """vLLM's OpenAI server on the checkpoint, started and stopped by bat; requests may come from many threads."""
-
-    name = "vllm"
-    concurrent = True
-    """Thread-safe and batching concurrent requests itself: the loop gives every rollout its own thread."""
+class _VllmSettings:
+    """What both vLLM engines are built from: the engine config, the sampling filters, the policy's dtype and the
+    context budget (capped to the checkpoint's positions when a checkpoint is loaded: `max_context`)."""
 
     def __init__(
         self,
-        model_path: str | Path,
         cfg: VllmEngineConfig,
         *,
         top_p: float = 1.0,
@@ -45,12 +41,31 @@ class VllmServerEngine:
     ) -> None:
         self.cfg, self.top_p, self.top_k = cfg, top_p, top_k
         self.max_context_tokens, self.dtype = max_context_tokens, dtype
+        self.checkpoint = ""
+        self.max_context: int | None = None
+
+    def _cap_context(self, path: Path) -> int:
+        """Set and return `max_context`: the context budget, at most the positions the checkpoint at `path` has."""
+        from bat.state.model_files import folder_positions
+
+        positions = folder_positions(path)
+        self.max_context = min(self.max_context_tokens, positions) if positions else self.max_context_tokens
+        return self.max_context
+
+
+class VllmServerEngine(_VllmSettings):
+    """vLLM's OpenAI server on the checkpoint, started and stopped by bat; requests may come from many threads."""
+
+    name = "vllm"
+    concurrent = True
+    """Thread-safe and batching concurrent requests itself: the loop gives every rollout its own thread."""
+
+    def __init__(self, model_path: str | Path, cfg: VllmEngineConfig, **settings: Any) -> None:
+        super().__init__(cfg, **settings)
         self.server: VllmServer | None = None
         self.client: OpenAIEngine | None = None
         self.probe_diff: float | None = None
         """Largest probe log-prob difference between the server and the checkpoint at the last check."""
-        self.checkpoint = ""
-        self.max_context: int | None = None
         self.set_weights(model_path)
 
     def set_weights(self, path: str | Path) -> None:
@@ -58,11 +73,9 @@ class VllmServerEngine:
         would not fit a small machine); a failure raises VllmServerError with the server log's tail, or
         ServedModelMismatch from the probe."""
         from bat.policy.loader import check_model_dir
-        from bat.state.model_files import folder_positions
 
         path = check_model_dir(path)  # a missing or incomplete folder: ModelFolderError naming it
-        positions = folder_positions(path)
-        self.max_context = min(self.max_context_tokens, positions) if positions else self.max_context_tokens
+        self._cap_context(path)
         self.close()
         self.server = VllmServer(path, self.cfg, max_model_len=self.max_context, dtype=self.dtype).start()
         client_cfg = OpenAIEngineConfig(
@@ -126,26 +139,15 @@ def _import_vllm() -> Any:
     return vllm
 
 
-class VllmEngine:
+class VllmEngine(_VllmSettings):
     """Offline vLLM engine; behavior logprobs are requested in `processed_logprobs` mode (after temperature)."""
 
     name = "vllm"
 
-    def __init__(
-        self,
-        model_path: str | Path,
-        cfg: VllmEngineConfig,
-        *,
-        top_p: float = 1.0,
-        top_k: int = 0,
-        dtype: str = "float32",
-        max_context_tokens: int | None = None,
-    ) -> None:
+    def __init__(self, model_path: str | Path, cfg: VllmEngineConfig, **settings: Any) -> None:
+        super().__init__(cfg, **settings)
         self.vllm = _import_vllm()
-        self.cfg, self.top_p, self.top_k, self.dtype = cfg, top_p, top_k, dtype
-        self.max_context_tokens = max_context_tokens
         self.llm: Any = None
-        self.checkpoint = ""
         self.set_weights(model_path)
 
     def set_weights(self, path: str | Path) -> None:
@@ -167,12 +169,9 @@ class VllmEngine:
             max_logprobs=1,
             dtype=self.dtype,  # the policy's dtype, as the server engine gets it (not vLLM's "auto")
             generation_config="vllm",  # sampling exactly as requested, not the checkpoint's generation defaults
+            max_model_len=self._cap_context(path),
         )
-        if self.max_context_tokens is not None:
-            from bat.state.model_files import folder_positions
 
-            positions = folder_positions(path)
-            kwargs["max_model_len"] = min(self.max_context_tokens, positions) if positions else self.max_context_tokens
         try:
             self.llm = self.vllm.LLM(logprobs_mode="processed_logprobs", **kwargs)
         except TypeError:  # older vLLM without logprobs_mode
