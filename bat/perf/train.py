@@ -220,9 +220,7 @@ def run(args: argparse.Namespace) -> int:
     ):
         table.add_column(column, justify="right")
     rates: dict[tuple[str, str, str], dict[str, Any]] = {}
-    runs = [
-        (mode, ref) for mode in args.modes for ref in (args.kl_references if mode == "grpo" else ["behavior"])
-    ]
+    runs = [(mode, ref) for mode in args.modes for ref in (args.kl_references if mode == "grpo" else ["behavior"])]
     for preset in args.presets:
         for mode, ref in runs:
             for logits in args.logits:

@@ -52,7 +52,9 @@ def test_hf_finished_requests_leave_the_batch(tiny_model):
 def test_hf_requests_with_one_prompt_prefill_it_once(tiny_model):
     engine = HFEngine(tiny_model, max_batch=8)
     fed = []
-    engine.model.register_forward_pre_hook(lambda _m, _a, kw: fed.append(tuple(kw["input_ids"].shape)), with_kwargs=True)
+    engine.model.register_forward_pre_hook(
+        lambda _m, _a, kw: fed.append(tuple(kw["input_ids"].shape)), with_kwargs=True
+    )
     group = [GenRequest(prompt_ids=list(range(10, 30)), max_new_tokens=4, seed=k, temperature=1.0) for k in range(4)]
     other = GenRequest(prompt_ids=list(range(50, 62)), max_new_tokens=4, seed=9, temperature=1.0)
     got = engine.generate([*group, other])
