@@ -67,9 +67,10 @@ def steered_track_tasks(config: BatConfig, track_overall: dict[str, float | None
 
 
 def steering(config: BatConfig, layout: RunLayout, refresh: int) -> tuple[BatConfig, dict[str, Any] | None]:
-    """The config a steered refresh synthesizes with, and the record of why (None when not steered): refresh k >= 1
-    with `bank.refresh_steering: weakness` reads the newest controller aggregate of a round before k (training-side
-    aggregate numbers, never held-out content) and sets `bank.track_tasks` (`steered_track_tasks`)."""
+    """The config a steered refresh synthesizes with, and the record of why (None when not steered; paper §2.1:
+    "Aggregate recording statistics can guide synthesis"): refresh k >= 1 with `bank.refresh_steering: weakness`
+    reads the newest controller aggregate of a round before k (training-side aggregate numbers, never held-out
+    content) and sets `bank.track_tasks` (`steered_track_tasks`)."""
     if refresh < 1 or config.bank.refresh_steering == "off":
         return config, None
     found = newest_controller_aggregate(layout, refresh)

@@ -1,7 +1,8 @@
 """The staged-benchmark contract: rubric items and evidence per stage, stage formulas, Agentic and Overall.
 
-Items, evidence and formulas are read from `benchmark.contract` (`bat.config.contract`, paper §2.2 Eqs. 1-4 and 14;
-default: the built-in benchmark's contract), so a user's own staged benchmark can define them.
+Items, evidence and formulas are read from `benchmark.contract` (`bat.config.contract`, paper §2.1 Eqs. 1-2, §2.2.1
+Eq. 4, App. A.1 Eqs. 7 and 14; default: the built-in benchmark's contract), so a user's own staged benchmark can
+define them.
 
 Item ids mirror AutoMedBench's sub-criteria. Verdicts are True / False / None, where None means the
 evidence is missing for an infrastructure reason (judge down): such a stage is *null*, never 0. Items

@@ -1,5 +1,6 @@
 """The staged-benchmark contract as config: per stage, its binary rubric items (c), evidence requirements (G) and
-the formula that turns item verdicts into a stage score (paper §2.2, Eqs. 1-4 and 14; CONTRACTS.md).
+the formula that turns item verdicts into a stage score (paper §2.1 Eqs. 1-2, §2.2.1 Eq. 4, App. A.1 Eqs. 7 and
+14; CONTRACTS.md).
 
 The defaults are the built-in benchmark's contract (item ids mirror AutoMedBench's sub-criteria). A user's own
 staged benchmark (`benchmark.kind: external`) defines its own stages here; the built-in grader computes only the

@@ -67,10 +67,11 @@ class CurriculumConfig(Section):
     shift_track_drop: float = Field(0.10, gt=0.0, le=1.0)
     """Domain-shift detector: a track dropping this much while the mean of tracks does not drop is a shift."""
     shift_response: Literal["focus", "report"] = "focus"
-    """What a detected shift changes (the paper names the detector, not its response). `focus`: each pool of the
-    next round draws its rows from the shifted tracks when they hold enough rows for the round (else from every
-    track), and the next steered bank refresh gives them more tasks through their lower scores; `report`: only
-    the decision record and the report say so."""
+    """What a detected shift changes (the paper, Fig. 1, names the detector, not its response). `focus`: each pool of
+    the next round draws its rows from the shifted tracks when they hold enough rows for the round (else from every
+    track); `report`: only the decision record and the report say so. Either way a steered bank refresh
+    (`orchestrate.bank_refresh`, `bank.refresh_steering: weakness`) splits its tasks by 1 - track Overall of the
+    same evaluation, where the drop counts; a `focus` decision names the refresh only when one runs."""
 
     @model_validator(mode="after")
     def _check(self) -> CurriculumConfig:

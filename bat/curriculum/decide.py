@@ -63,8 +63,10 @@ def _promote(best: BestCheckpoint | None, snap: ScoreSnapshot) -> BestCheckpoint
     )
 
 
-def _shift_response(shift: DomainShift, cfg: CurriculumConfig, stop: bool) -> str | None:
-    """The response to a detected shift, as the decision record states it (None when nothing was detected)."""
+def _shift_response(shift: DomainShift, cfg: CurriculumConfig, stop: bool, refresh_steered: bool) -> str | None:
+    """The response to a detected shift (paper Fig. 1: the Curriculum Teacher's Domain-Shift Detector and Report for
+    next round), as the decision record states it (None when nothing was detected). The bank refresh is named only
+    when a steered one runs beside the next round (`refresh_steered`)."""
     if not shift.detected:
         return None
     if cfg.shift_response == "report" or stop or not shift.shifted_tracks:
@@ -74,10 +76,13 @@ def _shift_response(shift: DomainShift, cfg: CurriculumConfig, stop: bool) -> st
             else ("no next round" if stop else "no single track dropped")
         )
         return f"reported only ({why})"
-    return (
-        f"next round draws each pool's rows from {shift.shifted_tracks} where they hold enough rows; the next "
-        "steered bank refresh gives them more tasks"
-    )
+    response = f"next round draws each pool's rows from {shift.shifted_tracks} where they hold enough rows"
+    if refresh_steered:
+        response += (
+            "; the bank refresh beside it splits its tasks by 1 - track Overall of this evaluation "
+            "(bank.refresh_steering), which holds the drop"
+        )
+    return response
 
 
 def decide(
@@ -92,10 +97,13 @@ def decide(
     kl: float | None = None,
     health: TrainingHealth | None = None,
     last_round: bool = False,
+    refresh_steered: bool = False,
 ) -> tuple[RouteDecision, BestCheckpoint]:
     """Decide the round: bootstrap/promote/hold/fallback/continue, the next target stage and mixture.
 
     Inputs are aggregate numbers only. Returns the auditable decision and the (possibly new) best checkpoint.
+    `refresh_steered`: a bank refresh steered by track weakness runs beside the next round (`orchestrate.bank_refresh`
+    and `bank.refresh_steering: weakness`), so a domain-shift response may name it.
     """
     snap = snapshot(candidate)
     shift = detect_domain_shift(history.previous, snap, cfg.shift_track_drop)
@@ -152,7 +160,7 @@ def decide(
         kl=kl,
         gate=gate,
         domain_shift=shift,
-        shift_response=_shift_response(shift, cfg, stop),
+        shift_response=_shift_response(shift, cfg, stop, refresh_steered),
         health=health,
         next_round=None if stop else round_index + 1,
     )

@@ -84,6 +84,7 @@ def _route(ctx: PhaseContext) -> PhaseResult:
         kl=kl,
         health=training_health(layout, r),
         last_round=r >= cfg.run.rounds,
+        refresh_steered=cfg.orchestrate.bank_refresh and cfg.bank.refresh_steering == "weakness",
     )
     outputs = [
         atomic_write_json(decision_path(layout, r), decision),

@@ -38,9 +38,10 @@ def pool_ids_for(index, pools: Sequence[str], target_stage: str | None, exclude:
 def focus_on_shifted_tracks(
     pool_ids: dict[str, list[str]], decision: RouteDecision, cfg: CurriculumConfig, index
 ) -> tuple[dict[str, list[str]], dict[str, list[str]]]:
-    """The domain-shift response `focus` (`curriculum.shift_response`): each pool keeps only rows of the shifted
-    tracks when those hold at least the rows the pool draws in a round (its mixture count x batches per round);
-    returns the pool ids and, per focused pool, the tracks it was narrowed to."""
+    """The domain-shift response `focus` (`curriculum.shift_response`; paper Fig. 1 names the Domain-Shift Detector,
+    not a response): each pool keeps only rows of the shifted tracks when those hold at least the rows the pool
+    draws in a round (its mixture count x batches per round); returns the pool ids and, per focused pool, the tracks
+    it was narrowed to."""
     shift = decision.domain_shift
     if cfg.shift_response != "focus" or shift is None or not shift.detected or not shift.shifted_tracks:
         return pool_ids, {}

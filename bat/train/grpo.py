@@ -111,7 +111,8 @@ def _probe_step(engine: Any, probe_ids: Any) -> None:
 
 def plan_step_batches(items: Sequence[GrpoItem], batches: Sequence[Sequence[str]]) -> list[list[int]]:
     """Indices into `items` of each plan batch's trainable rollouts: every rollout of every state the batch lists
-    (each GRPO group whole), in batch order; batches without a trainable rollout are left out."""
+    (each GRPO group whole), in batch order; batches without a trainable rollout are left out. A step trained on
+    one batch sees the batch's pool mix (paper Eq. 5, rho of App. A.4: 4 / 2 / 2 of 8 rows by default)."""
     by_state: dict[str, list[int]] = defaultdict(list)
     for index, item in enumerate(items):
         by_state[item.state_id].append(index)

@@ -391,3 +391,30 @@ def test_steered_refresh_gives_weaker_tracks_more_tasks_from_aggregates_only(tmp
     unsteered, _ = synthesize(off, layout, refresh=1)
     assert unsteered.manifest().config["steering"] is None
     assert {t.seed for t in unsteered.tasks()} == {t.seed for t in bank.tasks()}
+
+
+def test_a_steered_refresh_plans_the_steered_task_counts(tmp_path):
+    """The steering is applied, not only recorded: the refresh's task plan holds `track_tasks` tasks per track."""
+    from collections import Counter
+
+    from bat.bank.practice import plan_tasks
+    from bat.bank.synthesize import bank_seed, refreshed_config, steering
+    from bat.evaluate.store import write_aggregate
+    from bat.schemas.evaluation import EvalAggregate, TrackAggregate
+
+    tracks = ["classification", "detection"]
+    cfg = load_config(None, [f"bank.tracks=[{','.join(tracks)}]", "bank.tasks_per_track=2", "bank.outcomes=[success]"])
+    layout = RunLayout(tmp_path / "run").ensure()
+    scores = {"classification": 0.9, "detection": 0.1}
+    agg = EvalAggregate(
+        round=0, split="controller", checkpoint="c", checkpoint_digest="d", suite_version="s", harness_version="h",
+        manifest_digest="m", stage_keys=["S1"], stages={"S1": 0.5}, task=0.5, agentic=0.5, overall=0.5,
+        half_widths={}, tracks={t: TrackAggregate(track=t, n_runs=1, overall=v) for t, v in scores.items()},
+        n_runs=2, routable=True,
+    )  # fmt: skip
+    write_aggregate(layout, agg)
+    steered, record = steering(refreshed_config(cfg, 1), layout, 1)
+    assert record["track_tasks"] == {"classification": 1, "detection": 3}  # 4 tasks split by 1 - Overall
+    planned = Counter(t.track for t in plan_tasks(steered, bank_seed(steered), tracks))
+    assert planned == {"classification": 1, "detection": 3}
+    assert Counter(t.track for t in plan_tasks(cfg, bank_seed(cfg), tracks)) == {"classification": 2, "detection": 2}

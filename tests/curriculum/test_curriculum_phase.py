@@ -65,6 +65,26 @@ def test_route_rounds_write_decisions_plans_best_and_reports(layout):
     assert again.extra["action"] == "hold" and read_json(layout.phase_dir(2, "route") / "decision.json") == d2
 
 
+def test_each_plan_pins_the_newest_admitted_bank_and_the_report_names_it(layout):
+    """A refreshed bank version is pinned only once the leakage scan admitted it; each round's report names the
+    version its plan pinned."""
+    write_aggregate(layout, build_agg(0, 0.4, stages=S))
+    _route(layout, 0)
+    make_bank(layout)  # the refresh beside round 1: v0002, not yet scanned
+    layout.bank_version(2).admitted_marker.unlink()
+    write_aggregate(layout, build_agg(1, 0.5, stages=S))
+    _route(layout, 1)
+    layout.bank_version(2).admitted_marker.write_text("")  # the scan admits it
+    write_aggregate(layout, build_agg(2, 0.55, stages=S))
+    _route(layout, 2)
+    assert [RoundPlan.model_validate(read_json(layout.plan(r))).bank_version for r in (1, 2, 3)] == [1, 1, 2]
+    write_aggregate(layout, build_agg(3, 0.6, stages=S))
+    _route(layout, 3)
+    for r, version in ((1, 1), (2, 1), (3, 2)):
+        assert read_json(layout.report_json(r))["leakage"]["bank_version"] == version
+        assert f"* bank version: {version}; leakage: verdict=admitted" in layout.report_md(r).read_text()
+
+
 def test_route_stops_on_null_cells(layout):
     agg = build_agg(0, 0.4).model_copy(
         update={"routable": False, "null_cells": [NullCell(track="detection", repeat=1, field="task")]}
@@ -90,6 +110,7 @@ def test_a_domain_shift_focuses_the_next_round_on_the_shifted_track(layout):
     decision = read_json(layout.round(1).decision)
     assert decision["domain_shift"]["detected"] and decision["domain_shift"]["shifted_tracks"] == ["classification"]
     assert "['classification']" in decision["shift_response"]
+    assert "bank refresh" not in decision["shift_response"]  # orchestrate.bank_refresh is off: no refresh to name
     plan = RoundPlan.model_validate(read_json(layout.plan(2)))
     assert plan.focus_tracks and all(t == ["classification"] for t in plan.focus_tracks.values())
     assert "* shift response: next round draws" in layout.report_md(1).read_text()
@@ -104,6 +125,18 @@ def test_shift_response_report_leaves_the_plan_unfocused(layout):
         run_phase(cfg, layout, r, "route")
     assert read_json(layout.round(1).decision)["shift_response"].startswith("reported only")
     assert RoundPlan.model_validate(read_json(layout.plan(2))).focus_tracks == {}
+
+
+def test_the_shift_response_names_a_steered_refresh_beside_the_next_round(layout):
+    cfg = BatConfig.model_validate(
+        {"run": {"rounds": 3}, "curriculum": {"batches_per_round": 2}, "orchestrate": {"bank_refresh": True}}
+    )
+    for r, tracks in enumerate(({}, {"classification": 0.3, "detection": 0.7, "segmentation": 0.7})):
+        write_aggregate(layout, build_agg(r, 0.5 if r == 0 else 0.57, tracks=tracks or None))
+        run_phase(cfg, layout, r, "route")
+    response = read_json(layout.round(1).decision)["shift_response"]
+    assert "['classification']" in response and "bank refresh" in response
+    assert f"* shift response: {response}" in layout.report_md(1).read_text()
 
 
 def test_a_pool_that_cycles_is_logged_where_the_round_is_read(layout):

@@ -132,6 +132,25 @@ def test_stage_mix_e2e_reward_is_the_named_option(world):
     assert expert.reward == pytest.approx(0.5 * mean + 0.5 * expert.task_score)
 
 
+def test_union_rubric_and_stage_mix_differ_on_a_partial_rollout(tmp_path, tokenizer):
+    """An agent that skips the pilot and the check fails S3's items: the default union rubric (Eq. 4 over Eq. 14's
+    union contract) pays eta x the mean of every item verdict, stage_mix w x stage mean + (1 - w) x task score; the
+    two differ here (expert and noop rollouts score the same under both)."""
+    cfg = make_cfg()
+    inst = generate_instance(TRACK, "practice", 5, config=cfg.benchmark)
+    shard = rollout(tmp_path, inst, cfg, tokenizer, {0: agent_texts(inst, "skip-validate", cfg, tmp_path)})
+    truth = truth_for(inst, tmp_path)
+    (union,) = verify_all(cfg, shard, truth, tmp_path / "union")
+    mix_cfg = cfg.model_copy(update={"verify": cfg.verify.model_copy(update={"e2e_reward": "stage_mix"})})
+    (mix,) = verify_all(mix_cfg, shard, truth, tmp_path / "mix")
+    assert union.valid and mix.valid and not all(i.verdict for i in union.items)
+    verdicts = [float(bool(i.verdict)) for i in union.items]
+    assert union.reward == pytest.approx(union.eta * sum(verdicts) / len(verdicts))
+    mean = sum(cfg.stage_weights[s] * v for s, v in mix.stage_scores.items())
+    assert mix.reward == pytest.approx(0.5 * mean + 0.5 * mix.task_score)
+    assert abs(union.reward - mix.reward) > 0.01
+
+
 def test_stage_row_reward_is_eta_times_mean_of_its_items(world):
     tmp, cfg, inst, shard = world
     items = ["s3a_pilot_before_batch", "s3b_output_checked"]
