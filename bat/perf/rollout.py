@@ -5,6 +5,9 @@ One run prints, side by side, on the same tiny policy (random init, built offlin
   tool calls run in the configured sandbox runtime: full re-prefill every turn (lockstep), per-rollout
   prefix KV cache (lockstep), and prefix cache with 2 cohorts (sandboxes of one run while the other generates);
 * the raw engine generating the same number of tokens from the same prompts without tools, batched;
+* the raw engine doing the rollouts' turns without tools: per turn the same number of generated tokens, then the
+  same template and observation tokens prefilled on the cached context (`_raw_turns`): the work a full rollout
+  cannot avoid, so the full rollout's ratio to it is the loop's own overhead (tools, sandboxes, parsing, waits);
 * the raw engine generating them one request at a time.
 `--model smollm2-135m-instruct` (a registered pretrained policy, or any HF folder) measures that policy instead.
 `--engine vllm` measures vLLM's server (`bat.rollout.vllm_server`) instead of hf: full rollouts with the
@@ -154,6 +157,48 @@ def _raw(engine: Any, records: list, batched: bool) -> tuple[int, float]:
     return sum(len(res.token_ids) for res in results), time.perf_counter() - t0
 
 
+def turn_pieces(record: Any) -> tuple[list[int], list[int], list[list[int]]]:
+    """A record's opening prompt, the length of each of its generated segments, and the tokens that follow each one
+    (chat template and observation) before the next: the work of its turns without the tool calls."""
+    prompt = record.token_ids[: record.prompt_len]
+    generated = [s for s in record.segments if s.kind == "generated"]
+    follows = [
+        record.token_ids[seg.end : nxt.start] for seg, nxt in zip(generated, [*generated[1:], None]) if nxt is not None
+    ]
+    return prompt, [s.end - s.start for s in generated], follows
+
+
+def _raw_turns(engine: Any, records: list) -> tuple[int, float]:
+    """The engine doing each rollout's token work turn by turn, lockstep, with no tools: each turn generates as many
+    tokens as the rollout did (its own samples), then its context grows by the rollout's template and observation
+    tokens, which a prefix-caching engine prefills on top of the cached context, as in the full rollout."""
+    from bat.rollout.engine import GenRequest
+
+    pieces = [turn_pieces(r) for r in records]
+    contexts = [list(prompt) for prompt, _, _ in pieces]
+    tokens, t0 = 0, time.perf_counter()
+    for turn in range(max(len(lengths) for _, lengths, _ in pieces)):
+        rows = [i for i, (_, lengths, _) in enumerate(pieces) if turn < len(lengths)]
+        reqs = [
+            GenRequest(
+                prompt_ids=contexts[i],
+                max_new_tokens=pieces[i][1][turn],
+                seed=records[i].seed + turn,
+                temperature=1.0,
+                cache_key=f"raw-turns-{i}",
+            )
+            for i in rows
+        ]
+        for i, res in zip(rows, engine.generate(reqs)):
+            tokens += len(res.token_ids)
+            follow = pieces[i][2][turn] if turn < len(pieces[i][2]) else []
+            contexts[i] = contexts[i] + res.token_ids + follow
+    for i in range(len(records)):
+        if hasattr(engine, "release"):
+            engine.release(f"raw-turns-{i}")
+    return tokens, time.perf_counter() - t0
+
+
 def run(args: argparse.Namespace) -> int:
     """Print the figures (tokens, seconds, tokens/s) and the ratios in one table."""
     import torch
@@ -187,6 +232,8 @@ def run(args: argparse.Namespace) -> int:
             rows.append((f"full rollout, {args.runtime} sandbox, prefix cache, 2 cohorts", tokens3, s3))
             tb, sb = _raw(engine, records, batched=True)
             rows.append(("raw engine, same tokens, batched", tb, sb))
+            tt_, st = _raw_turns(cached, records)
+            rows.append(("raw engine, same turns and observations, batched, prefix cache", tt_, st))
             to, so = _raw(engine, records, batched=False)
             rows.append(("raw engine, same tokens, one at a time", to, so))
     table = Table(
@@ -206,6 +253,7 @@ def run(args: argparse.Namespace) -> int:
         for p in ("raw engine, same tokens, batched", "raw engine, same tokens, one")
     )
     best = max(rate[n] for n in full)
+    turns_raw = next(n for n in rate if n.startswith("raw engine, same turns"))
     extra = ""
     if args.engine == "hf":
         extra = (
@@ -215,6 +263,9 @@ def run(args: argparse.Namespace) -> int:
     if note:
         console.print(note)
     console.print(f"{extra}raw batched / one-at-a-time: {rate[raw_batched] / rate[raw_one]:.2f}x")
+    console.print(
+        f"best full rollout / raw engine on the same turns and observations (no tools): {best / rate[turns_raw]:.2f}x"
+    )
     console.print(f"best full rollout / raw batched engine: {best / rate[raw_batched]:.2f}x")
     return 0
 
@@ -234,6 +285,9 @@ def _vllm_rows(model: Path, tt: Any, cfg: Any, args: argparse.Namespace, tmp: Pa
         engine.reset_prefix_cache()
         tb, sb = _raw(engine, records, batched=True)
         rows.append(("raw engine, same tokens, batched (vllm server)", tb, sb))
+        engine.reset_prefix_cache()
+        tt_, st = _raw_turns(engine, records)
+        rows.append(("raw engine, same turns and observations, batched (vllm server)", tt_, st))
         engine.reset_prefix_cache()
         to, so = _raw(engine, records, batched=False)
         rows.append(("raw engine, same tokens, one at a time (vllm server)", to, so))

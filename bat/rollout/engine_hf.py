@@ -1,8 +1,9 @@
 """`hf` engine: a transformers model decoding left-padded batches over a KV cache, with per-request seeded sampling.
 
 Requests are left-padded into one batch; a request that emits a stop id or reaches its limit leaves the batch (its
-KV rows are dropped), so later decode steps compute only the requests still generating, and requests with the same
-prompt (the K rollouts of a state, on their first turn) prefill it once and copy its KV. With `prefix_cache=True`
+KV rows are dropped), so later decode steps compute only the requests still generating; requests with the same
+prompt (the K rollouts of a state, on their first turn) prefill it once and copy its KV, and requests whose prompts
+open alike (one system prompt and tool list before each task) prefill that shared prefix once. With `prefix_cache=True`
 each rollout keeps its KV cache between turns (keyed by `GenRequest.cache_key`) and the batch only prefills positions no row has cached
 (see `bat.rollout.kvcache`); `set_weights` drops every cached prefix.
 
@@ -62,6 +63,23 @@ class _RowSampler:
             self.logprobs[index].append(float(logp[token].item()))
             tokens.append(token)
         return tokens
+
+
+MIN_SHARED_PREFIX = 32
+"""Prompts sharing at least this many leading tokens prefill them once (shorter shares are not worth a copy)."""
+
+
+def shared_prefix_length(requests: list[GenRequest]) -> int:
+    """Leading tokens every prompt shares, leaving each prompt at least one token of its own to feed."""
+    first = requests[0].prompt_ids
+    length = min(len(r.prompt_ids) for r in requests) - 1
+    for r in requests[1:]:
+        ids = r.prompt_ids
+        same = 0
+        while same < length and ids[same] == first[same]:
+            same += 1
+        length = same
+    return max(0, length)
 
 
 def _first_of_each_prompt(requests: list[GenRequest]) -> list[int] | None:
@@ -143,6 +161,9 @@ class HFEngine:
             prefix = kvcache.batch_prefix(entries, pads)
             if prefix > 0:
                 past = kvcache.stack(entries, pads, prefix, reserve=width - prefix + max(limits))
+        if past is None and len(requests) > 1 and (shared := shared_prefix_length(requests)) >= MIN_SHARED_PREFIX:
+            prefix = min(pads) + shared
+            past = self._prefill_shared(requests[0].prompt_ids[:shared], pads, prefix, width - prefix + max(limits))
         if past is None:
             past = kvcache.ReservedCache(self.model.config.num_hidden_layers, reserve=max(limits))
         sampler = _RowSampler([r.seed for r in requests], [r.temperature for r in requests], self.top_p, self.top_k)
@@ -150,11 +171,12 @@ class HFEngine:
         positions = (mask.cumsum(-1) - 1).clamp(min=0)
         live = list(range(len(requests)))  # request index of each batch row still generating
         feed, feed_pos, attn = ids[:, prefix:], positions[:, prefix:], mask
-        source = _first_of_each_prompt(requests) if prefix == 0 else None
+        source = _first_of_each_prompt(requests)
         while live:
             if source is not None:  # requests with one prompt (a GRPO group's first turn): prefill it once
                 rows = sorted(set(source))
                 picked = torch.tensor(rows, dtype=torch.long)
+                past.batch_select_indices(picked.to(self.device))  # rows of one prompt hold one cached prefix
                 logits = self._forward(feed[picked], attn[picked], feed_pos[picked], past)
                 copies = torch.tensor([rows.index(s) for s in source], dtype=torch.long)
                 past.batch_select_indices(copies.to(self.device))
@@ -185,6 +207,21 @@ class HFEngine:
             self._cut(sampler.chosen[row], sampler.logprobs[row], limits[row], stops[row])
             for row in range(len(requests))
         ]
+
+    def _prefill_shared(self, shared: list[int], pads: list[int], length: int, reserve: int) -> Any:
+        """Prefill `shared` (the leading tokens of every prompt) once and lay it out as a batch cache of `length`
+        positions for rows left-padded by `pads` (rows padded beyond the least padded one keep fewer of the shared
+        positions and prefill the rest with their own tokens)."""
+        one = kvcache.ReservedCache(self.model.config.num_hidden_layers, reserve=0)
+        n = len(shared)
+        self._forward(
+            torch.tensor([shared], dtype=torch.long),
+            torch.ones((1, n), dtype=torch.long),
+            torch.arange(n, dtype=torch.long)[None],
+            one,
+        )
+        entries = [(shared, one)] * len(pads)
+        return kvcache.stack(entries, pads, length, reserve=reserve)
 
     def _forward(self, ids: torch.Tensor, attn: torch.Tensor, positions: torch.Tensor, past: Any) -> torch.Tensor:
         """Feed `ids` (`[B, n]`) through the model onto `past` (extended in place); the last position's logits."""

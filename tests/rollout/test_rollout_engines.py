@@ -64,6 +64,30 @@ def test_hf_requests_with_one_prompt_prefill_it_once(tiny_model):
     assert [g.token_ids for g in got] == [engine.generate([r])[0].token_ids for r in [*group, other]]
 
 
+def test_hf_prompts_that_open_alike_prefill_the_shared_prefix_once(tiny_model):
+    from bat.rollout.engine_hf import MIN_SHARED_PREFIX
+
+    engine = HFEngine(tiny_model, max_batch=8)
+    fed = []
+    engine.model.register_forward_pre_hook(
+        lambda _m, _a, kw: fed.append(tuple(kw["input_ids"].shape)), with_kwargs=True
+    )
+    system = list(range(100, 100 + MIN_SHARED_PREFIX + 8))  # one opening (system prompt, tools) for every task
+    tails = [list(range(300, 305)), list(range(400, 412)), list(range(500, 509))]
+    reqs = [
+        GenRequest(prompt_ids=system + tail, max_new_tokens=5, seed=k, temperature=1.0) for k, tail in enumerate(tails)
+    ]
+    reqs.append(GenRequest(prompt_ids=system + tails[1], max_new_tokens=5, seed=7, temperature=1.0))  # K = 2
+    got = engine.generate(reqs)
+    assert fed[0] == (1, len(system))  # the shared opening once
+    assert fed[1] == (3, len(tails[1]))  # then each distinct tail once, left-padded to the longest
+    assert fed[2:] == [(4, 1)] * 4
+    for req, res in zip(reqs, got):
+        alone = engine.generate([req])[0]
+        assert alone.token_ids == res.token_ids
+        assert alone.logprobs == pytest.approx(res.logprobs, abs=1e-4)
+
+
 def test_reserved_cache_appends_in_place_and_decodes_like_a_dynamic_cache(tiny_model):
     from transformers import DynamicCache
 
