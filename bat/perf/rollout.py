@@ -20,6 +20,7 @@ scripted expert's next call (`ExpertActions`): generation cost is the policy's, 
 from __future__ import annotations
 
 import argparse
+import itertools
 import tempfile
 import time
 from pathlib import Path
@@ -162,9 +163,7 @@ def turn_pieces(record: Any) -> tuple[list[int], list[int], list[list[int]]]:
     (chat template and observation) before the next: the work of its turns without the tool calls."""
     prompt = record.token_ids[: record.prompt_len]
     generated = [s for s in record.segments if s.kind == "generated"]
-    follows = [
-        record.token_ids[seg.end : nxt.start] for seg, nxt in zip(generated, [*generated[1:], None]) if nxt is not None
-    ]
+    follows = [record.token_ids[seg.end : nxt.start] for seg, nxt in itertools.pairwise(generated)]
     return prompt, [s.end - s.start for s in generated], follows
 
 
@@ -193,8 +192,8 @@ def _raw_turns(engine: Any, records: list) -> tuple[int, float]:
             tokens += len(res.token_ids)
             follow = pieces[i][2][turn] if turn < len(pieces[i][2]) else []
             contexts[i] = contexts[i] + res.token_ids + follow
-    for i in range(len(records)):
-        if hasattr(engine, "release"):
+    if hasattr(engine, "release"):
+        for i in range(len(records)):
             engine.release(f"raw-turns-{i}")
     return tokens, time.perf_counter() - t0
 
