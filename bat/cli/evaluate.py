@@ -43,7 +43,7 @@ def _run(args: argparse.Namespace) -> int:
     layout.ensure()
     close = None
     if args.agent:
-        checkpoint, driver = SCRIPTED_PREFIX + args.agent, scripted_driver(args.agent)
+        checkpoint, driver = SCRIPTED_PREFIX + args.agent, scripted_driver(args.agent, cfg)
     else:
         checkpoint = str(Path(args.checkpoint).resolve())
         driver, close = policy_driver(cfg, Path(checkpoint))
@@ -84,6 +84,17 @@ def _compare(args: argparse.Namespace) -> int:
     return 0
 
 
+def _explain(args: argparse.Namespace) -> int:
+    from bat.evaluate.explain import ExplainError, explain
+
+    try:
+        print(explain(Path(args.dir), args.run), end="")
+    except ExplainError as exc:
+        print(f"bat evaluate explain: {exc}")
+        return 2
+    return 0
+
+
 def register(subparsers: argparse._SubParsersAction) -> None:
     parser = subparsers.add_parser("evaluate", help="held-out evaluation and paired comparison")
     sub = parser.add_subparsers(dest="evaluate_command", metavar="ACTION", required=True)
@@ -108,3 +119,13 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     cmp.add_argument("--split", choices=["controller", "final", "test"], default="controller")
     cmp.add_argument("--metric", default="overall", help="overall, task, agentic or a stage key")
     cmp.set_defaults(handler=_compare)
+    why = sub.add_parser(
+        "explain",
+        help="failure breakdown of an evaluation or rollout folder (how runs ended, where they stalled, what each "
+        "turn did wrong), or one run's transcript",
+    )
+    why.add_argument(
+        "dir", help="round_NN/evaluate, heldout/round_NN/<split>, round_NN/rollout or one of its shard_NNNN folders"
+    )
+    why.add_argument("--run", help="print this run's (or rollout's) transcript turn by turn")
+    why.set_defaults(handler=_explain)

@@ -27,6 +27,10 @@ class EvaluateConfig(Section):
     """Evaluate the untouched test split once, at the end of the run, on the retained best checkpoint."""
     keep_raw_runs: bool = True
     """Keep raw per-run records on the held-out side (False = discard them after aggregation)."""
+    keep_transcripts: bool = True
+    """Keep every run's transcript (generated text, parsed call or parse error, observation, stage tag, per turn)
+    and its failure breakdown on the held-out side (`transcripts.jsonl`, for `bat evaluate explain`). The
+    aggregate's failure counts are written either way."""
     null_retries: int = Field(1, ge=0, le=10)
     """Re-runs of a run whose cells came back infrastructure-null before the nulls are reported."""
     base_model: bool = True

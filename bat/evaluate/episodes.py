@@ -15,7 +15,10 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from bat.evaluate.aggregate import run_metrics
+from bat.rollout.breakdown import transcript_of
+from bat.schemas.breakdown import Transcript
 from bat.schemas.evaluation import EvalRun
+from bat.schemas.rollout import TurnRecord
 
 if TYPE_CHECKING:
     from bat.config.root import BatConfig
@@ -41,6 +44,8 @@ class EpisodeInfo:
     turns: int = 0
     infra_error: str | None = None
     """Set when the episode failed for infrastructure reasons (engine down): its cells become null."""
+    transcript: Transcript | None = None
+    """What the agent saw and did, turn by turn, with its failure breakdown (held-out side only)."""
 
 
 Driver = Callable[[Sequence[PreparedRun]], list[EpisodeInfo]]
@@ -61,9 +66,32 @@ def prepare_run(run: Any, cfg: BatConfig, work_root: Path) -> PreparedRun:
     )
 
 
-def scripted_driver(agent: str) -> Driver:
+def scripted_turns(trajectory: Any, records: Sequence[Any]) -> list[TurnRecord]:
+    """Turn records of a scripted agent's trajectory: its rendered call, the observation and the execution record."""
+    from bat.policy.codec import render_tool_call
+
+    turns = []
+    for index, (turn, record) in enumerate(zip(trajectory.turns, records)):
+        call = dict(turn.call)
+        turns.append(
+            TurnRecord(
+                index=index,
+                response_text=render_tool_call(call, thought=turn.thought or ""),
+                generated_tokens=0,
+                finish="stop",
+                call=call,
+                observation=turn.observation,
+                observation_chars=len(turn.observation),
+                record=record.model_dump(mode="json", exclude={"duration_s"}),
+            )
+        )
+    return turns
+
+
+def scripted_driver(agent: str, cfg: BatConfig | None = None) -> Driver:
     """Play every run with the benchmark's scripted `agent` (one of `bat.benchmark.AGENTS`)."""
     from bat.benchmark import AGENTS, run_agent
+    from bat.rollout.chat import policy_tools
 
     if agent not in AGENTS:
         raise ValueError(f"unknown scripted agent {agent!r}; valid: {list(AGENTS)}")
@@ -71,16 +99,22 @@ def scripted_driver(agent: str) -> Driver:
     def drive(prepared: Sequence[PreparedRun]) -> list[EpisodeInfo]:
         out = []
         for item in prepared:
-            item.env.reset()
+            brief = item.env.reset()
             trajectory = run_agent(item.env, item.instance, agent)
-            out.append(
-                EpisodeInfo(
-                    end_reason=str(getattr(trajectory, "outcome", "done")), turns=len(getattr(trajectory, "turns", []))
-                )
-            )
+            end = "done" if item.env.done else "no_tool_call"
+            stages = list(cfg.stage_keys) if cfg is not None else _env_stages(item.env)
+            opening = opening_messages(cfg, brief) if cfg is not None else [{"role": "user", "content": brief}]
+            turns = scripted_turns(trajectory, item.env.records)
+            tools = policy_tools(cfg.sft.render_tools) if cfg is not None else None
+            transcript = transcript_of(item.run.run_id, item.run.track, end, opening, turns, stages, tools)
+            out.append(EpisodeInfo(end_reason=end, turns=len(trajectory.turns), transcript=transcript))
         return out
 
     return drive
+
+
+def _env_stages(env: Any) -> list[str]:
+    return [s.key for s in env.config.stages]
 
 
 def opening_messages(cfg: BatConfig, brief: str) -> list[dict[str, str]]:
@@ -104,7 +138,8 @@ def policy_driver(cfg: BatConfig, checkpoint: Path) -> tuple[Driver, Callable[[]
     from bat.rollout.loop import LoopSettings, RolloutSpec, run_rollouts
 
     engine = make_engine(cfg.rollout, checkpoint)
-    turn_tokens = TurnTokens(load_tokenizer(checkpoint), policy_tools(cfg.sft.render_tools))
+    tools = policy_tools(cfg.sft.render_tools)
+    turn_tokens = TurnTokens(load_tokenizer(checkpoint), tools)
     settings = LoopSettings(
         budgets=cfg.rollout.budgets,
         temperature=cfg.evaluate.temperature,
@@ -130,10 +165,15 @@ def policy_driver(cfg: BatConfig, checkpoint: Path) -> tuple[Driver, Callable[[]
         ]
         outcomes = run_rollouts(engine, specs, turn_tokens, settings)
         infos = []
-        for outcome in outcomes:
+        for p, spec, outcome in zip(prepared, specs, outcomes):
             rec = outcome.record
             infra = rec.invalid_reason if rec.end_reason == "error" else None
-            infos.append(EpisodeInfo(end_reason=rec.end_reason, turns=len(rec.turns), infra_error=infra))
+            transcript = transcript_of(
+                p.run.run_id, p.run.track, rec.end_reason, spec.messages or [], rec.turns, cfg.stage_keys, tools
+            )
+            infos.append(
+                EpisodeInfo(end_reason=rec.end_reason, turns=len(rec.turns), infra_error=infra, transcript=transcript)
+            )
         return infos
 
     return drive, engine.close
@@ -182,9 +222,12 @@ def score_to_run(score: Any, base: dict[str, Any], cfg: BatConfig) -> EvalRun:
     )
 
 
-def play(prepared: Sequence[PreparedRun], driver: Driver, split: str, cfg: BatConfig) -> list[EvalRun]:
-    """Drive a chunk of prepared runs and score each; wall time is shared evenly across the chunk."""
+def play(
+    prepared: Sequence[PreparedRun], driver: Driver, split: str, cfg: BatConfig
+) -> list[tuple[EvalRun, Transcript | None]]:
+    """Drive a chunk of prepared runs and score each; returns (run, transcript) pairs. Wall time is shared evenly
+    across the chunk."""
     start = time.monotonic()
     infos = driver(prepared)
     seconds = (time.monotonic() - start) / max(1, len(prepared))
-    return [to_eval_run(item, info, split, cfg, seconds) for item, info in zip(prepared, infos)]
+    return [(to_eval_run(item, info, split, cfg, seconds), info.transcript) for item, info in zip(prepared, infos)]

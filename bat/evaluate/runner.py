@@ -16,7 +16,16 @@ from typing import TYPE_CHECKING, Any
 from bat.evaluate.aggregate import aggregate_runs
 from bat.evaluate.episodes import SCRIPTED_PREFIX, Driver, play, prepare_run, score_to_run
 from bat.evaluate.manifest import build_manifest, checkpoint_digest, manifest_digest
-from bat.evaluate.store import EVAL_PHASE, partial_runs_path, write_aggregate, write_heldout
+from bat.evaluate.store import (
+    EVAL_PHASE,
+    partial_runs_path,
+    partial_transcripts_path,
+    write_aggregate,
+    write_heldout,
+    write_transcripts,
+)
+from bat.rollout.breakdown import summarise
+from bat.schemas.breakdown import Transcript
 from bat.schemas.evaluation import SPLITS, EvalAggregate, EvalRun, RunEntry
 from bat.state.jsonl import append_jsonl, read_jsonl_resuming
 from bat.state.layout import RunLayout
@@ -52,12 +61,18 @@ def _digest(checkpoint: str) -> str:
     return checkpoint_digest(checkpoint)
 
 
+def _resume(path: Path, model: Any) -> dict[str, Any]:
+    finished, _ = read_jsonl_resuming(path, model) if path.exists() else ([], False)
+    return {r.run_id: r for r in finished}
+
+
 def play_runs(
-    runs: Sequence[Any], driver: Driver, cfg: BatConfig, split: str, work_root: Path, partial: Path
-) -> dict[str, EvalRun]:
-    """Play runs not yet finished in `partial` (resume), then retry null runs `evaluate.null_retries` times."""
-    finished, _ = read_jsonl_resuming(partial, EvalRun) if partial.exists() else ([], False)
-    done: dict[str, EvalRun] = {r.run_id: r for r in finished}
+    runs: Sequence[Any], driver: Driver, cfg: BatConfig, split: str, work_root: Path, partial: Path, transcripts: Path
+) -> tuple[dict[str, EvalRun], dict[str, Transcript]]:
+    """Play runs not yet finished in `partial` (resume), then retry null runs `evaluate.null_retries` times.
+    Returns the runs and their transcripts by run id (transcripts are appended to `transcripts` as runs finish)."""
+    done: dict[str, EvalRun] = _resume(partial, EvalRun)
+    kept: dict[str, Transcript] = _resume(transcripts, Transcript)
     chunk = cfg.evaluate.parallel_runs
     for attempt in range(cfg.evaluate.null_retries + 1):
         pending = [r for r in runs if r.run_id not in done or (attempt > 0 and _has_null(done[r.run_id]))]
@@ -66,11 +81,14 @@ def play_runs(
         for start in range(0, len(pending), chunk):
             prepared = [prepare_run(r, cfg, work_root) for r in pending[start : start + chunk]]
             results = play(prepared, driver, split, cfg)
-            append_jsonl(partial, results)
-            done.update({r.run_id: r for r in results})
+            new = [t for _, t in results if t is not None]
+            append_jsonl(transcripts, new)
+            append_jsonl(partial, [r for r, _ in results])
+            done.update({r.run_id: r for r, _ in results})
+            kept.update({t.run_id: t for t in new})
             for item in prepared:
                 shutil.rmtree(item.workspace.parent, ignore_errors=True)
-    return done
+    return done, kept
 
 
 def external_records(cfg: BatConfig, checkpoint: str, split: str, work: Path) -> list[EvalRun]:
@@ -112,12 +130,15 @@ def evaluate_split(
     policy in round 0, gets its own held-out folder and aggregate file beside the round's own)."""
     work = layout.heldout_work(round_index, split, variant)
     partial = partial_runs_path(layout, round_index, split, variant)
+    partial_transcripts = partial_transcripts_path(layout, round_index, split, variant)
+    transcripts: list[Transcript] = []
     if cfg.benchmark.kind == "external" and not checkpoint.startswith(SCRIPTED_PREFIX):
         records = external_records(cfg, checkpoint, split, work)
     else:
         runs = suite_runs(cfg, layout, split)
-        done = play_runs(runs, driver, cfg, split, work, partial)
+        done, kept = play_runs(runs, driver, cfg, split, work, partial, partial_transcripts)
         records = [done[r.run_id] for r in runs]
+        transcripts = [kept[r.run_id] for r in runs if r.run_id in kept]
     suite_version, harness_version = _versions()
     digest = _digest(checkpoint)
     manifest = build_manifest(
@@ -147,10 +168,15 @@ def evaluate_split(
         manifest_digest=manifest_digest(manifest),
         confidence=cfg.evaluate.confidence,
     )
+    if transcripts:
+        agg = agg.model_copy(update={"failures": summarise([t.breakdown for t in transcripts if t.breakdown])})
     written = write_heldout(
         layout, round_index, split, records, manifest, keep_raw=cfg.evaluate.keep_raw_runs, variant=variant
     )
+    if transcripts and cfg.evaluate.keep_transcripts:
+        written.append(write_transcripts(layout, round_index, split, transcripts, variant))
     written.append(write_aggregate(layout, agg, phase, variant))
     partial.unlink(missing_ok=True)
+    partial_transcripts.unlink(missing_ok=True)
     shutil.rmtree(work, ignore_errors=True)
     return agg, written

@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from pathlib import Path
 
+from bat.schemas.breakdown import Transcript
 from bat.schemas.evaluation import SPLITS, EvalAggregate, EvalManifest, EvalRun
 from bat.state.atomic import atomic_write_json, read_json
 from bat.state.jsonl import read_jsonl, write_jsonl
@@ -89,3 +90,19 @@ def partial_runs_path(layout: RunLayout, round_index: int, split: str, variant: 
     """Runs finished so far (appended one by one) so an interrupted evaluation resumes."""
     _check_split(split)
     return layout.heldout_partial(round_index, split, variant)
+
+
+def partial_transcripts_path(layout: RunLayout, round_index: int, split: str, variant: str | None = None) -> Path:
+    """Transcripts of the runs finished so far (appended beside the partial runs)."""
+    _check_split(split)
+    return layout.heldout_partial_transcripts(round_index, split, variant)
+
+
+def write_transcripts(
+    layout: RunLayout, round_index: int, split: str, transcripts: Sequence[Transcript], variant: str | None = None
+) -> Path:
+    """Every run's transcript and breakdown on the held-out side (`transcripts.jsonl`)."""
+    _check_split(split)
+    path = layout.heldout_transcripts(round_index, split, variant)
+    write_jsonl(path, transcripts)
+    return path

@@ -13,10 +13,14 @@ from bat.evaluate.aggregate import pct, pct_delta
 from bat.phase.order import BOOTSTRAP_ORDER, ROUND_ORDER
 from bat.report.plots import plot_overall, plot_stages
 from bat.report.summary import RoundView, progress_rows, round_view, run_views
+from bat.rollout.breakdown import format_summary, summarise
+from bat.rollout.shards import finished_shards, read_breakdown
+from bat.schemas.breakdown import FailureSummary
 from bat.schemas.evaluation import EvalAggregate
 from bat.state.atomic import atomic_write_json, atomic_write_text, read_json
 from bat.state.layout import RunLayout
 from bat.state.markers import read_done
+from bat.state.round_layout import ROLLOUT_PHASE
 
 if TYPE_CHECKING:
     from bat.config.root import BatConfig
@@ -85,7 +89,18 @@ def report_data(layout: RunLayout, round_index: int, cfg: BatConfig) -> dict[str
         },
         "leakage": leakage_summary(layout, plan.bank_version if plan else None),
         "phases": phase_times(layout, round_index),
+        "rollout_failures": rollout_failures(layout, round_index),
     }
+
+
+def rollout_failures(layout: RunLayout, round_index: int) -> dict[str, Any] | None:
+    """Counts of the round's rollout breakdowns (every shard written with one), or None when there are none."""
+    found = [
+        b for shard in finished_shards(layout.round(round_index).phase(ROLLOUT_PHASE)) if (b := read_breakdown(shard))
+    ]
+    if not found:
+        return None
+    return summarise([run for b in found for run in b.runs]).model_dump(mode="json")
 
 
 def _score_lines(view: RoundView, stage_keys: tuple[str, ...]) -> list[str]:
@@ -155,6 +170,29 @@ def _decision_lines(view: RoundView) -> list[str]:
     return lines + [""]
 
 
+def _failure_lines(view: RoundView, round_index: int, rollout: dict[str, Any] | None) -> list[str]:
+    """How runs ended, where they stalled and what their turns did wrong: each controller evaluation of the round
+    (counts from the aggregates) and the round's rollouts; `bat evaluate explain` prints single runs."""
+    parts = [
+        (f"{label} (controller)", agg.failures)
+        for label, agg in (("base policy", view.base), ("candidate", view.controller))
+        if agg is not None and agg.failures is not None
+    ]
+    if rollout is not None:
+        parts.append(("rollouts of this round", FailureSummary.model_validate(rollout)))
+    if not parts:
+        return []
+    lines = ["## Failure breakdown", ""]
+    for title, summary in parts:
+        lines += [format_summary(summary, title)]
+    lines += [
+        f"One run turn by turn: `bat evaluate explain round_{round_index:02d}/evaluate --run RUN_ID` "
+        f"(held-out transcripts) or `bat evaluate explain round_{round_index:02d}/rollout --run ROLLOUT_ID`.",
+        "",
+    ]
+    return lines
+
+
 def render_markdown(data: dict[str, Any], view: RoundView, stage_keys: tuple[str, ...]) -> str:
     lines = [f"# {data['run']} — round {data['round']:02d} ({data['arm']})", "", "## Controller evaluation", ""]
     lines += _score_lines(view, stage_keys)
@@ -193,6 +231,7 @@ def render_markdown(data: dict[str, Any], view: RoundView, stage_keys: tuple[str
                 f"{pct(agg.agentic)} | {agg.n_runs} |"
             )
         lines.append("")
+    lines += _failure_lines(view, data["round"], data.get("rollout_failures"))
     lines += ["## Decision", ""] + _decision_lines(view)
     lines += ["## Lineage and data", ""] + [f"* {k}: `{v}`" for k, v in data["lineage"].items()]
     if data["plan"]:

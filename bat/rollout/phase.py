@@ -70,6 +70,7 @@ def run_rollout(ctx: PhaseContext) -> PhaseResult:
         scratch=ctx.layout.phase_scratch(ctx.round, "rollout"),
         keep_evidence=rc.keep_evidence,
         log=lambda msg: log_event(ctx.layout, ctx.round, ctx.phase, msg),
+        stages=cfg.stage_keys,
     )
     reasons: dict[str, int] = {}
     for meta in summary.meta:

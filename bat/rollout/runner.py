@@ -12,10 +12,13 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
+from bat.benchmark.env import STAGE_ORDER
+from bat.rollout.breakdown import analyse_run, opening_text
 from bat.rollout.chat import TurnTokens
 from bat.rollout.engine import Engine
-from bat.rollout.loop import Env, LoopSettings, RolloutSpec, run_rollouts
+from bat.rollout.loop import Env, LoopSettings, RolloutOutcome, RolloutSpec, run_rollouts
 from bat.rollout.shards import clear_partial, shard_dir, shard_done, shard_meta, write_shard
+from bat.schemas.breakdown import RunBreakdown
 from bat.seeds import derive_seed
 
 
@@ -76,6 +79,23 @@ def fit_context(settings: LoopSettings, model_limit: int | None, log: Callable[[
     return replace(settings, budgets=b.model_copy(update={"max_context_tokens": model_limit}))
 
 
+def shard_breakdowns(
+    specs: Sequence[RolloutSpec],
+    outcomes: Sequence[RolloutOutcome],
+    stages: Sequence[str],
+    tools: Sequence[dict[str, Any]] | None,
+) -> list[RunBreakdown]:
+    """Failure breakdown of each rollout (seen = its opening messages and tool list; a stage row opens in its
+    stage, so earlier stages count as done)."""
+    out = []
+    for spec, outcome in zip(specs, outcomes):
+        rec = outcome.record
+        seen = opening_text(spec.messages, tools)
+        start = spec.stage if spec.stage in stages else None
+        out.append(analyse_run(rec.rollout_id, rec.turns, rec.end_reason, seen, stages, start_stage=start))
+    return out
+
+
 def run_shards(
     phase_dir: Path,
     jobs: Sequence[StateJob],
@@ -91,6 +111,7 @@ def run_shards(
     scratch: Path,
     keep_evidence: bool = True,
     log: Callable[[str], None] = lambda _msg: None,
+    stages: Sequence[str] = STAGE_ORDER,
 ) -> ShardRun:
     """Write every missing shard under `phase_dir`; finished shards are skipped. Returns a summary."""
     phase_dir.mkdir(parents=True, exist_ok=True)
@@ -134,7 +155,8 @@ def run_shards(
             outcomes = run_rollouts(engine, specs, tt, settings)
             workspaces = {s.rollout_id: (s.workspace if keep_evidence else None) for s in specs}
             meta = {"engine": engine.name, "checkpoint": engine.checkpoint, "k": k, "round": round_index}
-            write_shard(phase_dir, index, outcomes, workspaces, meta)
+            breakdowns = shard_breakdowns(specs, outcomes, stages, tt.tools)
+            write_shard(phase_dir, index, outcomes, workspaces, meta, breakdowns)
         finally:
             for env in opened:
                 if env.close:

@@ -12,8 +12,10 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+from bat.rollout.breakdown import summarise
 from bat.rollout.loop import RolloutOutcome
 from bat.rollout.workspace import copy_evidence
+from bat.schemas.breakdown import RunBreakdown, ShardBreakdown
 from bat.schemas.rollout import RolloutRecord
 from bat.state.atomic import atomic_dir, atomic_write_json, read_json
 from bat.state.digest import sha256_path
@@ -38,8 +40,10 @@ def write_shard(
     outcomes: Sequence[RolloutOutcome],
     workspaces: dict[str, Path | None],
     meta: dict[str, Any],
+    breakdowns: Sequence[RunBreakdown] = (),
 ) -> Path:
-    """Write one complete shard atomically: records, timings, evidence copies, then DONE.json; returns its dir."""
+    """Write one complete shard atomically: records, timings, evidence copies, the failure breakdown (when given),
+    then DONE.json; returns its dir."""
     final = shard_dir(phase_dir, index)
     with atomic_dir(final) as tmp:
         shard = ShardLayout(tmp)
@@ -51,6 +55,8 @@ def write_shard(
             records.append(rec.model_copy(update={"evidence_dir": rel if kept else None}))
         write_jsonl(shard.rollouts, records)
         write_jsonl(shard.timings, [{"rollout_id": o.record.rollout_id, "turns": o.timings} for o in outcomes])
+        if breakdowns:
+            atomic_write_json(shard.breakdown, ShardBreakdown(summary=summarise(breakdowns), runs=list(breakdowns)))
         atomic_write_json(
             shard.done,
             {
@@ -96,3 +102,9 @@ def clear_partial(phase_dir: Path) -> list[Path]:
     for p in removed:
         shutil.rmtree(p, ignore_errors=True)
     return removed
+
+
+def read_breakdown(directory: Path) -> ShardBreakdown | None:
+    """The shard's failure breakdown, or None for a shard written without one."""
+    path = ShardLayout(Path(directory)).breakdown
+    return ShardBreakdown.model_validate(read_json(path)) if path.exists() else None

@@ -9,6 +9,8 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from bat.schemas.breakdown import FailureSummary
+
 EVAL_SCHEMA_VERSION = 1
 Split = Literal["controller", "final", "test"]
 SPLITS: tuple[str, ...] = ("controller", "final", "test")
@@ -91,6 +93,9 @@ class EvalAggregate(_Record):
     null_cells: list[NullCell] = Field(default_factory=list)
     routable: bool
     """False while any null cell is present: routing stops until it is repaired."""
+    failures: FailureSummary | None = None
+    """Counts of how runs ended, where they stalled and what their turns did wrong (no content); None for
+    evaluations without transcripts (an external evaluator)."""
 
 
 class RunEntry(_Record):

@@ -25,6 +25,8 @@ from bat.state.round_layout import DONE_NAME, RoundLayout
 
 FINGERPRINT_META_NAME = "INDEX.json"
 FINGERPRINT_ENTRIES_NAME = "entries.jsonl"
+TRANSCRIPTS_NAME = "transcripts.jsonl"
+"""Held-out transcripts of one evaluation (`heldout/round_NN/[variant/]<split>/`)."""
 _BANK_RE = re.compile(r"^v(\d{4})$")
 
 
@@ -233,6 +235,15 @@ class RunLayout:
     def heldout_partial(self, round_index: int, split: str, variant: str | None = None) -> Path:
         """Runs finished so far by an evaluation (appended one by one) so an interrupted one resumes."""
         return self.heldout_runs(round_index, split, variant) / "partial.jsonl"
+
+    def heldout_transcripts(self, round_index: int, split: str, variant: str | None = None) -> Path:
+        """Every run's transcript with its failure breakdown (`transcripts.jsonl`, kept when
+        `evaluate.keep_transcripts`); read by `bat evaluate explain`, never by a training phase."""
+        return self.heldout_runs(round_index, split, variant) / TRANSCRIPTS_NAME
+
+    def heldout_partial_transcripts(self, round_index: int, split: str, variant: str | None = None) -> Path:
+        """Transcripts of the runs finished so far (appended beside `partial.jsonl`)."""
+        return self.heldout_runs(round_index, split, variant) / "partial_transcripts.jsonl"
 
     def heldout_work(self, round_index: int, split: str, variant: str | None = None) -> Path:
         """Disposable workspaces of one evaluation's runs (removed when it finishes)."""

@@ -23,6 +23,7 @@ DONE_NAME = "DONE.json"
 SHARD_GLOB = "shard_[0-9][0-9][0-9][0-9]"
 ROUTE_PHASE = "route"
 EVALUATE_PHASE = "evaluate"
+ROLLOUT_PHASE = "rollout"
 
 
 @dataclass(frozen=True)
@@ -55,6 +56,11 @@ class ShardLayout:
     @property
     def rewards(self) -> Path:
         return self.path / "rewards.jsonl"
+
+    @property
+    def breakdown(self) -> Path:
+        """Failure breakdown of the shard's rollouts (per-rollout verdicts and their counts)."""
+        return self.path / "breakdown.json"
 
     def is_done(self) -> bool:
         """True when the shard was written whole (its DONE.json exists)."""

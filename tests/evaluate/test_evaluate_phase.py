@@ -195,3 +195,24 @@ def test_round_zero_also_scores_the_base_policy_once(layout, tmp_path, tiny_mode
         "base_controller_runs"
         not in run_evaluate(PhaseContext(config=off, layout=layout, round=0, phase="evaluate")).counts
     )
+
+
+def test_transcripts_stay_on_the_heldout_side_and_counts_cross(layout):
+    cfg = _cfg()
+    agg, written = evaluate_split(
+        cfg, layout, 0, "controller", "scripted:expert", scripted_driver("expert", cfg), config_hash="x"
+    )
+    held = layout.heldout_transcripts(0, "controller")
+    assert held in written and held.is_relative_to(layout.heldout_dir)
+    transcripts = held.read_text().splitlines()
+    assert len(transcripts) == 4 and all('"breakdown"' in line for line in transcripts)
+    assert agg.failures.runs == 4 and agg.failures.stalled == {"finished": 4}
+    assert set(agg.failures.turn_kinds) == {"ok"} and agg.failures.end_reasons == {"done": 4}
+    runs = read_jsonl(heldout_runs_path(layout, 0, "controller"), EvalRun)
+    text = (layout.phase_dir(0, "evaluate") / "aggregate_controller.json").read_text()
+    assert not any(r.instance_id in text for r in runs)  # the counts carry no held-out content
+    off = _cfg(keep_transcripts=False)
+    agg, written = evaluate_split(
+        off, layout, 1, "controller", "scripted:expert", scripted_driver("expert", off), config_hash="x"
+    )
+    assert agg.failures.runs == 4 and not layout.heldout_transcripts(1, "controller").exists()

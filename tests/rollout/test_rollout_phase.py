@@ -9,7 +9,7 @@ import pytest
 from bat.cli.main import main
 from bat.config.root import BatConfig
 from bat.orchestrate.runner import run_phase
-from bat.rollout.shards import read_rollouts
+from bat.rollout.shards import finished_shards, read_breakdown, read_rollouts
 from bat.schemas.routing import PlanRow, RoundPlan
 from bat.state.atomic import atomic_write_json
 from bat.state.layout import RunLayout
@@ -69,6 +69,16 @@ def test_rollout_then_verify_phases(run):
         assert rec.end_reason in ("max_turns", "max_tool_calls", "done", "context_length")
     done = read_done(layout.phase_dir(1, "rollout"))
     assert done is not None and done.counts["rollouts"] == 6
+    # every shard carries the failure breakdown of its rollouts; `bat evaluate explain` reads it
+    breakdowns = [read_breakdown(d) for d in finished_shards(layout.phase_dir(1, "rollout"))]
+    verdicts = {b.run_id: b for shard in breakdowns for b in shard.runs}
+    assert set(verdicts) == {r.rollout_id for r in records}
+    for rec in records:
+        assert [v.index for v in verdicts[rec.rollout_id].turns] == [t.index for t in rec.turns]
+        assert verdicts[rec.rollout_id].end_reason == rec.end_reason
+    assert sum(b.summary.runs for b in breakdowns) == 6
+    assert main(["evaluate", "explain", str(layout.phase_dir(1, "rollout"))]) == 0
+    assert main(["evaluate", "explain", str(layout.phase_dir(1, "rollout")), "--run", records[0].rollout_id]) == 0
 
     result = run_phase(cfg, layout, 1, "verify")
     rewards = read_rewards(layout.phase_dir(1, "verify"))
