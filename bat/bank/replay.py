@@ -17,12 +17,13 @@ from typing import TYPE_CHECKING, Any
 from bat.bank.states import pack_workspace
 from bat.bank.teacher import alias_text, normalise_record
 from bat.schemas.bank import TrajectoryTurn
+from bat.state.bank_layout import PRIOR_RECORDS_NAME
 from bat.state.jsonl import write_jsonl
 
 if TYPE_CHECKING:
     from bat.config.root import BatConfig
 
-PRIOR_RECORDS = "prior_records.jsonl"
+PRIOR_RECORDS = PRIOR_RECORDS_NAME
 
 
 class ReplayMismatchError(RuntimeError):

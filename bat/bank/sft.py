@@ -105,12 +105,14 @@ def slice_trajectory(
     stage_names: Mapping[str, str] | None = None,
     e2e: bool = False,
     skip: Collection[int] = (),
+    agent_context: bool = False,
 ) -> list[SftRow]:
     """Rows (h_t, a_t) for every valid teacher response of `traj`; overlong rows are counted in `stats`.
 
     Turns whose response is not a valid tool call are skipped (the teacher never trains an invalid action), and
     so are the turns in `skip` (a recovery run's mistaken pilot); both stay in the history of later rows.
-    `e2e` rows attach the ordered skills of every stage and are keyed `E2E`.
+    `e2e` rows attach the ordered skills of every stage and are keyed `E2E`; with `agent_context` stage rows
+    attach them too (the agent's opening, `bank.sft_context: agent`) and keep their stage key.
     """
     stats.max_length, stats.unit = max_length, meter.unit
     brief = prompts.user_message(traj.brief)
@@ -124,7 +126,7 @@ def slice_trajectory(
         key = E2E if e2e else turn.stage
         skill = (
             prompts.e2e_skill_text(stage_order, skills, stage_names)
-            if e2e
+            if e2e or agent_context
             else prompts.skill_text(turn.stage, skills, stage_names)
         )
         messages = [prompts.system_message(skill), brief, *prompts.history_messages(traj.turns[:index])]

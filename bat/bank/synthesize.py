@@ -282,6 +282,7 @@ def slice_sft(config: BatConfig, out: Collected) -> tuple[list[SftRow], sft.Slic
             stage_names=names,
             e2e=traj.trajectory_id in out.e2e_trajectory_ids,
             skip=checks.flawed_pilot_turns(traj.turns) if traj.outcome == "recovery" else (),
+            agent_context=config.bank.sft_context == "agent",
         )
     return sliced, stats
 

@@ -34,6 +34,7 @@ from pydantic import BaseModel, ConfigDict, ValidationError
 from bat.bank import practice
 from bat.schemas.bank import PracticeTask, TaskParams
 from bat.state.atomic import atomic_write_json, read_json
+from bat.state.bank_layout import TASK_WRITER_PROGRESS_NAME
 
 if TYPE_CHECKING:
     from bat.bank.llm_client import ChatClient
@@ -41,7 +42,7 @@ if TYPE_CHECKING:
 
 WRITER_VERSION = "llm-writer-1"
 """Version of the prompt and validation rules (part of the bank fingerprint when `bank.task_writer == "llm"`)."""
-WRITTEN = ".written.json"
+WRITTEN = TASK_WRITER_PROGRESS_NAME
 """Build-directory file of every written slot's task and rejections (removed before the manifest is written)."""
 MIN_CASES = 3
 """Fewest cases of a written task (the benchmark's smallest `cases_per_instance`); the most is `cases_per_instance`."""

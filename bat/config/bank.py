@@ -85,6 +85,11 @@ class BankConfig(Section):
     """Worker processes running practice tasks in parallel (results merged in task order: same bank for any value)."""
     sft_outcomes: tuple[Literal["success", "recovery", "failure"], ...] = ("success", "recovery")
     """Outcome labels whose teacher trajectories become SFT rows (failure runs only seed RL failure states)."""
+    sft_context: Literal["agent", "stage"] = "agent"
+    """System turn of a stage-sliced SFT row. `agent`: the BaT Agent's own opening, every stage skill in order, the
+    prompt evaluation and E2E rollouts show the policy (then all rows of a trajectory are token prefixes of its
+    last row and pack into one sequence: 3.2x fewer SFT tokens per epoch on the default bank); `stage`: only the
+    row's own stage skill kappa_s (paper Eq. 9), a system turn the deployed agent never sees."""
 
     @model_validator(mode="after")
     def _check(self) -> BankConfig:

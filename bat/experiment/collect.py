@@ -23,6 +23,7 @@ from bat.experiment.share import ROUND0_PHASES, arm_dir, shared_dir
 from bat.experiment.spec import ExperimentSpec, arm_config, budget_signature
 from bat.schemas.evaluation import METRICS, EvalAggregate
 from bat.state.atomic import read_json
+from bat.state.experiment_layout import SHARED_RECORD_NAME
 from bat.state.layout import RunLayout
 from bat.state.markers import read_done
 from bat.verify.shards import read_rewards
@@ -250,7 +251,7 @@ def collect(spec: ExperimentSpec) -> dict[str, Any]:
     }
     shared = {}
     for seed in spec.seeds:
-        rec = shared_dir(spec, seed) / "experiment_shared.json"
+        rec = shared_dir(spec, seed) / SHARED_RECORD_NAME
         if rec.exists():
             shared[str(seed)] = read_json(rec)
     return {

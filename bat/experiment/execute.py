@@ -15,10 +15,11 @@ from typing import Any
 from bat.experiment.share import SharedInfo, arm_dir, seed_arm_state
 from bat.experiment.spec import ArmSpec, ExperimentSpec, arm_config
 from bat.state.atomic import atomic_write_json, read_json
+from bat.state.experiment_layout import ARM_RECORD_NAME
 from bat.state.layout import RunLayout
 from bat.state.markers import read_done
 
-ARM_RECORD = "experiment_arm.json"
+ARM_RECORD = ARM_RECORD_NAME
 FINAL_PHASE = "final_test"
 TRAINED_TARGET = "bat.evaluate.phase:run_final_test"
 """Retained best (`checkpoints/best.json`) on the final (+ test) split."""

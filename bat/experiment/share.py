@@ -18,11 +18,13 @@ from pathlib import Path
 from bat.benchmark.secret import install_secret, run_secret
 from bat.experiment.spec import SHARED_NAME, ExperimentSpec, bootstrap_seed_of, shared_config
 from bat.state.atomic import atomic_dir, atomic_write_json, read_json
+from bat.state.experiment_layout import SEED_MARKER_NAME, SHARED_RECORD_NAME
+from bat.state.experiment_layout import experiment_secret as state_experiment_secret
 from bat.state.layout import RunLayout
 from bat.state.markers import read_done
 
-SEED_MARKER = "experiment_seed.json"
-SHARED_RECORD = "experiment_shared.json"
+SEED_MARKER = SEED_MARKER_NAME
+SHARED_RECORD = SHARED_RECORD_NAME
 ROUND0_PHASES = ("synthesize", "scan", "sft", "evaluate")
 """Round-0 phases shared by every arm; the round-0 `route` is arm-dependent and re-runs in each arm."""
 
@@ -47,7 +49,7 @@ class SharedInfo:
 
 def experiment_secret(spec: ExperimentSpec) -> Path:
     """The experiment's held-out secret, installed into every run it makes (`bat.benchmark.secret`)."""
-    return spec.root / "HELDOUT_SECRET"
+    return state_experiment_secret(spec.root)
 
 
 def seed_dir(spec: ExperimentSpec, seed: int) -> Path:

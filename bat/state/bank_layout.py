@@ -27,6 +27,10 @@ SFT_SPLIT_FILES = {"train": "sft/train.jsonl", "validation": "sft/validation.jso
 RL_ROWS_FILE = "rl/rows.jsonl"
 RL_INDEX_FILE = "rl/index.json"
 SKILLS_FILE = "skills.json"
+PRIOR_RECORDS_NAME = "prior_records.jsonl"
+"""A stage-state package's replayed prefix: the execution records that produced its workspace."""
+TASK_WRITER_PROGRESS_NAME = ".written.json"
+"""The LLM task writer's accepted proposals so far, inside a bank build folder (resume)."""
 SCAN_OUTPUTS = frozenset({LEAKAGE_REPORT_NAME, ADMITTED_NAME, REJECTED_NAME})
 """Files the leakage scan adds to a finished version (not part of its manifest's digests, not scanned)."""
 

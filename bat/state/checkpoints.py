@@ -15,6 +15,8 @@ from typing import Any, Iterator
 from bat.state.atomic import atomic_dir, atomic_write_json, read_json
 
 META_NAME = "meta.json"
+EXPORT_META_NAME = "bat_export.json"
+"""What an HF export records about its source (step, config hash) beside the weights."""
 _STEP_RE = re.compile(r"^step_(\d{6})$")
 
 

@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from bat.state.atomic import atomic_dir, atomic_write_json
-from bat.state.checkpoints import META_NAME, CheckpointStore, step_name
+from bat.state.checkpoints import EXPORT_META_NAME, META_NAME, CheckpointStore, step_name
 from bat.train.engine import DistEnv, barrier
 
 
@@ -110,6 +110,6 @@ def export_hf(
                 module.save_pretrained(tmp, state_dict=state, safe_serialization=True)
                 tokenizer.save_pretrained(tmp)
                 if extra:
-                    atomic_write_json(tmp / "bat_export.json", extra)
+                    atomic_write_json(tmp / EXPORT_META_NAME, extra)
     barrier()
     return out

@@ -7,7 +7,7 @@ SKILLS = {f"S{i}": f"Skill text of stage S{i}." for i in range(1, 6)}
 ORDER = ("S1", "S2", "S3", "S4", "S5")
 
 
-def _slice(traj, max_length=10_000, e2e=False):
+def _slice(traj, max_length=10_000, e2e=False, agent_context=False):
     stats = SliceStats()
     rows = slice_trajectory(
         traj,
@@ -18,6 +18,7 @@ def _slice(traj, max_length=10_000, e2e=False):
         split="train",
         stats=stats,
         e2e=e2e,
+        agent_context=agent_context,
     )
     return rows, stats
 
@@ -55,6 +56,17 @@ def test_e2e_rows_carry_all_skills(trajectory_factory):
     rows, _ = _slice(trajectory_factory(), e2e=True)
     assert {r.stage for r in rows} == {E2E}
     assert all(all(f"stage S{i}" in r.messages[0].content for i in range(1, 6)) for r in rows)
+
+
+def test_agent_context_rows_keep_their_stage_and_share_one_opening(trajectory_factory):
+    traj = trajectory_factory()
+    rows, _ = _slice(traj, agent_context=True)
+    assert [r.stage for r in rows] == [t.stage for t in traj.turns]  # stage keys kept
+    assert len({r.messages[0].content for r in rows}) == 1  # one system turn: the agent's, every stage skill
+    assert all(f"stage S{i}" in rows[0].messages[0].content for i in range(1, 6))
+    longest = rows[-1].messages
+    for row in rows[:-1]:  # every row is a prefix of the last one's context: they pack into one sequence
+        assert longest[: len(row.messages)] == row.messages
 
 
 def test_split_grouped_by_trajectory_and_seeded():

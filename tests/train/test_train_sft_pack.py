@@ -33,13 +33,14 @@ def test_only_exact_prefixes_of_one_group_merge():
     assert pack_prefixes([a, b, c, d, dup])[0] == packed, "deterministic for one input order"
 
 
-def test_bank_rows_pack_per_stage_chain(bank_rows, tiny_dir):
+def test_bank_rows_pack_per_trajectory_and_opening(bank_rows, tiny_dir):
     from bat.policy.loader import load_tokenizer
 
     tok = load_tokenizer(tiny_dir)
     data = prepare_sft(bank_rows, [], tok, 100_000, tools=[], pack=True)
     plain = prepare_sft(bank_rows, [], tok, 100_000, tools=[], pack=False)
-    chains = {(r.trajectory_id, r.stage) for r in bank_rows}
+    chains = {(r.trajectory_id, r.messages[0].content) for r in bank_rows}  # agent context: one per trajectory
+    assert len(chains) == len({r.trajectory_id for r in bank_rows})
     counts = data.counts
     assert counts["train_rows"] == len(bank_rows) and counts["train_sequences"] == len(chains) < len(bank_rows)
     assert counts["train_target_tokens"] == plain.counts["train_target_tokens"] > 0

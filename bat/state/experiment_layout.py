@@ -1,0 +1,21 @@
+"""File names of an experiment tree (`bat experiment`): `<experiment>/HELDOUT_SECRET`, the shared bootstrap record,
+each seed's marker and each arm's record. The folders themselves (`seed_N/`, arms) are built by `bat.experiment`
+from these names and the experiment spec."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+HELDOUT_SECRET_NAME = "HELDOUT_SECRET"
+"""The experiment's held-out secret at its root: every run it makes is evaluated on the suite it keys."""
+SHARED_RECORD_NAME = "experiment_shared.json"
+"""The shared bootstrap's record (bank, SFT checkpoint and digest, wall and compute seconds) in its run folder."""
+SEED_MARKER_NAME = "experiment_seed.json"
+"""Marker of an arm run seeded from the shared bootstrap."""
+ARM_RECORD_NAME = "experiment_arm.json"
+"""An arm x seed's record, written when that arm run ends."""
+
+
+def experiment_secret(root: Path) -> Path:
+    """`<experiment root>/HELDOUT_SECRET`."""
+    return Path(root) / HELDOUT_SECRET_NAME
