@@ -1,4 +1,4 @@
-"""Print bat's package import graph figures: phase modules importing the orchestrator, and package cycles.
+"""Print bat's import graph figures: phase modules importing the orchestrator, package cycles, module cycles.
 
 Counts every runtime `import bat.X` / `from bat.X import ...` (module top or inside functions; imports under
 `if TYPE_CHECKING:` are not runtime imports and are left out), grouped by top-level package of `bat/`.
@@ -14,8 +14,9 @@ from pathlib import Path
 PHASE_PACKAGES = ("bank", "leakage", "train", "rollout", "verify", "evaluate", "curriculum")
 
 
-def runtime_imports(path: Path) -> list[tuple[int, str]]:
-    """(line, module) of every `bat...` import in the file that runs at import or call time."""
+def runtime_imports(path: Path, submodules: bool = False) -> list[tuple[int, str]]:
+    """(line, module) of every `bat...` import in the file that runs at import or call time; with `submodules`,
+    `from bat.x import y` also yields `bat.x.y` (which is a module when y is one)."""
     tree = ast.parse(path.read_text(encoding="utf-8"))
     typing_only = {
         id(node)
@@ -29,6 +30,8 @@ def runtime_imports(path: Path) -> list[tuple[int, str]]:
             continue
         if isinstance(node, ast.ImportFrom) and node.module:
             found += [(node.lineno, node.module)]
+            if submodules:
+                found += [(node.lineno, f"{node.module}.{alias.name}") for alias in node.names]
         elif isinstance(node, ast.Import):
             found += [(node.lineno, alias.name) for alias in node.names]
     return [(line, m) for line, m in found if m.startswith("bat.")]
@@ -67,6 +70,19 @@ def cycles(edges: dict[str, set[str]]) -> list[list[str]]:
     return sorted(sorted(g) for g in groups if len(g) > 1)
 
 
+def module_graph(root: Path) -> dict[str, set[str]]:
+    """Module -> `bat` modules it imports at runtime (a `from bat.x import name` counts as an import of `bat.x`)."""
+    modules = {
+        ".".join(p.relative_to(root).with_suffix("").parts).removesuffix(".__init__"): p
+        for p in (root / "bat").rglob("*.py")
+    }
+    return {
+        name: {m for _, m in runtime_imports(path, submodules=True) if m in modules and m != name and not name.startswith(m + ".")}
+        for name, path in modules.items()
+        if not path.name == "__init__.py"
+    }
+
+
 def main(argv: list[str]) -> int:
     root = Path(argv[1]) if len(argv) > 1 else Path(__file__).resolve().parents[1]
     edges, upward = package_graph(root)
@@ -75,7 +91,9 @@ def main(argv: list[str]) -> int:
     for line in upward:
         print(f"  {line}")
     print(f"package cycles: {len(groups)} group(s) {groups}")
-    return 1 if upward or groups else 0
+    module_groups = cycles(module_graph(root))
+    print(f"module cycles: {len(module_groups)} group(s) {module_groups}")
+    return 1 if upward or groups or module_groups else 0
 
 
 if __name__ == "__main__":

@@ -171,3 +171,13 @@ def make_task(
         attempt=attempt,
         params=params,
     )
+
+
+def bank_tracks(config: BatConfig) -> list[str]:
+    """Tracks to synthesise (bank.tracks or every benchmark track); unknown names raise listing the valid ones."""
+    valid = list(config.benchmark.tracks)
+    chosen = list(config.bank.tracks or valid)
+    unknown = [t for t in chosen if t not in valid]
+    if unknown:
+        raise ValueError(f"bank.tracks has unknown tracks {unknown}; valid (benchmark.tracks): {valid}")
+    return chosen

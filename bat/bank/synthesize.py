@@ -23,6 +23,7 @@ from bat.bank import checks, e2e, practice, rows, sft, skill_writer, store, task
 from bat.bank import tasks as tasks_mod
 from bat.bank.aggregates import newest_controller_aggregate
 from bat.bank.pools import build_index
+from bat.bank.practice import bank_tracks
 from bat.bank.skills import write_skills_file
 from bat.bank.tasks import TaskResult
 from bat.schemas.bank import E2E, BankRow, PracticeTask, SftRow, Trajectory
@@ -120,16 +121,6 @@ def fingerprint(config: BatConfig) -> str:
     if config.bank.task_writer == "llm":
         payload["task_writer"] = task_writer.WRITER_VERSION
     return hashlib.sha256(json.dumps(payload, sort_keys=True).encode("utf-8")).hexdigest()
-
-
-def bank_tracks(config: BatConfig) -> list[str]:
-    """Tracks to synthesise (bank.tracks or every benchmark track); unknown names raise listing the valid ones."""
-    valid = list(config.benchmark.tracks)
-    chosen = list(config.bank.tracks or valid)
-    unknown = [t for t in chosen if t not in valid]
-    if unknown:
-        raise ValueError(f"bank.tracks has unknown tracks {unknown}; valid (benchmark.tracks): {valid}")
-    return chosen
 
 
 @dataclass

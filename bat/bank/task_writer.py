@@ -108,10 +108,9 @@ class Slot:
 def parameter_space(config: BatConfig) -> dict[str, Any]:
     """The names and ranges a proposal may use: tracks (the bank's) -> modalities, pitfalls -> what each does, and
     the case range; a track's distractors are its other modalities."""
-    from bat.bank.synthesize import bank_tracks
     from bat.benchmark.tracks import get_track
 
-    modalities = {t: list(get_track(t).profiles) for t in bank_tracks(config)}
+    modalities = {t: list(get_track(t).profiles) for t in practice.bank_tracks(config)}
     return {
         "tracks": modalities,
         "pitfalls": dict(PITFALL_HELP),

@@ -134,7 +134,7 @@ def policy_driver(cfg: BatConfig, checkpoint: Path) -> tuple[Driver, Callable[[]
     from bat.benchmark import TOOL_NAMES
     from bat.policy.loader import load_tokenizer
     from bat.rollout.chat import TurnTokens, policy_tools
-    from bat.rollout.engine import make_engine
+    from bat.rollout.engines import make_engine
     from bat.rollout.loop import LoopSettings, RolloutSpec, run_rollouts
 
     engine = make_engine(cfg.rollout, checkpoint)

@@ -33,7 +33,7 @@ Public API (for the CLI, jobs/ and tests)
 * `preflight.preflight(config, round)` raises `PreflightError` (a `ConfigError`) before anything is queued.
 * `executors.make_executor(config, layout, round, phase, dependency=None) -> submitit.AutoExecutor`;
   `executors.executor_kind(config)` resolves `auto`.
-* `preempt.PhaseJob` (the Checkpointable submitted per phase), `preempt.on_interrupt(fn)` flush hooks.
+* `driver.PhaseJob` (the Checkpointable submitted per phase), `preempt.on_interrupt(fn)` flush hooks.
 * `container.apptainer_argv(container_cfg, state_root, command, scratch=None) -> list[str]`,
   `container.submitit_python(container_cfg, state_root) -> str` (submitit's `python=` hook).
 * `status.collect_status(layout) -> dict` (what `bat status --json` prints).

@@ -16,12 +16,14 @@ import threading
 import time
 from collections.abc import Callable
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
+
+import submitit
 
 from bat.orchestrate.executors import executor_kind, make_executor
 from bat.orchestrate.graph import ASYNC_ORDER, round_phases
 from bat.orchestrate.jobrecords import job_active, read_job_record, write_job_record
-from bat.orchestrate.preempt import PhaseJob
+from bat.orchestrate.preempt import install_signal_handlers, interruption_kind, run_flush_hooks
 from bat.orchestrate.preflight import preflight
 from bat.phase.events import log_event
 from bat.state.layout import RunLayout
@@ -38,6 +40,70 @@ class PhaseFailed(RuntimeError):
 
 class PhaseInputError(PhaseFailed):
     """A phase refused a damaged or invalid input (a state file, a config): the message names it and what to do."""
+
+
+class PhaseJob(submitit.helpers.Checkpointable):
+    """The callable submitted for one (round, phase); pickled by submitit with plain-data arguments."""
+
+    def __init__(
+        self, config_data: dict[str, Any], state_root: str, round_index: int, phase: str, chain_next: bool = False
+    ) -> None:
+        self.config_data = config_data
+        self.state_root = str(state_root)
+        self.round_index = round_index
+        self.phase = phase
+        self.chain_next = chain_next
+
+    def _open(self) -> tuple[Any, Any]:
+        from bat.config.load import parse_config
+        from bat.state.layout import RunLayout
+
+        return parse_config(self.config_data, "<job config>"), RunLayout(Path(self.state_root))
+
+    def __call__(self) -> dict[str, Any]:
+        """Run the phase (no-op when DONE); after `route`, queue the next round when `chain_next`."""
+        from bat.orchestrate.runner import run_phase
+        from bat.phase.events import log_event
+
+        config, layout = self._open()
+
+        def on_sigterm(flushed: int) -> None:
+            log_event(
+                layout,
+                self.round_index,
+                self.phase,
+                f"SIGTERM: flushed {flushed} hook(s), exiting (Slurm requeues a preempted job)",
+            )
+
+        install_signal_handlers(config.orchestrate.sigterm_flush, on_sigterm)
+        restarts = os.environ.get("SLURM_RESTART_COUNT", "0")
+        log_event(layout, self.round_index, self.phase, f"job running (restart count {restarts})")
+        from bat.config.load import ConfigError
+        from bat.state.errors import StateFileError
+
+        try:
+            result = run_phase(config, layout, self.round_index, self.phase)
+        except (StateFileError, ConfigError) as exc:  # a damaged input: reported, not a crash (no DONE.json)
+            log_event(layout, self.round_index, self.phase, f"refused a damaged input: {exc}")
+            return {"phase": self.phase, "round": self.round_index, "ran": False, "input_error": str(exc)}
+        summary: dict[str, Any] = {"phase": self.phase, "round": self.round_index, "ran": result is not None}
+        if self.phase == "route" and self.chain_next:
+            summary["next"] = after_route(config, layout, self.round_index)
+        return summary
+
+    def checkpoint(self, *args: Any, **kwargs: Any) -> submitit.helpers.DelayedSubmission:
+        """Flush progress, record why we were interrupted, resubmit the same job."""
+        from bat.phase.events import log_event
+
+        flushed = run_flush_hooks()
+        _, layout = self._open()
+        log_event(
+            layout,
+            self.round_index,
+            self.phase,
+            f"interrupted ({interruption_kind()}), flushed {flushed} hook(s), requeueing",
+        )
+        return super().checkpoint(*args, **kwargs)
 
 
 def _last_line(error: BaseException) -> str:

@@ -15,7 +15,7 @@ Public API (record types in `bat.schemas.rollout`):
   ``rollout_id``, ``pool``, ``stage``, ``valid``/``invalid_reason`` (infrastructure failures), ``end_reason``.
 * Engines (`bat.rollout.engine`): ``Engine`` protocol ``generate(list[GenRequest]) -> list[GenResult]``
   (ids in; ids + behavior logprobs + finish out), ``set_weights(path)`` (reload + flush prefix/KV caches),
-  ``release(cache_key)``, ``close()``; ``make_engine(cfg: RolloutConfig, model_path)`` builds
+  ``release(cache_key)``, ``close()``; ``bat.rollout.engines.make_engine(cfg: RolloutConfig, model_path)`` builds
   `hf` (transformers generate, per-request seeded sampling; batched or per-rollout prefix KV cache),
   `vllm` (vLLM's OpenAI server started by bat on the checkpoint from vLLM's own environment,
   `bat.rollout.vllm_server`; or the offline `LLM` in-process with `rollout.vllm.process: inprocess`) or

@@ -7,7 +7,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Literal, Protocol
 
 if TYPE_CHECKING:
-    from bat.config.rollout import RolloutConfig
+    pass
 
 ENGINES = ("hf", "vllm", "openai")
 
@@ -57,51 +57,3 @@ class Engine(Protocol):
     def release(self, cache_key: str) -> None:
         """Forget the cached prefix of a finished rollout (no-op for engines without one)."""
         ...
-
-
-def make_engine(cfg: RolloutConfig, model_path: str | Path) -> Engine:
-    """Build the engine named by `cfg.engine` on the checkpoint at `model_path`."""
-    if cfg.engine == "hf":
-        from bat.rollout.engine_hf import HFEngine
-
-        return HFEngine(
-            model_path,
-            dtype=cfg.dtype,
-            device=cfg.device,
-            top_p=cfg.top_p,
-            top_k=cfg.top_k,
-            max_batch=cfg.max_batch,
-            prefix_cache=cfg.hf_prefix_cache,
-        )
-    if cfg.engine == "vllm" and cfg.vllm.process == "server":
-        from bat.rollout.engine_vllm import VllmServerEngine
-
-        return VllmServerEngine(
-            model_path,
-            cfg.vllm,
-            top_p=cfg.top_p,
-            top_k=cfg.top_k,
-            max_context_tokens=cfg.budgets.max_context_tokens,
-            dtype=cfg.dtype,
-        )
-    if cfg.engine == "vllm":
-        from bat.rollout.engine_vllm import VllmEngine
-
-        return VllmEngine(
-            model_path,
-            cfg.vllm,
-            top_p=cfg.top_p,
-            top_k=cfg.top_k,
-            dtype=cfg.dtype,
-            max_context_tokens=cfg.budgets.max_context_tokens,
-        )
-    if cfg.engine == "openai":
-        from bat.rollout.engine_openai import OpenAIEngine
-
-        engine = OpenAIEngine(
-            cfg.openai, top_p=cfg.top_p, top_k=cfg.top_k, checkpoint=str(model_path), dtype=cfg.dtype, device=cfg.device
-        )
-        if cfg.openai.verify_checkpoint:
-            engine.verify(model_path)
-        return engine
-    raise ValueError(f"unknown rollout engine {cfg.engine!r}; valid engines: {list(ENGINES)}")

@@ -36,7 +36,7 @@ def run_rollout(ctx: PhaseContext) -> PhaseResult:
     from bat.benchmark import TOOL_NAMES
     from bat.policy.loader import load_tokenizer
     from bat.rollout.chat import TurnTokens, policy_tools
-    from bat.rollout.engine import make_engine
+    from bat.rollout.engines import make_engine
     from bat.rollout.envs import bank_opener
     from bat.rollout.loop import LoopSettings
     from bat.rollout.runner import run_shards

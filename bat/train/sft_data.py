@@ -15,19 +15,8 @@ from bat.schemas.bank import SftRow
 from bat.seeds import derive_seed
 from bat.state.jsonl import read_jsonl
 from bat.train.common import batch_indices  # noqa: F401  (re-exported)
-
-
-@dataclass(frozen=True)
-class Example:
-    """One tokenized sequence: ids, 0/1 loss mask over the same positions, its source trajectory and how many
-    SFT rows it carries (more than 1 after prefix packing, see `bat.train.sft_pack`)."""
-
-    ids: list[int]
-    mask: list[int]
-    group: str
-    rows: int = 1
-    sources: tuple[SftRow, ...] = field(default=(), compare=False, repr=False)
-    """The SftRows this sequence carries (what `renamed_example` re-encodes)."""
+from bat.train.sft_example import Example
+from bat.train.sft_pack import pack_prefixes
 
 
 @dataclass
@@ -59,7 +48,6 @@ def renamed_example(example: Example, seed: int, tokenizer: Any, tools: Sequence
     `seed`), tokenized and prefix-packed again. Returns `example` itself when the renamed rows no longer pack
     into exactly one sequence or it carries no source rows."""
     from bat.policy.rename import Renamer, renamed_row
-    from bat.train.sft_pack import pack_prefixes
 
     if not example.sources:
         return example
@@ -104,8 +92,6 @@ def encode_rows(
 
 def _sequences(examples: list[Example], counts: dict[str, int], pack: bool) -> list[Example]:
     """`examples` prefix-packed when `pack`; adds sequences/target_tokens/tokens/tokens_unpacked to `counts`."""
-    from bat.train.sft_pack import pack_prefixes
-
     packed = pack_prefixes(examples)[0] if pack else examples
     counts.update(
         sequences=len(packed),

@@ -13,7 +13,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
-from bat.train.sft_data import Example
+from bat.train.sft_example import Example
 
 
 @dataclass

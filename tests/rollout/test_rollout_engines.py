@@ -8,9 +8,10 @@ from fake_openai import CompletionsServer
 
 from bat.config.rollout import OpenAIEngineConfig, RolloutConfig
 from bat.policy.loader import load_model
-from bat.rollout.engine import GenRequest, make_engine
+from bat.rollout.engine import GenRequest
 from bat.rollout.engine_hf import HFEngine, filter_logits
 from bat.rollout.engine_openai import OpenAIEngine
+from bat.rollout.engines import make_engine
 
 
 def requests_for(n: int) -> list[GenRequest]:

@@ -19,7 +19,8 @@ from rollout_doubles import ToyEnv, make_messages
 
 from bat.config.rollout import RolloutBudgets, RolloutConfig, VllmEngineConfig
 from bat.rollout.chat import TurnTokens
-from bat.rollout.engine import GenRequest, make_engine
+from bat.rollout.engine import GenRequest
+from bat.rollout.engines import make_engine
 from bat.rollout.loop import LoopSettings, RolloutSpec, run_rollouts
 from bat.rollout.vllm_server import VllmServer, VllmServerError, resolve_python
 
