@@ -62,6 +62,7 @@ def _finish(out: Path, summary: dict, is_main: bool) -> int:
 def _sft(args: argparse.Namespace) -> int:
     from bat.config import load_config
     from bat.policy.loader import load_tokenizer
+    from bat.policy.tools import policy_tools
     from bat.train.sft import train_sft
     from bat.train.sft_data import prepare_sft, read_sft_rows
 
@@ -72,7 +73,7 @@ def _sft(args: argparse.Namespace) -> int:
         read_sft_rows(args.val),
         load_tokenizer(args.model),
         cfg.sft.max_seq_len,
-        tools=None if cfg.sft.render_tools else [],
+        tools=policy_tools(cfg.sft.render_tools, cfg.sft.tool_format) or [],
         pack=cfg.sft.pack_prefixes,
     )
     seed = cfg.run.seed if args.seed is None else args.seed

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Literal
+
 from pydantic import Field
 
 from bat.config.base import Section
@@ -35,6 +37,12 @@ class SftConfig(Section):
     vocabulary (held-out names come from a disjoint one). Validation is scored on renamed sequences too."""
     render_tools: bool = True
     """Render the benchmark's tool list (`bat.benchmark.TOOL_SPECS`) into each row's system turn, as rollouts do."""
+    tool_format: Literal["json", "compact"] = "json"
+    """How the tool list is rendered (SFT rows, rollouts and evaluation alike: `bat.policy.tools.policy_tools`).
+    `json`: each tool's full JSON schema; `compact`: one short
+    JSON object per tool, name, what it does and its parameters as `name: type = default` (852 -> 352 SmolLM2
+    tokens).
+    Calls are written and parsed the same way in both; only the prompt differs."""
     val_sequences: int | None = Field(None, ge=1)
     """Validation sequences scored per validation pass (the first N after packing, the same every pass);
     None = all. A 135M policy on CPU scores ~500 tokens/s, so a full pass over a bank's validation split costs

@@ -105,7 +105,7 @@ def scripted_driver(agent: str, cfg: BatConfig | None = None) -> Driver:
             stages = list(cfg.stage_keys) if cfg is not None else _env_stages(item.env)
             opening = opening_messages(cfg, brief) if cfg is not None else [{"role": "user", "content": brief}]
             turns = scripted_turns(trajectory, item.env.records)
-            tools = policy_tools(cfg.sft.render_tools) if cfg is not None else None
+            tools = policy_tools(cfg.sft.render_tools, cfg.sft.tool_format) if cfg is not None else None
             transcript = transcript_of(item.run.run_id, item.run.track, end, opening, turns, stages, tools)
             out.append(EpisodeInfo(end_reason=end, turns=len(trajectory.turns), transcript=transcript))
         return out
@@ -138,7 +138,7 @@ def policy_driver(cfg: BatConfig, checkpoint: Path) -> tuple[Driver, Callable[[]
     from bat.rollout.loop import LoopSettings, RolloutSpec, run_rollouts
 
     engine = make_engine(cfg.rollout, checkpoint)
-    tools = policy_tools(cfg.sft.render_tools)
+    tools = policy_tools(cfg.sft.render_tools, cfg.sft.tool_format)
     turn_tokens = TurnTokens(load_tokenizer(checkpoint), tools)
     settings = LoopSettings(
         budgets=cfg.rollout.budgets,

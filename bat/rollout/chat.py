@@ -11,16 +11,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from bat.policy.chat import PROBE_MESSAGES, encode_text, render_messages, turn_close_text
-
-
-def policy_tools(render_tools: bool) -> list[dict[str, Any]] | None:
-    """The tool list rendered into the policy's system turn: the benchmark's TOOL_SPECS when `sft.render_tools`,
-    else None. SFT, rollouts and evaluation all render through this, so the policy sees one prompt shape."""
-    if not render_tools:
-        return None
-    from bat.benchmark import TOOL_SPECS
-
-    return list(TOOL_SPECS)
+from bat.policy.tools import compact_tools, policy_tools  # noqa: F401  (re-exported)
 
 
 class TurnTokens:

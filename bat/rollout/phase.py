@@ -65,7 +65,9 @@ def run_rollout(ctx: PhaseContext) -> PhaseResult:
         round_index=ctx.round,
         open_env=bank_opener(bank, cfg),
         engine_factory=lambda: make_engine(rc, checkpoint),
-        turn_tokens=lambda: TurnTokens(load_tokenizer(checkpoint), policy_tools(cfg.sft.render_tools)),
+        turn_tokens=lambda: TurnTokens(
+            load_tokenizer(checkpoint), policy_tools(cfg.sft.render_tools, cfg.sft.tool_format)
+        ),
         settings=settings,
         scratch=ctx.layout.phase_scratch(ctx.round, "rollout"),
         keep_evidence=rc.keep_evidence,

@@ -39,6 +39,7 @@ def run_sft(ctx: PhaseContext) -> PhaseResult:
     """Cold-start SFT on the admitted bank's SFT rows; returns the export as `extra["candidate"]`."""
     from bat.bank.store import open_bank
     from bat.policy.loader import load_tokenizer
+    from bat.policy.tools import policy_tools
     from bat.train.sft import train_sft
     from bat.train.sft_data import prepare_sft
 
@@ -50,7 +51,7 @@ def run_sft(ctx: PhaseContext) -> PhaseResult:
         bank.sft_rows("validation"),
         load_tokenizer(base),
         cfg.sft.max_seq_len,
-        tools=None if cfg.sft.render_tools else [],
+        tools=policy_tools(cfg.sft.render_tools, cfg.sft.tool_format) or [],
         pack=cfg.sft.pack_prefixes,
         rename=cfg.sft.rename_identifiers,
     )
