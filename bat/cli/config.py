@@ -1,4 +1,6 @@
-"""`bat config check FILE [--set k=v ...]` and `bat config show FILE`: validate before anything is queued."""
+"""`bat config check FILE [--set k=v ...]`, `bat config plan FILE` and `bat config show FILE`: validate before
+anything is queued. For a Slurm run (`orchestrate.executor` slurm, or auto with sbatch on PATH) `check` also refuses
+a config whose resource plan does not fit (`bat.orchestrate.plan`)."""
 
 from __future__ import annotations
 
@@ -30,12 +32,42 @@ def _check(args: argparse.Namespace) -> int:
             print(f"FAIL {path}\n{exc}")
             status = 2
             continue
+        problems = _slurm_plan_problems(cfg)
+        if problems:
+            again = " ".join(["bat config plan", str(path), *(f"--set {o}" for o in args.overrides)])
+            print(f"FAIL {path}\nresource plan does not fit (details: {again}):\n  " + "\n  ".join(problems))
+            status = 2
+            continue
         print(f"ok   {path}  (hash {config_hash(cfg)}, run {cfg.run.name}, executor {_executor(cfg)})")
     return status
 
 
 def _executor(cfg) -> str:
     return str(getattr(cfg.orchestrate, "executor", "?"))
+
+
+def _slurm_plan_problems(cfg) -> list[str]:
+    """The resource plan's problems when the config runs on Slurm; [] for local and debug runs."""
+    from bat.orchestrate.executors import executor_kind
+    from bat.orchestrate.plan import plan_problems
+
+    return plan_problems(cfg) if executor_kind(cfg) == "slurm" else []
+
+
+def _plan(args: argparse.Namespace) -> int:
+    from bat.config import load_config
+    from bat.orchestrate.executors import executor_kind
+    from bat.orchestrate.plan import plan_run
+    from bat.orchestrate.plan_text import render_plan
+
+    cfg = load_config(args.file, args.overrides)
+    try:
+        shape, source, plans = plan_run(cfg)
+    except ValueError as exc:
+        print(f"bat config plan: {exc}")
+        return 2
+    print(render_plan(shape, source, plans, executor_kind(cfg)))
+    return 2 if any(plan.problems for plan in plans) else 0
 
 
 def _show(args: argparse.Namespace) -> int:
@@ -53,6 +85,12 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     check.add_argument("files", nargs="+", help="YAML config files")
     check.add_argument("--set", dest="overrides", action="append", default=[], metavar="KEY=VALUE")
     check.set_defaults(handler=_check)
+    plan = sub.add_parser(
+        "plan", help="per phase: Slurm request vs GPU memory, host memory and CPUs needed (exit 2 if one does not fit)"
+    )
+    plan.add_argument("file", help="YAML config file")
+    plan.add_argument("--set", dest="overrides", action="append", default=[], metavar="KEY=VALUE")
+    plan.set_defaults(handler=_plan)
     show = sub.add_parser("show", help="print the resolved config as JSON")
     show.add_argument("file", nargs="?", default=None)
     show.add_argument("--set", dest="overrides", action="append", default=[], metavar="KEY=VALUE")

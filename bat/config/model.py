@@ -8,8 +8,9 @@ from typing import Literal
 from pydantic import Field, model_validator
 
 from bat.config.base import Section
+from bat.config.model_shape import ModelShape
 from bat.config.pretrained import REGISTRY
-from bat.state.model_files import folder_positions, read_build_info
+from bat.state.model_files import folder_config, folder_positions, read_build_info
 
 
 class CopyStage(Section):
@@ -135,11 +136,20 @@ class ModelConfig(Section):
     """Tiny-builder settings, used when neither `pretrained` nor `path` is set, or by `bat model build-tiny`."""
     dtype: Literal["float32", "bfloat16", "float16"] = "float32"
     """Weights dtype when loading the policy (float32 on CPU)."""
+    shape: ModelShape | None = None
+    """Shape of `path`'s model for `bat config plan` on a machine without its weights (a login node before the
+    checkpoint is copied); the folder's own `config.json` wins whenever it gives a shape. Only with `path`: a named
+    pretrained model and the tiny model have known shapes."""
 
     @model_validator(mode="after")
     def _one_source(self) -> ModelConfig:
         if self.pretrained is not None and self.path is not None:
             raise ValueError(f"set model.pretrained ({self.pretrained!r}) or model.path ({self.path!r}), not both")
+        if self.shape is not None and self.path is None:
+            raise ValueError(
+                "model.shape describes the model at model.path when its folder is not on this machine; set "
+                "model.path too, or drop model.shape (named pretrained models and the tiny model have known shapes)"
+            )
         if self.pretrained is not None and self.pretrained not in REGISTRY:
             raise ValueError(
                 f"model.pretrained {self.pretrained!r} is not a registered model; valid names: {sorted(REGISTRY)}"
@@ -163,3 +173,34 @@ class ModelConfig(Section):
                 pass
             return folder_positions(folder)
         return None
+
+    def planned_shape(self) -> tuple[ModelShape, str]:
+        """The policy's shape for resource planning and where it came from: `path`'s `config.json` when it gives one,
+        else `shape`; the registered shape of `pretrained`; else the tiny builder's. Reads only config.json.
+        Raises ValueError when `path` gives no shape and `shape` is not set."""
+        if self.path is not None:
+            data, why = folder_config(self.path), "is not on this machine"
+            if data is not None:
+                try:
+                    return ModelShape.from_hf_config(data), f"config.json at model.path {self.path}"
+                except ValueError as exc:
+                    why = f"has a config.json without a usable shape ({exc})"
+            if self.shape is None:
+                raise ValueError(
+                    f"model.path {self.path} {why} and model.shape is not set; set model.shape "
+                    f"({', '.join(ModelShape.model_fields)}) to plan without the weights"
+                )
+            return self.shape, f"model.shape (model.path {self.path} {why})"
+        if self.pretrained is not None:
+            return REGISTRY[self.pretrained].shape, f"the registered shape of model.pretrained {self.pretrained}"
+        tiny = self.tiny
+        shape = ModelShape(
+            num_hidden_layers=tiny.num_layers,
+            hidden_size=tiny.hidden_size,
+            num_attention_heads=tiny.num_heads,
+            num_key_value_heads=tiny.num_kv_heads,
+            intermediate_size=tiny.intermediate_size,
+            vocab_size=tiny.vocab_size,
+            tie_word_embeddings=tiny.tie_embeddings,
+        )
+        return shape, "model.tiny (the tiny builder)"

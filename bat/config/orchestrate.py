@@ -29,6 +29,14 @@ class PhaseResources(Section):
     """`single`: one process per job; `tasks`: one srun task per GPU (ranks from submitit.JobEnvironment)."""
     additional: dict[str, str | int] = Field(default_factory=dict)
     """Extra sbatch options without the leading dashes (e.g. `{"account": "lab", "qos": "high"}`)."""
+    gpu_mem_gb: float | None = Field(None, gt=0, le=4096)
+    """Memory of one GPU of this phase's partition in GiB, for `bat config plan` only (not an sbatch option);
+    None = `orchestrate.gpu_mem_gb`."""
+    node_cpus: int | None = Field(None, ge=1, le=100_000)
+    """CPUs of one node of this phase's partition, for `bat config plan` only; None = `orchestrate.node_cpus`."""
+    node_mem_gb: float | None = Field(None, gt=0, le=1_048_576)
+    """Memory of one node of this phase's partition in GiB, for `bat config plan` only; None =
+    `orchestrate.node_mem_gb`."""
 
     @model_validator(mode="after")
     def _check_nodes(self) -> PhaseResources:
@@ -80,6 +88,15 @@ class OrchestrateConfig(Section):
     """`slurm` (sbatch), `local` (subprocesses, one phase at a time), `debug` (in-process), `auto` (slurm if sbatch exists)."""
     resources: dict[str, PhaseResources] = Field(default_factory=_default_resources)
     """Per-phase resources keyed by phase name (plus `driver` for run_round.sh); missing keys use the defaults."""
+    gpu_mem_gb: float = Field(80.0, gt=0, le=4096)
+    """Memory of one GPU in GiB (e.g. 80 for A100/H100 80GB, 40 for A100 40GB, 141 for H200): what
+    `bat config plan` compares each phase's GPU memory need with (per phase: `resources.<phase>.gpu_mem_gb`)."""
+    node_cpus: int = Field(128, ge=1, le=100_000)
+    """CPUs of one compute node (`sinfo -o %c`): the plan refuses a phase asking more per node (cpus x tasks)
+    than a node has (Slurm would never start it); per phase: `resources.<phase>.node_cpus`."""
+    node_mem_gb: float = Field(1024.0, gt=0, le=1_048_576)
+    """Memory of one compute node in GiB (`sinfo -o %m`, MiB / 1024): the plan refuses a phase asking more
+    `mem_gb`; per phase: `resources.<phase>.node_mem_gb`."""
     container: ContainerConfig = Field(default_factory=ContainerConfig)
     """Apptainer wrapping of phase jobs."""
     signal_delay_s: int = Field(90, ge=1, le=3600)

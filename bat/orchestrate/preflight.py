@@ -1,4 +1,5 @@
-"""Refuse a bad launch before any job is queued: phase functions importable, executor usable, partitions exist."""
+"""Refuse a bad launch before any job is queued: phase functions importable, executor usable, partitions exist,
+and on Slurm every job's resource plan fits (`bat.orchestrate.plan`)."""
 
 from __future__ import annotations
 
@@ -10,6 +11,7 @@ from typing import TYPE_CHECKING
 from bat.config.load import ConfigError
 from bat.orchestrate.executors import executor_kind
 from bat.orchestrate.graph import ASYNC_ORDER, check_round, resolve_table, round_phases
+from bat.orchestrate.plan import plan_problems
 
 if TYPE_CHECKING:
     from bat.config.root import BatConfig
@@ -50,6 +52,7 @@ def preflight_problems(config: BatConfig, round_index: int) -> list[str]:
                 part = config.orchestrate.resources[key].partition
                 if part and valid and part not in valid:
                     problems.append(f"orchestrate.resources.{key}.partition={part!r} does not exist; valid: {valid}")
+        problems += plan_problems(config)
         container = config.orchestrate.container
         if container.enabled and not Path(container.image).is_file():
             problems.append(

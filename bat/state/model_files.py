@@ -10,12 +10,18 @@ from typing import Any
 MODEL_RECORD_NAME = "bat_model.json"
 
 
+def folder_config(path: str | Path) -> dict[str, Any] | None:
+    """The folder's HF `config.json` as a dict (None when absent, unreadable or not a JSON object)."""
+    try:
+        data = json.loads((Path(path) / "config.json").read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return None
+    return data if isinstance(data, dict) else None
+
+
 def folder_positions(path: str | Path) -> int | None:
     """`max_position_embeddings` of the folder's config.json (None when unreadable or absent)."""
-    try:
-        value = json.loads((Path(path) / "config.json").read_text(encoding="utf-8")).get("max_position_embeddings")
-    except (OSError, ValueError, AttributeError):
-        return None
+    value = (folder_config(path) or {}).get("max_position_embeddings")
     return int(value) if isinstance(value, int) and value > 0 else None
 
 

@@ -137,6 +137,25 @@ def ds_config(cfg: DeepSpeedConfig, grad_accum: int, grad_clip: float) -> dict[s
     }
 
 
+def _no_cache_while_training(module: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> tuple[Any, Any]:
+    """Forward pre-hook: a training forward never builds a KV cache (it would keep every layer's keys and values
+    alive, which activation checkpointing exists to drop); eval forwards keep the caller's choice."""
+    if module.training:
+        kwargs["use_cache"] = False
+    return args, kwargs
+
+
+def prepare_training_model(model: Any, cfg: DeepSpeedConfig) -> Any:
+    """Turn on activation checkpointing when `cfg.activation_checkpointing` (non-reentrant, per decoder layer) and
+    make every training forward run with `use_cache=False`; the saved config (`use_cache`) is left as it was.
+    Changes `model` in place and returns it."""
+    if cfg.activation_checkpointing:
+        # transformers 5's name for `gradient_checkpointing_enable` (deprecated there)
+        model.activation_checkpointing_enable(activation_checkpointing_kwargs={"use_reentrant": False})
+    model.register_forward_pre_hook(_no_cache_while_training, with_kwargs=True)
+    return model
+
+
 def build_engine(
     model: Any,
     cfg: DeepSpeedConfig,
@@ -149,10 +168,12 @@ def build_engine(
     warmup_ratio: float,
     min_lr_ratio: float,
 ) -> Any:
-    """Wrap `model` in a DeepSpeed engine with torch AdamW and a LambdaLR warmup-cosine schedule."""
+    """Wrap `model` in a DeepSpeed engine with torch AdamW and a LambdaLR warmup-cosine schedule; sets up the
+    model for training first (`prepare_training_model`)."""
     import deepspeed
     import torch
 
+    prepare_training_model(model, cfg)
     params = [p for p in model.parameters() if p.requires_grad]
     optimizer = torch.optim.AdamW(params, lr=lr, weight_decay=weight_decay, betas=(0.9, 0.999), eps=1e-8)
     scheduler = torch.optim.lr_scheduler.LambdaLR(optimizer, warmup_cosine(total_steps, warmup_ratio, min_lr_ratio))
