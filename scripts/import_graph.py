@@ -77,9 +77,13 @@ def module_graph(root: Path) -> dict[str, set[str]]:
         for p in (root / "bat").rglob("*.py")
     }
     return {
-        name: {m for _, m in runtime_imports(path, submodules=True) if m in modules and m != name and not name.startswith(m + ".")}
+        name: {
+            m
+            for _, m in runtime_imports(path, submodules=True)
+            if m in modules and m != name and not name.startswith(m + ".")
+        }
         for name, path in modules.items()
-        if not path.name == "__init__.py"
+        if path.name != "__init__.py"
     }
 
 
