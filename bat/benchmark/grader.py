@@ -193,6 +193,69 @@ def _submission(ws: Path, cases: list[str]) -> tuple[dict[str, Any], bool]:
     return preds, bool(present) and not issues and not degenerate
 
 
+def _s4(ws: Path, ev: list[Event], cases: list[str]) -> tuple[dict[str, bool | None], dict[str, bool], float]:
+    """S4 verdicts, evidence and the completion rate of outputs/ (`_outputs`)."""
+    completion, fmt_ok, batch = _outputs(ws, ev, cases)
+    v: dict[str, bool | None] = {"s4a_all_cases_run": completion >= 1.0, "s4b_format_valid": fmt_ok}
+    return v, {"e4_batch_record": batch, "e4_outputs": completion > 0}, completion
+
+
+def _s5(ws: Path, ev: list[Event], cases: list[str]) -> tuple[dict[str, bool | None], dict[str, bool], dict[str, Any]]:
+    """S5 verdicts, evidence and the submitted predictions (empty without an ok submit record); the run's
+    results are complete when `s5a_has_valid_results` holds (submitted, every case predicted)."""
+    submitted = any(e.name == "submit" and e.ok for e in ev)
+    preds, sub_fmt = _submission(ws, cases) if submitted else ({}, False)
+    v: dict[str, bool | None] = {
+        "s5a_has_valid_results": submitted and set(preds) == set(cases),
+        "s5b_format_valid": sub_fmt,
+    }
+    evidence = {"e5_submit_record": submitted, "e5_submission": (ws / "submission" / "manifest.json").is_file()}
+    return v, evidence, preds
+
+
+def _stage_checks(
+    ev: list[Event], ws: Path, meta: dict[str, Any], track: str, cfg: Any, judge: Judge | None
+) -> tuple[dict[str, dict[str, bool | None]], dict[str, dict[str, bool]], float, dict[str, Any]]:
+    """(verdicts by stage, evidence by stage, completion rate, submitted predictions) of every item the grader
+    knows, from the events and the workspace artifacts."""
+    cases = list(meta["case_ids"])
+    first_run = _first(ev, lambda e: e.name == "run_model" and e.ok, len(ev) + 1)
+    contract = cfg.benchmark.contract
+    computed: dict[str, dict[str, bool | None]] = {}
+    confirmed: dict[str, dict[str, bool]] = {}
+    s1_items = {i.id: i for i in rubric("S1", track, contract)} if "S1" in contract.stages else {}
+    computed["S1"], confirmed["S1"] = _s1(ev, ws, meta, first_run, track, s1_items, judge)
+    computed["S2"], confirmed["S2"] = _s2(ev, meta, first_run, cfg.benchmark.setup_fail_limit)
+    computed["S3"], confirmed["S3"] = _s3(ev)
+    computed["S4"], confirmed["S4"], completion = _s4(ws, ev, cases)
+    computed["S5"], confirmed["S5"], preds = _s5(ws, ev, cases)
+    return computed, confirmed, completion, preds
+
+
+def _configured_stages(
+    cfg: Any, computed: dict[str, dict[str, bool | None]], confirmed: dict[str, dict[str, bool]], track: str
+) -> tuple[dict[str, dict[str, bool | None]], dict[str, dict[str, bool]]]:
+    """(verdicts, evidence) of every configured stage, keyed by stage: `_configured` against its rubric."""
+    contract = cfg.benchmark.contract
+    items: dict[str, dict[str, bool | None]] = {}
+    evidence: dict[str, dict[str, bool]] = {}
+    for s in cfg.stages:
+        required = [e.id for e in evidence_requirements(s.key, contract)]
+        items[s.key], evidence[s.key] = _configured(
+            computed[s.key], confirmed[s.key], rubric(s.key, track, contract), required
+        )
+    return items, evidence
+
+
+def _breach_reasons(records: list[ExecutionRecord]) -> list[str]:
+    """`call <i>: <tool>: <flags>` of every record that breached isolation, naming the breach flags it raised."""
+    return [
+        f"call {i}: {r.tool}: {', '.join(n for n in r.flags.raised() if n in ('access_outside', 'network', 'symlink_escape'))}"
+        for i, r in enumerate(records)
+        if r.breach
+    ]
+
+
 def grade(
     workspace_dir: str | Path,
     grader_dir: str | Path,
@@ -212,44 +275,17 @@ def grade(
     ws = Path(workspace_dir)
     meta, truths = load_grader(grader_dir)
     track = get_track(meta["track"])
-    cases = list(meta["case_ids"])
     ev = events_of(records)
-    first_run = _first(ev, lambda e: e.name == "run_model" and e.ok, len(ev) + 1)
-    contract = cfg.benchmark.contract
-    computed: dict[str, dict[str, bool | None]] = {}
-    confirmed: dict[str, dict[str, bool]] = {}
-    s1_items = {i.id: i for i in rubric("S1", track.name, contract)} if "S1" in contract.stages else {}
-    computed["S1"], confirmed["S1"] = _s1(ev, ws, meta, first_run, track.name, s1_items, judge)
-    computed["S2"], confirmed["S2"] = _s2(ev, meta, first_run, cfg.benchmark.setup_fail_limit)
-    computed["S3"], confirmed["S3"] = _s3(ev)
-    completion, fmt_ok, batch = _outputs(ws, ev, cases)
-    computed["S4"] = {"s4a_all_cases_run": completion >= 1.0, "s4b_format_valid": fmt_ok}
-    confirmed["S4"] = {"e4_batch_record": batch, "e4_outputs": completion > 0}
-    submitted = any(e.name == "submit" and e.ok for e in ev)
-    preds, sub_fmt = _submission(ws, cases) if submitted else ({}, False)
-    complete = submitted and set(preds) == set(cases)
-    computed["S5"] = {"s5a_has_valid_results": complete, "s5b_format_valid": sub_fmt}
-    confirmed["S5"] = {
-        "e5_submit_record": submitted,
-        "e5_submission": (ws / "submission" / "manifest.json").is_file(),
-    }
-    items: dict[str, dict[str, bool | None]] = {}
-    evidence: dict[str, dict[str, bool]] = {}
-    for s in cfg.stages:
-        required = [e.id for e in evidence_requirements(s.key, contract)]
-        items[s.key], evidence[s.key] = _configured(
-            computed[s.key], confirmed[s.key], rubric(s.key, track.name, contract), required
-        )
+    computed, confirmed, completion, preds = _stage_checks(ev, ws, meta, track.name, cfg, judge)
+    complete = computed["S5"]["s5a_has_valid_results"]
+    items, evidence = _configured_stages(cfg, computed, confirmed, track.name)
     keys = [s.key for s in cfg.stages]
     not_applicable = [k for k in keys if not items[k]]
     keys = [k for k in keys if k not in not_applicable]
-    stages = {k: stage_score(k, items[k], {"completion_rate": completion}, stage_formula(k, contract)) for k in keys}
+    formulas = {k: stage_formula(k, cfg.benchmark.contract) for k in keys}
+    stages = {k: stage_score(k, items[k], {"completion_rate": completion}, formulas[k]) for k in keys}
     task, metrics = track.score(preds, truths, meta.get("extras", {})) if complete else (0.0, {})
-    breach_reasons = [
-        f"call {i}: {r.tool}: {', '.join(n for n in r.flags.raised() if n in ('access_outside', 'network', 'symlink_escape'))}"
-        for i, r in enumerate(records)
-        if r.breach
-    ]
+    breach_reasons = _breach_reasons(records)
     nulls = [f"{k}: null item(s) {[i for i, v in items[k].items() if v is None]}" for k in keys if stages[k] is None]
     if breach_reasons:
         stages, task = dict.fromkeys(keys, 0.0), 0.0

@@ -249,44 +249,14 @@ def generate_instance(
     cfg = config or BenchmarkConfig()
     t, v = get_track(track), vocab(space)
     n = n_cases or cfg.cases_per_instance
-    if n < 1:
-        raise ValueError(f"n_cases must be >= 1, got {n}")
+    _check_request(t, track, space, n, input_fraction, params)
     input_fraction = float(input_fraction)
-    if input_fraction != 1.0:
-        if space != "practice":
-            raise ValueError(
-                f"input_fraction={input_fraction} is for the practice space only (Eq. 12 reduces practice tasks); "
-                f"{space} instances stay full size: valid there: 1.0"
-            )
-        problem = t.fraction_problem(input_fraction)
-        if problem:
-            raise ValueError(problem)
-    if params is not None:
-        if space != "practice":
-            raise ValueError(f"explicit instance parameters are for the practice space only, got space={space!r}")
-        problems = params_problems(track, params)
-        if problems:
-            raise ValueError("; ".join(problems.values()))
     rng = np.random.default_rng(_content_seed(seed, space, track))
-    modalities = list(t.profiles)
-    modality = modalities[int(rng.integers(len(modalities)))]
-    others = [m for m in modalities if m != modality]
-    chosen = [modality] + [
-        others[i] for i in rng.permutation(len(others))[: min(cfg.candidate_models, len(modalities)) - 1]
-    ]
-    if params is not None:
-        modality, chosen = params.modality, [params.modality, *params.distractors]
+    modality, chosen = _draw_modalities(rng, list(t.profiles), cfg.candidate_models, params)
     taken: set[str] = set()
     names = [v.model_name(rng, taken) for _ in chosen]
     pkgs = [v.package_name(rng, taken) for _ in range(3)]
-    pit: dict[str, Any] = {k: bool(rng.random() < cfg.pitfall_probability) for k in PITFALLS}
-    if params is not None:
-        pit = {k: k in params.pitfalls for k in PITFALLS}
-    lo, span = (
-        (float(rng.choice([500, 1000, 1024])), float(rng.choice([2000, 3000, 4095])))
-        if pit["normalisation"]
-        else (0.0, 1.0)
-    )
+    pit, lo, span = _draw_pitfalls(rng, cfg.pitfall_probability, params)
     inst = Instance(
         instance_id=f"{v.instance_prefix}-{track[:4]}-{_id_suffix(seed, space, track)}",
         track=track,
@@ -307,23 +277,86 @@ def generate_instance(
     if not pit["corrupt_case"]:
         pit["corrupt_case"] = None
     _add_models(inst, t, rng, chosen, pkgs)
-    spec = {
-        "instance_id": inst.instance_id,
-        "track": track,
-        "task": t.title,
-        "modality": modality,
-        "metric": t.metric,
-        "cases": inst.case_ids,
-        "inputs": inputs,
-        "intensity_range": [lo, lo + span],
-        "units": "scanner units" if pit["normalisation"] else "unit intensities",
-        "output": {**t.contract(shape), "directory": "outputs/", "file": f"<case>.{t.output_kind}"},
-        "notes": ["Inputs may contain non-finite values in rare corrupted cases."],
-    }
+    spec = _task_spec(inst, t, inputs, shape, (lo, lo + span))
     inst.files["task/spec.json"] = json.dumps(spec, indent=2).encode()
     inst.files["task/README.md"] = _brief(inst, t, v, cfg.tier, spec).encode()
     inst.files["env/wheelhouse.txt"] = ("\n".join(sorted(pkgs)) + "\n").encode()
     return inst
+
+
+def _check_request(
+    t: Any, track: str, space: str, n: int, input_fraction: float, params: InstanceParams | None
+) -> None:
+    """Raise naming what is valid when `n` < 1, when `input_fraction` is not 1.0 outside the practice space or out
+    of the track's range, or when explicit `params` are given outside the practice space or do not fit the track."""
+    if n < 1:
+        raise ValueError(f"n_cases must be >= 1, got {n}")
+    input_fraction = float(input_fraction)
+    if input_fraction != 1.0:
+        if space != "practice":
+            raise ValueError(
+                f"input_fraction={input_fraction} is for the practice space only (Eq. 12 reduces practice tasks); "
+                f"{space} instances stay full size: valid there: 1.0"
+            )
+        problem = t.fraction_problem(input_fraction)
+        if problem:
+            raise ValueError(problem)
+    if params is not None:
+        if space != "practice":
+            raise ValueError(f"explicit instance parameters are for the practice space only, got space={space!r}")
+        problems = params_problems(track, params)
+        if problems:
+            raise ValueError("; ".join(problems.values()))
+
+
+def _draw_modalities(
+    rng: np.random.Generator, modalities: list[str], candidate_models: int, params: InstanceParams | None
+) -> tuple[str, list[str]]:
+    """(the instance's modality, the modalities of its model cards with that one first): drawn from `rng`, then
+    replaced by `params` when given (the draws are made either way, so later draws do not shift)."""
+    modality = modalities[int(rng.integers(len(modalities)))]
+    others = [m for m in modalities if m != modality]
+    chosen = [modality] + [
+        others[i] for i in rng.permutation(len(others))[: min(candidate_models, len(modalities)) - 1]
+    ]
+    if params is not None:
+        return params.modality, [params.modality, *params.distractors]
+    return modality, chosen
+
+
+def _draw_pitfalls(
+    rng: np.random.Generator, probability: float, params: InstanceParams | None
+) -> tuple[dict[str, Any], float, float]:
+    """(pitfall on/off by name, raw intensity offset, raw intensity span): each pitfall drawn on with
+    `probability` (then replaced by `params` when given), and scanner units only under the normalisation pitfall."""
+    pit: dict[str, Any] = {k: bool(rng.random() < probability) for k in PITFALLS}
+    if params is not None:
+        pit = {k: k in params.pitfalls for k in PITFALLS}
+    lo, span = (
+        (float(rng.choice([500, 1000, 1024])), float(rng.choice([2000, 3000, 4095])))
+        if pit["normalisation"]
+        else (0.0, 1.0)
+    )
+    return pit, lo, span
+
+
+def _task_spec(
+    inst: Instance, t: Any, inputs: dict[str, str], shape: tuple[int, ...], intensity_range: tuple[float, float]
+) -> dict[str, Any]:
+    """The content of `task/spec.json`: the task, its modality, metric, cases, inputs, units and output contract."""
+    return {
+        "instance_id": inst.instance_id,
+        "track": inst.track,
+        "task": t.title,
+        "modality": inst.modality,
+        "metric": t.metric,
+        "cases": inst.case_ids,
+        "inputs": inputs,
+        "intensity_range": list(intensity_range),
+        "units": "scanner units" if inst.pitfalls["normalisation"] else "unit intensities",
+        "output": {**t.contract(shape), "directory": "outputs/", "file": f"<case>.{t.output_kind}"},
+        "notes": ["Inputs may contain non-finite values in rare corrupted cases."],
+    }
 
 
 def materialize(instance: Instance, workspace_dir: str | Path, grader_dir: str | Path) -> tuple[Path, Path]:

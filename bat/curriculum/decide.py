@@ -13,7 +13,14 @@ from bat.curriculum.mixture import pool_counts
 from bat.curriculum.router import route_target
 from bat.curriculum.shift import detect_domain_shift
 from bat.schemas.evaluation import EvalAggregate
-from bat.schemas.routing import BestCheckpoint, DomainShift, RouteDecision, ScoreSnapshot, TrainingHealth
+from bat.schemas.routing import (
+    BestCheckpoint,
+    DomainShift,
+    GateResult,
+    RouteDecision,
+    ScoreSnapshot,
+    TrainingHealth,
+)
 
 
 class NullCellsError(RuntimeError):
@@ -85,6 +92,66 @@ def _shift_response(shift: DomainShift, cfg: CurriculumConfig, stop: bool, refre
     return response
 
 
+@dataclass(frozen=True)
+class _Judgement:
+    """What the fallback rule and the promotion gate made of the candidate."""
+
+    action: str
+    """bootstrap, promote, hold, fallback or continue."""
+    reason: str
+    best: BestCheckpoint
+    """The retained best after this round (the candidate when promoted)."""
+    held: bool
+    """The next round restarts from the retained best instead of the candidate."""
+    drop_counter: int = 0
+    gate: GateResult | None = None
+
+
+def _judge(
+    snap: ScoreSnapshot,
+    best: BestCheckpoint | None,
+    history: History,
+    kl: float | None,
+    health: TrainingHealth | None,
+    cfg: CurriculumConfig,
+) -> _Judgement:
+    """Bootstrap the first best; else fall back on a sustained drop or KL blow-up, else apply the gate (promote or
+    hold), or with the gate disabled continue from the candidate (promoting it when its Overall is higher)."""
+    if best is None:
+        return _Judgement(
+            "bootstrap", "first evaluated checkpoint becomes the retained best", _promote(None, snap), False
+        )
+    counter = next_drop_counter(history.drop_counter, snap.overall, history.previous_overall)
+    why = fallback_reason(counter, kl, cfg.fallback)
+    if why is not None:
+        return _Judgement("fallback", why, best, True, 0)
+    if cfg.gate.enabled:
+        gate = evaluate_gate(snap, best.scores, health, cfg.gate)
+        if gate.passed:
+            return _Judgement("promote", "every gate check held", _promote(best, snap), False, counter, gate)
+        return _Judgement("hold", f"gate failed: {', '.join(gate.failed)}", best, True, counter, gate)
+    new_best = _promote(best, snap) if snap.overall > best.scores.overall else best
+    return _Judgement("continue", "gate disabled: the candidate seeds the next round", new_best, False, counter)
+
+
+def _next_target(
+    arm: ArmSpec,
+    snap: ScoreSnapshot,
+    stage_keys: Sequence[str],
+    held: bool,
+    best: BestCheckpoint | None,
+    cfg: CurriculumConfig,
+) -> tuple[str | None, str, dict[str, int]]:
+    """(target stage, routing rule, rows per pool) of the next round: none for an arm without RL, the single
+    pool mixture for an unrouted arm, else the router's pick against the best's stage scores."""
+    if not arm.rl:
+        return None, "none", {}
+    if not arm.routed:
+        return None, "single_pool", pool_counts(arm.pools, cfg.rho, cfg.batch_size)
+    target, rule = route_target(snap.stages, stage_keys, gate_held=held, reference=best.scores.stages if best else None)
+    return target, rule, pool_counts(arm.pools, cfg.rho, cfg.batch_size)
+
+
 def decide(
     *,
     round_index: int,
@@ -107,46 +174,16 @@ def decide(
     """
     snap = snapshot(candidate)
     shift = detect_domain_shift(history.previous, snap, cfg.shift_track_drop)
-    gate = None
-    counter = 0
-    if best is None:
-        action, reason, new_best, held = (
-            "bootstrap",
-            "first evaluated checkpoint becomes the retained best",
-            _promote(None, snap),
-            False,
-        )
-    else:
-        counter = next_drop_counter(history.drop_counter, snap.overall, history.previous_overall)
-        why = fallback_reason(counter, kl, cfg.fallback)
-        if why is not None:
-            action, reason, new_best, held, counter = "fallback", why, best, True, 0
-        elif cfg.gate.enabled:
-            gate = evaluate_gate(snap, best.scores, health, cfg.gate)
-            if gate.passed:
-                action, reason, new_best, held = "promote", "every gate check held", _promote(best, snap), False
-            else:
-                action, reason, new_best, held = "hold", f"gate failed: {', '.join(gate.failed)}", best, True
-        else:
-            better = snap.overall > best.scores.overall
-            action, reason, held = "continue", "gate disabled: the candidate seeds the next round", False
-            new_best = _promote(best, snap) if better else best
-    start = new_best.checkpoint if held or action in ("bootstrap", "promote") else snap.checkpoint
-    if not arm.rl:
-        target, rule, mixture = None, "none", {}
-        reason += f"; arm {arm.arm} runs no RL rounds"
-    elif not arm.routed:
-        target, rule, mixture = None, "single_pool", pool_counts(arm.pools, cfg.rho, cfg.batch_size)
-    else:
-        target, rule = route_target(
-            snap.stages, stage_keys, gate_held=held, reference=best.scores.stages if best else None
-        )
-        mixture = pool_counts(arm.pools, cfg.rho, cfg.batch_size)
+    judged = _judge(snap, best, history, kl, health, cfg)
+    new_best, held = judged.best, judged.held
+    start = new_best.checkpoint if held or judged.action in ("bootstrap", "promote") else snap.checkpoint
+    target, rule, mixture = _next_target(arm, snap, stage_keys, held, best, cfg)
+    reason = judged.reason if arm.rl else f"{judged.reason}; arm {arm.arm} runs no RL rounds"
     stop = last_round or not arm.rl
     decision = RouteDecision(
         round=round_index,
         arm=arm.arm,
-        action=action,  # type: ignore[arg-type]
+        action=judged.action,  # type: ignore[arg-type]
         reason=reason,
         rule=rule,
         target_stage=target,
@@ -156,9 +193,9 @@ def decide(
         candidate=snap,
         best_before=best.scores if best else None,
         previous_overall=history.previous_overall,
-        drop_counter=counter,
+        drop_counter=judged.drop_counter,
         kl=kl,
-        gate=gate,
+        gate=judged.gate,
         domain_shift=shift,
         shift_response=_shift_response(shift, cfg, stop, refresh_steered),
         health=health,

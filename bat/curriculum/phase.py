@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from bat.curriculum.arms import resolve_arm
+from bat.curriculum.arms import ArmSpec, resolve_arm
 from bat.curriculum.decide import NullCellsError, decide, snapshot
 from bat.curriculum.history import best_after_path, decision_path, previous_state, training_health
 from bat.curriculum.kl import measure_kl
@@ -18,6 +18,7 @@ from bat.evaluate.store import aggregate_path, load_aggregate
 from bat.phase.context import PhaseContext, PhaseResult
 from bat.phase.events import log_event
 from bat.phase.guard import guard_phase
+from bat.schemas.routing import BestCheckpoint, RouteDecision
 from bat.state.atomic import atomic_write_json
 from bat.state.checkpoints import write_best
 
@@ -58,7 +59,29 @@ def run_route(ctx: PhaseContext) -> PhaseResult:
         return _route(ctx)
 
 
+def _write_decision(ctx: PhaseContext, decision: RouteDecision, new_best: BestCheckpoint, arm: ArmSpec) -> list[Path]:
+    """Write the round's decision.json and best.json, the run's checkpoints/best.json and, unless the run ends
+    here, the next round's plan; returns the paths written."""
+    layout, r = ctx.layout, ctx.round
+    outputs = [
+        atomic_write_json(decision_path(layout, r), decision),
+        atomic_write_json(best_after_path(layout, r), new_best),
+    ]
+    write_best(
+        layout.best_json,
+        Path(new_best.checkpoint),
+        round_index=new_best.round,
+        score=new_best.score,
+        extra=new_best.model_dump(mode="json", exclude={"checkpoint", "round", "score"}),
+    )
+    outputs.append(layout.best_json)
+    if decision.next_round is not None:
+        outputs.append(_write_plan(ctx, decision, arm))
+    return outputs
+
+
 def _route(ctx: PhaseContext) -> PhaseResult:
+    """Read the controller aggregate and the previous route state, decide, write the outputs, log the action."""
     cfg, layout, r = ctx.config, ctx.layout, ctx.round
     agg = load_aggregate(layout, r, "controller")
     if agg is None:
@@ -86,20 +109,7 @@ def _route(ctx: PhaseContext) -> PhaseResult:
         last_round=r >= cfg.run.rounds,
         refresh_steered=cfg.orchestrate.bank_refresh and cfg.bank.refresh_steering == "weakness",
     )
-    outputs = [
-        atomic_write_json(decision_path(layout, r), decision),
-        atomic_write_json(best_after_path(layout, r), new_best),
-    ]
-    write_best(
-        layout.best_json,
-        Path(new_best.checkpoint),
-        round_index=new_best.round,
-        score=new_best.score,
-        extra=new_best.model_dump(mode="json", exclude={"checkpoint", "round", "score"}),
-    )
-    outputs.append(layout.best_json)
-    if decision.next_round is not None:
-        outputs.append(_write_plan(ctx, decision, arm))
+    outputs = _write_decision(ctx, decision, new_best, arm)
     log_event(
         layout,
         r,

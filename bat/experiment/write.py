@@ -102,7 +102,25 @@ def _ordering(results: dict[str, Any]) -> str:
 
 def render_readme(results: dict[str, Any]) -> str:
     """The readable report: command, commit, table, per-stage table, budget, per-seed runs, closing note."""
-    stages, conf = results["stage_keys"], round(100 * results["confidence"])
+    out = _headline_table(results) + _stage_means_table(results) + _budget_section(results)
+    out += _runs_table(results) + _pool_signal_table(results)
+    out += [
+        "",
+        "## Curves",
+        "",
+        "![curves](curves.png)",
+        "",
+        "Controller split (the routing evaluation): raw Overall per round, and the retained best's score.",
+        "",
+    ]
+    out += _stage_tables(results)
+    out += ["", "## Closing note", "", _ordering(results), ""]
+    return "\n".join(out)
+
+
+def _headline_table(results: dict[str, Any]) -> list[str]:
+    """Title, provenance paragraph and one row per arm: Overall/Agentic/Task, seed spread, counts, mean wall."""
+    conf = round(100 * results["confidence"])
     out = [
         f"# Experiment `{results['experiment']}`",
         "",
@@ -128,7 +146,13 @@ def render_readme(results: dict[str, Any]) -> str:
             f"{len(done)}/{len(arm['seeds'])} | {'/'.join(map(str, rollouts)) or '-'} | "
             f"{'/'.join(map(str, steps)) or '-'} | {'-' if wall is None else f'{wall:.0f}'} |"
         )
-    out += [
+    return out
+
+
+def _stage_means_table(results: dict[str, Any]) -> list[str]:
+    """One row per arm: each stage's end-of-run score with its half-width (same aggregation as the headline)."""
+    stages = results["stage_keys"]
+    out = [
         "",
         "Per stage (same aggregation):",
         "",
@@ -137,8 +161,13 @@ def render_readme(results: dict[str, Any]) -> str:
     ]
     for name, arm in results["arms"].items():
         out.append(f"| {name} | " + " | ".join(_pm(arm["summary"], k) for k in stages) + " |")
+    return out
+
+
+def _budget_section(results: dict[str, Any]) -> list[str]:
+    """The matched-budget verdict, what wall seconds count, and one line per shared bootstrap (SFT digest, wall)."""
     budget = results["budget"]
-    out += [
+    out = [
         "",
         "## Budget",
         "",
@@ -159,7 +188,12 @@ def render_readme(results: dict[str, Any]) -> str:
     ]
     for seed, rec in results["shared"].items():
         out.append(f"* seed {seed}: SFT digest `{rec['sft_digest'][:16]}`, bootstrap wall {rec['wall_s']:.0f} s")
-    out += [
+    return out
+
+
+def _runs_table(results: dict[str, Any]) -> list[str]:
+    """One row per arm x seed: status, Overall, final round, rollouts, reward and identical groups by round, error."""
+    out = [
         "",
         "## Every run",
         "",
@@ -181,7 +215,12 @@ def render_readme(results: dict[str, Any]) -> str:
                 f"{x.get('final_round', '-')} | {x.get('rollouts', '-')} | {rewards or '-'} | {same or '-'} | "
                 f"{x.get('wall_s', '-')} | {err} |"
             )
-    out += [
+    return out
+
+
+def _pool_signal_table(results: dict[str, Any]) -> list[str]:
+    """One row per arm x seed x RL round: each pool's mean training reward and identical groups."""
+    out = [
         "",
         "Training signal per RL round and pool: mean training reward, and identical GRPO groups out of all "
         "groups of that pool.",
@@ -195,18 +234,7 @@ def render_readme(results: dict[str, Any]) -> str:
                 pools = s.get("by_pool") or {}
                 cells = [_pool_cell(pools.get(p)) for p in POOL_NAMES]
                 out.append(f"| {name} | {x['seed']} | {s['round']} | " + " | ".join(cells) + " |")
-    out += [
-        "",
-        "## Curves",
-        "",
-        "![curves](curves.png)",
-        "",
-        "Controller split (the routing evaluation): raw Overall per round, and the retained best's score.",
-        "",
-    ]
-    out += _stage_tables(results)
-    out += ["", "## Closing note", "", _ordering(results), ""]
-    return "\n".join(out)
+    return out
 
 
 def _stage_tables(results: dict[str, Any]) -> list[str]:

@@ -200,14 +200,9 @@ def _raw_turns(engine: Any, records: list) -> tuple[int, float]:
 
 def run(args: argparse.Namespace) -> int:
     """Print the figures (tokens, seconds, tokens/s) and the ratios in one table."""
-    import torch
-    from rich.console import Console
-    from rich.table import Table
-
     from bat.benchmark import TOOL_SPECS
     from bat.policy.loader import load_tokenizer
     from bat.rollout.chat import TurnTokens
-    from bat.rollout.engine_hf import HFEngine
 
     if not 1 <= args.turns <= 13:
         print("bat bench rollout: --turns must be within 1..13 (the expert script has 14 calls)")
@@ -217,24 +212,43 @@ def run(args: argparse.Namespace) -> int:
         model = _model(args, tmp)
         tt = TurnTokens(load_tokenizer(model), TOOL_SPECS)
         cfg = _config(args.runtime, args.track)
-        rows, note = [], ""
-        if args.engine == "vllm":
-            rows, records, note = _vllm_rows(model, tt, cfg, args, tmp)
-        else:
-            engine = HFEngine(model, max_batch=args.rollouts)
-            cached = HFEngine(model, prefix_cache=True)
-            tokens1, s1, records = _full(engine, tt, cfg, args, tmp / "a", cohorts=1)
-            rows.append((f"full rollout, {args.runtime} sandbox, full prefill, lockstep", tokens1, s1))
-            tokens2, s2, _ = _full(cached, tt, cfg, args, tmp / "b", cohorts=1)
-            rows.append((f"full rollout, {args.runtime} sandbox, prefix cache, lockstep", tokens2, s2))
-            tokens3, s3, _ = _full(cached, tt, cfg, args, tmp / "c", cohorts=2)
-            rows.append((f"full rollout, {args.runtime} sandbox, prefix cache, 2 cohorts", tokens3, s3))
-            tb, sb = _raw(engine, records, batched=True)
-            rows.append(("raw engine, same tokens, batched", tb, sb))
-            tt_, st = _raw_turns(cached, records)
-            rows.append(("raw engine, same turns and observations, batched, prefix cache", tt_, st))
-            to, so = _raw(engine, records, batched=False)
-            rows.append(("raw engine, same tokens, one at a time", to, so))
+        rows_of = _vllm_rows if args.engine == "vllm" else _hf_rows
+        rows, records, note = rows_of(model, tt, cfg, args, tmp)
+    _print_figures(args, rows, records, note)
+    return 0
+
+
+def _hf_rows(model: Path, tt: Any, cfg: Any, args: argparse.Namespace, tmp: Path) -> tuple[list, list, str]:
+    """The HF-engine figures: full rollouts (full prefill lockstep, prefix cache lockstep, prefix cache in 2
+    cohorts, workspaces under `tmp`), then the raw engine on the same tokens and on the same turns; returns
+    (rows of (what, generated tokens, seconds), the first full run's records, no note)."""
+    from bat.rollout.engine_hf import HFEngine
+
+    rows = []
+    engine = HFEngine(model, max_batch=args.rollouts)
+    cached = HFEngine(model, prefix_cache=True)
+    tokens1, s1, records = _full(engine, tt, cfg, args, tmp / "a", cohorts=1)
+    rows.append((f"full rollout, {args.runtime} sandbox, full prefill, lockstep", tokens1, s1))
+    tokens2, s2, _ = _full(cached, tt, cfg, args, tmp / "b", cohorts=1)
+    rows.append((f"full rollout, {args.runtime} sandbox, prefix cache, lockstep", tokens2, s2))
+    tokens3, s3, _ = _full(cached, tt, cfg, args, tmp / "c", cohorts=2)
+    rows.append((f"full rollout, {args.runtime} sandbox, prefix cache, 2 cohorts", tokens3, s3))
+    tb, sb = _raw(engine, records, batched=True)
+    rows.append(("raw engine, same tokens, batched", tb, sb))
+    tt_, st = _raw_turns(cached, records)
+    rows.append(("raw engine, same turns and observations, batched, prefix cache", tt_, st))
+    to, so = _raw(engine, records, batched=False)
+    rows.append(("raw engine, same tokens, one at a time", to, so))
+    return rows, records, ""
+
+
+def _print_figures(args: argparse.Namespace, rows: list, records: list, note: str) -> None:
+    """Print the table of `rows` (what, generated tokens, seconds, tokens/s), `note`, and the ratios: prefix cache
+    and cohorts (HF only), raw batched vs one at a time, best full rollout vs the raw engine."""
+    import torch
+    from rich.console import Console
+    from rich.table import Table
+
     table = Table(
         title=f"rollout throughput: {args.rollouts} rollouts x {args.turns} turns x <= {args.tokens_per_turn} "
         f"tokens, prompt {records[0].prompt_len} tokens, torch threads {torch.get_num_threads()}"
@@ -266,7 +280,6 @@ def run(args: argparse.Namespace) -> int:
         f"best full rollout / raw engine on the same turns and observations (no tools): {best / rate[turns_raw]:.2f}x"
     )
     console.print(f"best full rollout / raw batched engine: {best / rate[raw_batched]:.2f}x")
-    return 0
 
 
 def _vllm_rows(model: Path, tt: Any, cfg: Any, args: argparse.Namespace, tmp: Path) -> tuple[list, list, str]:

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import argparse
 import time
+from dataclasses import dataclass
 from typing import Any
 
 HELP = "leakage scan throughput: Aho-Corasick + MinHash scanner vs naive per-pattern substring loop"
@@ -173,6 +174,8 @@ def naive_scan(rows: list[dict], patterns: list[str]) -> tuple[set[int], float]:
 
 
 def run(args: argparse.Namespace) -> int:
+    """Build the synthetic index and bank, time the scanner on every row and the naive loop on a subset, print
+    the figures and the audits; 0 when every planted leak is caught and no clean row is flagged."""
     import numpy as np
 
     from bat.config.leakage import LeakageConfig
@@ -197,45 +200,72 @@ def run(args: argparse.Namespace) -> int:
     flagged = {i for i, s in enumerate(scans) if s.findings}
     caught = {kind: sum(1 for i, k in planted.items() if k == kind and i in flagged) for kind in PLANT_KINDS}
     wanted = {kind: sum(1 for k in planted.values() if k == kind) for kind in PLANT_KINDS}
-
-    planted_ids = sorted(planted)[: args.naive_rows // 2]
-    clean_ids = [i for i in range(len(rows)) if i not in planted][: args.naive_rows - len(planted_ids)]
-    subset_ids = sorted(planted_ids + clean_ids)
-    subset = [rows[i] for i in subset_ids]
-    patterns = [value.lower() for _, value, _ in entries]
-    naive_hits, naive_s = naive_scan(subset, patterns)
-    naive_flagged = {subset_ids[j] for j in naive_hits}
-    naive_rate = len(subset) / naive_s
+    naive = _naive_run(rows, planted, entries, args.naive_rows)
+    naive_rate = len(naive.subset_ids) / naive.seconds
     fast_rate = len(rows) / scan_s
-    extrapolated = args.naive_rows < len(rows)
-    naive_total = len(rows) / naive_rate
 
-    counts = index.counts()
-    print(f"fingerprint index: {len(index.entries)} entries {counts}; built in {build_s:.2f} CPU s")
+    print(f"fingerprint index: {len(index.entries)} entries {index.counts()}; built in {build_s:.2f} CPU s")
     print(f"bank: {len(rows)} rows, {len(planted)} with a planted leak")
     print("times are CPU seconds of this process (robust to other load on the machine)")
     print(f"{'method':<34}{'rows':>8}{'CPU s':>12}{'rows/s':>12}")
     print(f"{'scanner (Aho-Corasick + MinHash)':<34}{len(rows):>8}{scan_s:>12.2f}{fast_rate:>12.1f}")
-    print(f"{'naive per-pattern substring loop':<34}{len(subset):>8}{naive_s:>12.2f}{naive_rate:>12.1f}")
+    print(
+        f"{'naive per-pattern substring loop':<34}{len(naive.subset_ids):>8}{naive.seconds:>12.2f}{naive_rate:>12.1f}"
+    )
     print(f"scanner wall clock: {scan_wall:.2f} s ({len(rows) / scan_wall:.1f} rows/s)")
-    if extrapolated:
-        print(f"naive loop measured on {len(subset)} rows; extrapolated to {len(rows)} rows: {naive_total:.0f} CPU s")
+    if args.naive_rows < len(rows):
+        print(
+            f"naive loop measured on {len(naive.subset_ids)} rows; extrapolated to {len(rows)} rows: "
+            f"{len(rows) / naive_rate:.0f} CPU s"
+        )
     print(f"speed-up: {fast_rate / naive_rate:.0f}x rows/s")
     print("planted leaks caught by the scanner: " + ", ".join(f"{k} {caught[k]}/{wanted[k]}" for k in PLANT_KINDS))
-    in_subset = set(subset_ids)
-    naive_caught = {k: sum(1 for i in planted_ids if planted[i] == k and i in naive_flagged) for k in PLANT_KINDS}
-    naive_wanted = {k: sum(1 for i in planted_ids if planted[i] == k) for k in PLANT_KINDS}
-    print(
-        f"on the naive subset ({len(planted_ids)} planted + {len(clean_ids)} clean rows): scanner flagged "
-        f"{len(flagged & in_subset)}, naive flagged {len(naive_flagged)}; naive caught "
-        + ", ".join(f"{k} {naive_caught[k]}/{naive_wanted[k]}" for k in PLANT_KINDS)
-    )
-    sims = np.array([s.max_similarity for s in scans if s.texts_checked])
-    print(
-        f"near-duplicate audit: rows with text {sims.size}, max Jaccard p50 {np.quantile(sims, 0.5):.3f} "
-        f"p99 {np.quantile(sims, 0.99):.3f} max {sims.max():.3f} (threshold {config.jaccard_threshold})"
-    )
+    _print_naive_agreement(naive, planted, flagged)
+    _print_similarity(scans, config.jaccard_threshold)
     missed = sum(wanted.values()) - sum(caught.values())
     false_flags = len(flagged - set(planted))
     print(f"missed planted leaks: {missed}; clean rows flagged: {false_flags}")
     return 0 if missed == 0 and false_flags == 0 else 1
+
+
+@dataclass
+class _NaiveRun:
+    """The naive loop on a subset of the bank: which rows it read (planted and clean), which it flagged, CPU s."""
+
+    planted_ids: list[int]
+    clean_ids: list[int]
+    subset_ids: list[int]
+    flagged: set[int]
+    seconds: float
+
+
+def _naive_run(rows: list[dict], planted: dict[int, str], entries: list, naive_rows: int) -> _NaiveRun:
+    """Time `naive_scan` over every entry value on `naive_rows` rows: up to half planted, the rest clean."""
+    planted_ids = sorted(planted)[: naive_rows // 2]
+    clean_ids = [i for i in range(len(rows)) if i not in planted][: naive_rows - len(planted_ids)]
+    subset_ids = sorted(planted_ids + clean_ids)
+    patterns = [value.lower() for _, value, _ in entries]
+    hits, seconds = naive_scan([rows[i] for i in subset_ids], patterns)
+    return _NaiveRun(planted_ids, clean_ids, subset_ids, {subset_ids[j] for j in hits}, seconds)
+
+
+def _print_naive_agreement(naive: _NaiveRun, planted: dict[int, str], flagged: set[int]) -> None:
+    """Print how many rows of the naive subset each method flagged, and the planted leaks the naive loop caught."""
+    caught = {k: sum(1 for i in naive.planted_ids if planted[i] == k and i in naive.flagged) for k in PLANT_KINDS}
+    wanted = {k: sum(1 for i in naive.planted_ids if planted[i] == k) for k in PLANT_KINDS}
+    print(
+        f"on the naive subset ({len(naive.planted_ids)} planted + {len(naive.clean_ids)} clean rows): scanner flagged "
+        f"{len(flagged & set(naive.subset_ids))}, naive flagged {len(naive.flagged)}; naive caught "
+        + ", ".join(f"{k} {caught[k]}/{wanted[k]}" for k in PLANT_KINDS)
+    )
+
+
+def _print_similarity(scans: list[Any], threshold: float) -> None:
+    """Print the near-duplicate audit: quantiles of the max Jaccard similarity over the rows that had text."""
+    import numpy as np
+
+    sims = np.array([s.max_similarity for s in scans if s.texts_checked])
+    print(
+        f"near-duplicate audit: rows with text {sims.size}, max Jaccard p50 {np.quantile(sims, 0.5):.3f} "
+        f"p99 {np.quantile(sims, 0.99):.3f} max {sims.max():.3f} (threshold {threshold})"
+    )

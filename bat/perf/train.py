@@ -102,80 +102,87 @@ def _plain_torch_rate(
     return statistics.median(rates[1:]) if len(rates) > 1 else rates[0]
 
 
-def _worker(preset: str, mode: str, args: dict[str, Any], port: int, queue: Any) -> None:
-    """Child process: build the model, train `steps` steps on synthetic rows, report the figures."""
-    import statistics
+def _bench_model(preset: str, root: Path) -> tuple[Path, int, int]:
+    """(model directory, vocabulary to draw ids from, parameter count): a tiny preset built under `root`, or a
+    registered pretrained model imported into the model cache (its ordinary ids: the first 32,000)."""
+    from bat.config.model import TINY_PRESETS
+    from bat.policy.tiny import build_tiny_model
+    from bat.state.model_files import read_build_info
 
+    if preset in TINY_PRESETS:
+        model = build_tiny_model(root / "model", TINY_PRESETS[preset], seed=0)
+        return model, TINY_PRESETS[preset].vocab_size, read_build_info(model)["parameters"]
+    from bat.policy.pretrained import import_pretrained, read_record
+    from bat.state.layout import pretrained_model_dir
+
+    model = import_pretrained(preset, pretrained_model_dir(preset))
+    return model, 32_000, read_record(model)["parameters"]
+
+
+def _train_bench(
+    model: Path, mode: str, ids: list[list[int]], cut: int, args: dict[str, Any], port: int, root: Path
+) -> dict[str, Any]:
+    """Train `args["steps"]` steps of `mode` (sft or grpo) on the rows `ids` (targets from position `cut` on),
+    writing checkpoints, the export and `root/m.jsonl` under `root`; returns the trainer's summary."""
     from bat.config.deepspeed import DeepSpeedConfig
     from bat.config.grpo import GrpoConfig
-    from bat.config.model import TINY_PRESETS
     from bat.config.sft import SftConfig
-    from bat.policy.tiny import build_tiny_model
-    from bat.state.jsonl import read_jsonl
-    from bat.state.model_files import read_build_info
     from bat.train.grpo import train_grpo
     from bat.train.grpo_data import GrpoData, GrpoItem
     from bat.train.sft import train_sft
     from bat.train.sft_data import Example, SftData
 
-    rng = random.Random(0)
     ds = DeepSpeedConfig(micro_batch_per_rank=args["micro"], zero_stage=args["zero_stage"], master_port=port)
+    length, targets_only = args["seq_len"], args["logits"] == "targets"
+    mask = [0] * cut + [1] * (length - cut)
+    common = dict(seed=0, ckpt_root=root / "ck", export_dir=root / "hf", metrics_path=root / "m.jsonl")
+    if mode == "sft":
+        data = SftData(train=[Example(i, list(mask), "g") for i in ids], val=[])
+        cfg = SftConfig(
+            steps=args["steps"],
+            lr=1e-4,
+            global_batch=args["batch"],
+            checkpoint_every=10**6,
+            val_every=10**6,
+            deepspeed=ds,
+            target_logits_only=targets_only,
+        )
+        return train_sft(model, data, cfg, **common)
+    items = [
+        GrpoItem(
+            f"r{k}", f"s{k // 4}", "S-target", i, list(mask), [-2.0] * length, 1.0, float(k % 2), 1.0 if k % 2 else -1.0
+        )
+        for k, i in enumerate(ids)
+    ]
+    cfg = GrpoConfig(
+        steps=args["steps"],
+        lr=1e-5,
+        step_batches="shuffle",
+        kl_reference=args["kl_reference"],
+        minibatch=args["batch"],
+        checkpoint_every=10**6,
+        deepspeed=ds,
+        target_logits_only=targets_only,
+    )
+    return train_grpo(model, GrpoData(items=items), cfg, **common)
+
+
+def _worker(preset: str, mode: str, args: dict[str, Any], port: int, queue: Any) -> None:
+    """Child process: build the model, train `steps` steps on synthetic rows, report the figures."""
+    import statistics
+
+    from bat.state.jsonl import read_jsonl
+
+    rng = random.Random(0)
     with tempfile.TemporaryDirectory() as tmp:
         root = Path(tmp)
-        if preset in TINY_PRESETS:
-            model = build_tiny_model(root / "model", TINY_PRESETS[preset], seed=0)
-            vocab, parameters = TINY_PRESETS[preset].vocab_size, read_build_info(model)["parameters"]
-        else:
-            from bat.policy.pretrained import import_pretrained, read_record
-            from bat.state.layout import pretrained_model_dir
-
-            model = import_pretrained(preset, pretrained_model_dir(preset))
-            record = read_record(model)
-            vocab, parameters = 32_000, record["parameters"]  # ordinary ids of the pretrained vocabulary
+        model, vocab, parameters = _bench_model(preset, root)
         n, length = args["batch"] * 2, args["seq_len"]
         ids = [[rng.randrange(vocab) for _ in range(length)] for _ in range(n)]
         cut = length - max(1, round(length * args["target_fraction"]))
-        targets_only = args["logits"] == "targets"
-        common = dict(seed=0, ckpt_root=root / "ck", export_dir=root / "hf", metrics_path=root / "m.jsonl")
-        if mode == "sft":
-            data = SftData(train=[Example(i, [0] * cut + [1] * (length - cut), "g") for i in ids], val=[])
-            cfg = SftConfig(
-                steps=args["steps"],
-                lr=1e-4,
-                global_batch=args["batch"],
-                checkpoint_every=10**6,
-                val_every=10**6,
-                deepspeed=ds,
-                target_logits_only=targets_only,
-            )
-            out = train_sft(model, data, cfg, **common)
-        else:
-            items = [
-                GrpoItem(
-                    f"r{k}",
-                    f"s{k // 4}",
-                    "S-target",
-                    i,
-                    [0] * cut + [1] * (length - cut),
-                    [-2.0] * length,
-                    1.0,
-                    float(k % 2),
-                    1.0 if k % 2 else -1.0,
-                )
-                for k, i in enumerate(ids)
-            ]
-            cfg = GrpoConfig(
-                steps=args["steps"],
-                lr=1e-5,
-                step_batches="shuffle",
-                kl_reference=args["kl_reference"],
-                minibatch=args["batch"],
-                checkpoint_every=10**6,
-                deepspeed=ds,
-                target_logits_only=targets_only,
-            )
-            out = train_grpo(model, GrpoData(items=items), cfg, **common)
+        out = _train_bench(model, mode, ids, cut, args, port, root)
         rates = [m["tokens_per_s"] for m in read_jsonl(root / "m.jsonl") if "tokens_per_s" in m][1:]
+        targets_only = args["logits"] == "targets"
         plain = (
             _plain_torch_rate(model, ids, args["batch"], args["micro"], args["steps"], cut, targets_only)
             if mode == "sft" and args["plain"]
@@ -195,61 +202,83 @@ def _worker(preset: str, mode: str, args: dict[str, Any], port: int, queue: Any)
         )
 
 
+TABLE_COLUMNS = (
+    "preset",
+    "parameters",
+    "mode",
+    "logits",
+    "tokens/s",
+    "s/step",
+    "peak MiB",
+    "plain torch tok/s",
+    "DS/plain",
+)
+
+
 def run(args: argparse.Namespace) -> int:
+    """Run every (preset, mode, KL reference, logits) configuration in its own spawned process, print the table
+    and the ratios; 1 when a worker fails."""
     from rich.console import Console
     from rich.table import Table
 
     settings = {
         k: getattr(args, k) for k in ("steps", "batch", "micro", "seq_len", "zero_stage", "plain", "target_fraction")
     }
-    ctx = mp.get_context("spawn")
     table = Table(
         title=f"bat bench train: {args.batch} rows x {args.seq_len} tokens per step, ZeRO-{args.zero_stage}, "
         f"{args.steps} steps (first excluded), {args.target_fraction:.0%} of each row trained"
     )
-    for column in (
-        "preset",
-        "parameters",
-        "mode",
-        "logits",
-        "tokens/s",
-        "s/step",
-        "peak MiB",
-        "plain torch tok/s",
-        "DS/plain",
-    ):
+    for column in TABLE_COLUMNS:
         table.add_column(column, justify="right")
     rates: dict[tuple[str, str, str], dict[str, Any]] = {}
     runs = [(mode, ref) for mode in args.modes for ref in (args.kl_references if mode == "grpo" else ["behavior"])]
     for preset in args.presets:
         for mode, ref in runs:
             for logits in args.logits:
-                queue = ctx.Queue()
-                proc = ctx.Process(
-                    target=_worker,
-                    args=(preset, mode, settings | {"logits": logits, "kl_reference": ref}, _free_port(), queue),
-                )
-                proc.start()
-                proc.join()
-                if proc.exitcode != 0:
-                    print(f"bench worker {preset}/{mode}/{logits} failed with exit code {proc.exitcode}")
+                r = _run_worker(preset, mode, settings | {"logits": logits, "kl_reference": ref})
+                if r is None:
                     return 1
-                r = queue.get()
                 rates[preset, r["mode"], logits] = r
-                plain = r["plain_tokens_per_s"]
-                table.add_row(
-                    preset,
-                    f"{r['parameters']:,}",
-                    r["mode"],
-                    logits,
-                    f"{r['tokens_per_s']:,.0f}",
-                    f"{r['step_s']:.2f}",
-                    f"{r['peak_mb']:,.0f}",
-                    "-" if plain != plain else f"{plain:,.0f}",
-                    "-" if plain != plain else f"{r['tokens_per_s'] / plain:.2f}",
-                )
+                table.add_row(*_table_row(preset, logits, r))
     console = Console(width=140)
     console.print(table)
+    _print_ratios(console, rates)
+    return 0
+
+
+def _run_worker(preset: str, mode: str, settings: dict[str, Any]) -> dict[str, Any] | None:
+    """The figures of one configuration, measured by `_worker` in a spawned process; None (and a message) when
+    the process fails."""
+    ctx = mp.get_context("spawn")
+    queue = ctx.Queue()
+    proc = ctx.Process(target=_worker, args=(preset, mode, settings, _free_port(), queue))
+    proc.start()
+    proc.join()
+    if proc.exitcode != 0:
+        print(f"bench worker {preset}/{mode}/{settings['logits']} failed with exit code {proc.exitcode}")
+        return None
+    return queue.get()
+
+
+def _table_row(preset: str, logits: str, r: dict[str, Any]) -> list[str]:
+    """The table cells of one configuration's figures (`-` for the plain-torch columns when not measured)."""
+    plain = r["plain_tokens_per_s"]
+    return [
+        preset,
+        f"{r['parameters']:,}",
+        r["mode"],
+        logits,
+        f"{r['tokens_per_s']:,.0f}",
+        f"{r['step_s']:.2f}",
+        f"{r['peak_mb']:,.0f}",
+        "-" if plain != plain else f"{plain:,.0f}",
+        "-" if plain != plain else f"{r['tokens_per_s'] / plain:.2f}",
+    ]
+
+
+def _print_ratios(console: Any, rates: dict[tuple[str, str, str], dict[str, Any]]) -> None:
+    """Print target-only vs all-position logits (throughput, memory) and GRPO vs SFT step throughput, for every
+    pair of configurations measured side by side."""
     for (preset, mode, logits), r in rates.items():
         if logits == "targets" and (preset, mode, "all") in rates:
             full = rates[preset, mode, "all"]
@@ -265,4 +294,3 @@ def run(args: argparse.Namespace) -> int:
                 f"{preset} ({logits} logits, KL {mode.removeprefix('grpo, ')}): grpo / plain fine-tune (sft) step "
                 f"tokens/s: {r['tokens_per_s'] / sft['tokens_per_s']:.2f}x"
             )
-    return 0

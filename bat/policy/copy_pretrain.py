@@ -91,73 +91,115 @@ def copy_pretrain(
     optimizer = torch.optim.AdamW(model.parameters(), lr=cfg.lr, weight_decay=0.0)
     schedule = torch.optim.lr_scheduler.LambdaLR(optimizer, lambda s: min(1.0, (s + 1) / max(1, cfg.warmup_steps)))
     model.train()
-    started, window, first, step = time.perf_counter(), [], None, 0
-    summary: dict[str, float] = {
-        "steps": 0,
-        "first_loss": float("nan"),
-        "loss": float("nan"),
-        "seconds": 0.0,
-        "stages_short": 0,
-    }
-
-    def report(stage: CopyStage, pool: list[int]) -> None:
-        nonlocal window, first, summary
-        if not window:
-            return
-        mean = sum(window) / len(window)
-        first = mean if first is None else first
-        summary = {
-            **summary,
-            "steps": step,
-            "first_loss": first,
-            "loss": mean,
-            "seconds": time.perf_counter() - started,
-        }
-        if progress is not None:
-            progress({**summary, "vocab": len(pool), "seq_len": stage.seq_len})
-        window = []
-
+    trainer = _CopyTrainer(model, optimizer, schedule, rng, cfg, _LossLog(progress), stream, name_ids)
+    pool: list[int] = []
     for number, stage in enumerate(cfg.stages, start=1):
         pool = list(tokens[: stage.vocab] if stage.vocab else tokens)
-        size = stage.batch or cfg.batch
-        recent: collections.deque[float] = collections.deque(maxlen=cfg.log_every)
+        trainer.run_stage(number, stage, pool)
+    if cfg.stages:
+        trainer.log.report(trainer.step, cfg.stages[-1], pool)
+    model.eval()
+    return trainer.log.summary
+
+
+class _LossLog:
+    """The copy losses since the last report and the running summary {steps, first_loss, loss, seconds,
+    stages_short}; each report averages the pending losses into the summary and passes it to `progress`."""
+
+    def __init__(self, progress: Callable[[dict[str, float]], None] | None) -> None:
+        self.progress = progress
+        self.started = time.perf_counter()
+        self.window: list[float] = []
+        self.first: float | None = None
+        self.summary: dict[str, float] = {
+            "steps": 0,
+            "first_loss": float("nan"),
+            "loss": float("nan"),
+            "seconds": 0.0,
+            "stages_short": 0,
+        }
+
+    def report(self, step: int, stage: CopyStage, pool: list[int]) -> None:
+        """Fold the pending losses into the summary (no-op when none are pending) and call `progress`."""
+        if not self.window:
+            return
+        mean = sum(self.window) / len(self.window)
+        self.first = mean if self.first is None else self.first
+        self.summary = {
+            **self.summary,
+            "steps": step,
+            "first_loss": self.first,
+            "loss": mean,
+            "seconds": time.perf_counter() - self.started,
+        }
+        if self.progress is not None:
+            self.progress({**self.summary, "vocab": len(pool), "seq_len": stage.seq_len})
+        self.window = []
+
+
+class _CopyTrainer:
+    """The optimizer state shared by every copy stage: draws batches, takes masked-loss steps, counts steps."""
+
+    def __init__(
+        self,
+        model: Any,
+        optimizer: Any,
+        schedule: Any,
+        rng: random.Random,
+        cfg: CopyPretrainConfig,
+        log: _LossLog,
+        stream: Sequence[int] | None,
+        name_ids: Callable[[random.Random], list[int]] | None,
+    ) -> None:
+        self.model, self.optimizer, self.schedule, self.rng = model, optimizer, schedule, rng
+        self.cfg, self.log, self.stream, self.name_ids = cfg, log, stream, name_ids
+        self.step = 0
+
+    def run_stage(self, number: int, stage: CopyStage, pool: list[int]) -> None:
+        """Train one stage on ids from `pool` for `stage.steps` steps, or on to `until_loss` within its bound;
+        warn and count it in `stages_short` when the bound ends it short of the target."""
+        recent: collections.deque[float] = collections.deque(maxlen=self.cfg.log_every)
         for taken in range(1, stage.step_bound + 1):
-            step += 1
-            if stage.kind in ("text", "identifier"):
-                names = name_ids if stage.kind == "identifier" else None
-                batch = [text_copy_sequence(rng, stream, pool, stage.seq_len, names) for _ in range(size)]
-            else:
-                batch = [copy_sequence(rng, pool, stage.seq_len) for _ in range(size)]
-            ids = torch.tensor([b[0] for b in batch])
-            mask = torch.tensor([b[1] for b in batch])[:, 1:].bool()
-            logits = model(input_ids=ids).logits[:, :-1].float()
-            loss = torch.nn.functional.cross_entropy(logits.transpose(1, 2), ids[:, 1:], reduction="none")[mask].mean()
-            optimizer.zero_grad(set_to_none=True)
-            loss.backward()
-            torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
-            optimizer.step()
-            schedule.step()
-            window.append(float(loss.detach()))
-            recent.append(window[-1])
-            if step % cfg.log_every == 0:
-                report(stage, pool)
+            self.step += 1
+            self.log.window.append(self.train_step(self.batch(stage, pool)))
+            recent.append(self.log.window[-1])
+            if self.step % self.cfg.log_every == 0:
+                self.log.report(self.step, stage, pool)
             if taken >= stage.steps and (
                 stage.until_loss is None
                 or (len(recent) == recent.maxlen and sum(recent) / len(recent) <= stage.until_loss)
             ):
-                break
-        else:
-            if stage.until_loss is not None:
-                summary["stages_short"] += 1
-                print(
-                    f"copy pretraining: warning: stage {number} reached max_steps {stage.step_bound} with mean "
-                    f"copy loss {sum(recent) / len(recent):.3f} > until_loss {stage.until_loss}",
-                    flush=True,
-                )
-    if cfg.stages:
-        report(cfg.stages[-1], pool)
-    model.eval()
-    return summary
+                return
+        if stage.until_loss is not None:
+            self.log.summary["stages_short"] += 1
+            print(
+                f"copy pretraining: warning: stage {number} reached max_steps {stage.step_bound} with mean "
+                f"copy loss {sum(recent) / len(recent):.3f} > until_loss {stage.until_loss}",
+                flush=True,
+            )
+
+    def batch(self, stage: CopyStage, pool: list[int]) -> list[tuple[list[int], list[int]]]:
+        """One batch of (ids, mask) sequences of the stage's kind: corpus windows with a name, or random spans."""
+        size = stage.batch or self.cfg.batch
+        if stage.kind in ("text", "identifier"):
+            names = self.name_ids if stage.kind == "identifier" else None
+            return [text_copy_sequence(self.rng, self.stream, pool, stage.seq_len, names) for _ in range(size)]
+        return [copy_sequence(self.rng, pool, stage.seq_len) for _ in range(size)]
+
+    def train_step(self, batch: list[tuple[list[int], list[int]]]) -> float:
+        """One clipped AdamW step on the mean NLL of the masked (repeated) ids; returns that loss."""
+        import torch
+
+        ids = torch.tensor([b[0] for b in batch])
+        mask = torch.tensor([b[1] for b in batch])[:, 1:].bool()
+        logits = self.model(input_ids=ids).logits[:, :-1].float()
+        loss = torch.nn.functional.cross_entropy(logits.transpose(1, 2), ids[:, 1:], reduction="none")[mask].mean()
+        self.optimizer.zero_grad(set_to_none=True)
+        loss.backward()
+        torch.nn.utils.clip_grad_norm_(self.model.parameters(), 1.0)
+        self.optimizer.step()
+        self.schedule.step()
+        return float(loss.detach())
 
 
 def identifier_ids(tokenizer: Any) -> Callable[[random.Random], list[int]]:

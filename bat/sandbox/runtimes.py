@@ -24,6 +24,20 @@ from bat.sandbox.limits import Limits, find_prlimit, prlimit_argv
 
 INNER_WORKSPACE = "/workspace"
 SYSTEM_LINK_DIRS = ("/bin", "/sbin", "/lib", "/lib64", "/lib32", "/libx32")
+ROOT_NAMESPACES = (
+    "--unshare-ipc",
+    "--unshare-pid",
+    "--unshare-net",
+    "--unshare-uts",
+    "--unshare-cgroup-try",
+    "--cap-add",
+    "CAP_SETUID",
+    "--cap-add",
+    "CAP_SETGID",
+)
+"""bwrap namespaces as root: no user namespace, so the uid drop (`_uid_drop`) is real and RLIMIT_NPROC applies."""
+USER_NAMESPACES = ("--unshare-all", "--unshare-user", "--disable-userns")
+"""bwrap namespaces as an ordinary user: every namespace, a user namespace that cannot nest another."""
 ETC_FILES = ("/etc/alternatives", "/etc/ld.so.cache", "/etc/localtime", "/etc/passwd", "/etc/group", "/etc/fonts")
 
 
@@ -176,20 +190,7 @@ class BwrapRuntime(ContainedRuntime):
                 "valid runtimes: " + ", ".join(RUNTIMES)
             )
         as_root = os.geteuid() == 0
-        if as_root:  # no user namespace, so the uid drop below is real and RLIMIT_NPROC applies
-            spaces = [
-                "--unshare-ipc",
-                "--unshare-pid",
-                "--unshare-net",
-                "--unshare-uts",
-                "--unshare-cgroup-try",
-                "--cap-add",
-                "CAP_SETUID",
-                "--cap-add",
-                "CAP_SETGID",
-            ]
-        else:
-            spaces = ["--unshare-all", "--unshare-user", "--disable-userns"]
+        spaces = ROOT_NAMESPACES if as_root else USER_NAMESPACES
         tmp_bytes = min(limits.memory_mb, 4 * limits.max_file_mb) * 1024 * 1024
         opts = [
             bwrap,
@@ -216,13 +217,16 @@ class BwrapRuntime(ContainedRuntime):
             cwd,
             "--",
         ]
-        drop = []
-        if as_root:
-            setpriv = shutil.which("setpriv")
-            if not setpriv:
-                raise RuntimeError("running bwrap as root needs util-linux `setpriv` to drop privileges")
-            drop = [setpriv, f"--reuid={drop_uid}", f"--regid={drop_uid}", "--clear-groups", "--"]
+        drop = _uid_drop(drop_uid) if as_root else []
         return [*opts, *drop, *prlimit_argv(limits, find_prlimit()), *inner]
+
+
+def _uid_drop(uid: int) -> list[str]:
+    """The `setpriv` prefix that drops root to `uid` (and its gid, no supplementary groups) inside bwrap."""
+    setpriv = shutil.which("setpriv")
+    if not setpriv:
+        raise RuntimeError("running bwrap as root needs util-linux `setpriv` to drop privileges")
+    return [setpriv, f"--reuid={uid}", f"--regid={uid}", "--clear-groups", "--"]
 
 
 class ApptainerRuntime(ContainedRuntime):

@@ -8,24 +8,15 @@ import secrets
 import shutil
 import sys
 import tempfile
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from bat.config.sandbox import SandboxConfig
-from bat.sandbox.classify import classify, extract_report, parse_reply
+from bat.sandbox.call_record import PendingCall, build_record, check_host
 from bat.sandbox.limits import Limits
-from bat.sandbox.record import ExecutionRecord, FilesChanged
+from bat.sandbox.record import ExecutionRecord
 from bat.sandbox.runtimes import PythonEnv, get_runtime, python_env
-from bat.sandbox.snapshot import (
-    contain_symlinks,
-    diff,
-    fingerprint,
-    own_tree,
-    remove_special_files,
-    snapshot,
-    total_bytes,
-)
+from bat.sandbox.snapshot import fingerprint, own_tree, snapshot
 from bat.sandbox.spawn import Outcome, spawn
 from bat.sandbox.warm import ServerBootError, WarmServer
 
@@ -45,41 +36,6 @@ def _keep(limits: Limits) -> int:
 def boot_shim(notice: str) -> list[str]:
     """`sh` prefix that prints `notice` on stderr once inside the sandbox, then execs the command."""
     return ["sh", "-c", 'printf "%s\\n" "$0" >&2; exec "$@"', notice]
-
-
-def _clip(text: str, limit: int) -> tuple[str, bool]:
-    """Keep head and tail of `text` within `limit` chars; (text, truncated)."""
-    if len(text) <= limit:
-        return text, False
-    half = limit // 2
-    return f"{text[:half]}\n...[{len(text) - 2 * half} chars elided]...\n{text[-half:]}", True
-
-
-@dataclass
-class _Call:
-    """One pending call: what to record about it and how to start it."""
-
-    kind: str
-    tool: str
-    args: dict[str, Any]
-    stage: str | None
-    request: dict[str, Any] | None = None
-    """Tool-host request (tools and python code); None for bash."""
-    bash_argv: list[str] = field(default_factory=list)
-    marker: str = ""
-
-
-@dataclass
-class _HostChecks:
-    """What the host saw in the workspace and protected paths after the call."""
-
-    changed: FilesChanged
-    symlinks: list[str]
-    cleaned: list[str]
-    """Special files (FIFOs, sockets, devices) removed after the call."""
-    oversize: str
-    """Non-empty when the workspace outgrew `max_workspace_mb`."""
-    protected_changed: bool
 
 
 class Sandbox:
@@ -126,7 +82,7 @@ class Sandbox:
         limits = Limits.from_config(self.config, **limit_overrides)
         args = dict(args or {})
         request = {"kind": "tool", "tool": tool, "args": args, "max_result_chars": limits.max_output_chars}
-        return self._run(_Call("tool", tool, args, stage, request=request), limits)
+        return self._run(PendingCall("tool", tool, args, stage, request=request), limits)
 
     def execute_code(
         self, language: str, code: str, *, stage: str | None = None, **limit_overrides: float | int
@@ -139,10 +95,10 @@ class Sandbox:
         limits = Limits.from_config(self.config, **limit_overrides)
         record_args = {"language": language, "code": code}
         if language == "python":
-            call = _Call("code", "execute_code", record_args, stage, request={"kind": "python", "code": code})
+            call = PendingCall("code", "execute_code", record_args, stage, request={"kind": "python", "code": code})
         else:
             bash = ["bash", "--noprofile", "--norc", "-c", code]
-            call = _Call("code", "execute_code", record_args, stage, bash_argv=bash)
+            call = PendingCall("code", "execute_code", record_args, stage, bash_argv=bash)
         return self._run(call, limits)
 
     # internals --------------------------------------------------------------------------------
@@ -177,7 +133,7 @@ class Sandbox:
             os.chown(scratch, self.drop_uid, self.drop_uid)
         return scratch
 
-    def _prepare(self, call: _Call, inner_ws: str, inner_scratch: str) -> dict[str, Any] | None:
+    def _prepare(self, call: PendingCall, inner_ws: str, inner_scratch: str) -> dict[str, Any] | None:
         """The tool-host request for `call` (with workspace, watch lists and report marker), or None."""
         if call.request is None:
             return None
@@ -189,7 +145,7 @@ class Sandbox:
             "report_marker": call.marker,
         }
 
-    def _run_cold(self, call: _Call, limits: Limits, inner_ws: str) -> Outcome:
+    def _run_cold(self, call: PendingCall, limits: Limits, inner_ws: str) -> Outcome:
         """One fresh sandbox for this call: boot shim + tool host or bash under the runtime."""
         scratch = self._scratch()
         inner_scratch = self.runtime.inner_scratch(scratch)
@@ -258,7 +214,7 @@ class Sandbox:
             raise SandboxBootError(str(exc)) from exc
         return self._warm
 
-    def _run_warm(self, call: _Call, limits: Limits, inner_ws: str) -> Outcome:
+    def _run_warm(self, call: PendingCall, limits: Limits, inner_ws: str) -> Outcome:
         """Fork the call from the warm server (boot checked once when the server started)."""
         server = self._server(inner_ws)
         inner_scratch = self.runtime.inner_scratch(server.scratch)
@@ -297,7 +253,7 @@ class Sandbox:
     def __exit__(self, *exc: object) -> None:
         self.close()
 
-    def _run(self, call: _Call, limits: Limits) -> ExecutionRecord:
+    def _run(self, call: PendingCall, limits: Limits) -> ExecutionRecord:
         """Prepare ownership and snapshots, run cold or warm, run host checks, build the record."""
         if self.drop_uid is not None:
             own_tree(self.workspace, self.drop_uid, self.drop_uid)
@@ -308,20 +264,11 @@ class Sandbox:
             outcome = self._run_warm(call, limits, inner_ws)
         else:
             outcome = self._run_cold(call, limits, inner_ws)
-        symlinks = contain_symlinks(self.workspace, inner_ws if inner_ws != str(self.workspace) else None)
-        cleaned = remove_special_files(self.workspace)
-        after = snapshot(self.workspace)
-        size_mb = total_bytes(after) / (1024 * 1024)
-        host = _HostChecks(
-            changed=diff(before, after),
-            symlinks=symlinks,
-            cleaned=cleaned,
-            oversize=f"workspace holds {size_mb:.0f} MiB > {limits.max_workspace_mb} MiB"
-            if size_mb > limits.max_workspace_mb
-            else "",
-            protected_changed=bool(self.protected) and fingerprint(self.protected) != protected_before,
+        host = check_host(self.workspace, inner_ws, before, self.protected, protected_before, limits)
+        wrapped = self.runtime.isolates_filesystem and not self.config.warm  # warm statuses come from waitpid
+        return build_record(
+            call, limits, outcome, host, runtime=self.runtime.name, wrapped=wrapped, protected=self.protected
         )
-        return self._record(call, limits, outcome, host)
 
     def _check_boot(self, boot: str, outcome: Outcome) -> None:
         """Strip the boot notice from stderr; raise SandboxBootError when it never came (infrastructure).
@@ -339,69 +286,3 @@ class Sandbox:
             )
         del outcome.stderr.head[index : index + len(line)]
         outcome.stderr.total -= len(line)
-
-    def _record(self, call: _Call, limits: Limits, outcome: Outcome, host: _HostChecks) -> ExecutionRecord:
-        """Assemble the ExecutionRecord from the outcome, the tool host's reply/report and host checks."""
-        kind = call.kind
-        stdout_raw, stdout_lost = outcome.stdout.text()
-        stderr_raw, stderr_lost = outcome.stderr.text()
-        reply = parse_reply(stdout_raw) if kind == "tool" else None
-        report = reply
-        if kind == "code" and call.marker:
-            stderr_raw, report = extract_report(stderr_raw, call.marker)
-        wrapped = self.runtime.isolates_filesystem and not self.config.warm  # warm statuses come from waitpid
-        verdict = classify(
-            outcome,
-            limits=limits,
-            wrapped=wrapped,
-            stdout=stdout_raw,
-            stderr=stderr_raw,
-            report=report,
-            protected=self.protected,
-            protected_changed=host.protected_changed,
-            symlink_evidence=host.symlinks,
-        )
-        if host.oversize:
-            verdict.raise_flag("file_size", host.oversize)
-        verdict.evidence.extend(host.cleaned)
-        error = None
-        if report and report.get("error"):
-            error = str(report["error"])
-        elif kind == "tool" and reply is None:
-            raised = verdict.flags.raised()
-            error = "tool host gave no reply" + (f" ({', '.join(raised)})" if raised else "")
-        elif verdict.signal is not None:
-            error = f"killed by signal {verdict.signal}"
-        elif verdict.exit_status != 0:
-            error = f"exit status {verdict.exit_status}"
-        stdout_text = "" if kind == "tool" else stdout_raw
-        stdout, stdout_cut = _clip(stdout_text, limits.max_output_chars)
-        stderr, stderr_cut = _clip(stderr_raw, limits.max_output_chars)
-        ok = (
-            verdict.exit_status == 0
-            and error is None
-            and not verdict.flags.limited
-            and not verdict.flags.breach
-            and (kind == "code" or bool(reply and reply.get("ok")))
-        )
-        return ExecutionRecord(
-            kind=kind,
-            tool=call.tool,
-            args=call.args,
-            stage=call.stage,
-            runtime=self.runtime.name,
-            exit_status=verdict.exit_status,
-            signal=verdict.signal,
-            duration_s=round(outcome.duration_s, 6),
-            ok=ok,
-            result=(reply or {}).get("result") if kind == "tool" else None,
-            error=error,
-            error_type=str(report["error_type"]) if report and report.get("error_type") else None,
-            stdout=stdout,
-            stderr=stderr,
-            stdout_truncated=stdout_cut or (kind == "code" and stdout_lost),
-            stderr_truncated=stderr_cut or stderr_lost,
-            files_changed=host.changed,
-            flags=verdict.flags,
-            evidence=verdict.evidence,
-        )

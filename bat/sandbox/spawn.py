@@ -113,27 +113,41 @@ def pump(
                 break  # a leftover outside the group still holds the pipe; stop waiting for it
             for key, _ in sel.select(timeout=min(0.05 if exited_at is None else 0.1, deadline - now)):
                 if key.fd == stdin_fd:
-                    try:
-                        pending = pending[os.write(stdin_fd, pending[:65536]) :]
-                    except BlockingIOError:
-                        continue
-                    except BrokenPipeError:
-                        pending = pending[:0]
-                    if not pending:
-                        sel.unregister(stdin_fd)
-                        os.close(stdin_fd)
-                    continue
-                chunk = os.read(key.fd, 65536)
-                if not chunk:
-                    sel.unregister(key.fd)
-                    continue
-                key.data.feed(chunk)
-                if got.stdout.total + got.stderr.total > max_output_bytes:
-                    got.output_too_large = True
+                    pending = _feed_stdin(sel, stdin_fd, pending)
+                elif _read_output(sel, key, got, max_output_bytes):
                     break
         if stdin_fd in {key.fd for key in sel.get_map().values()}:
             os.close(stdin_fd)
     return got
+
+
+def _feed_stdin(sel: selectors.BaseSelector, stdin_fd: int, pending: memoryview) -> memoryview:
+    """Write the next chunk of `pending` to `stdin_fd`; once nothing is left (or the reader is gone), unregister
+    and close it. Returns what is still to write."""
+    try:
+        pending = pending[os.write(stdin_fd, pending[:65536]) :]
+    except BlockingIOError:
+        return pending
+    except BrokenPipeError:
+        pending = pending[:0]
+    if not pending:
+        sel.unregister(stdin_fd)
+        os.close(stdin_fd)
+    return pending
+
+
+def _read_output(sel: selectors.BaseSelector, key: selectors.SelectorKey, got: Pumped, max_output_bytes: int) -> bool:
+    """Read one chunk of the output fd of `key` into its capture (unregister it at EOF); True, with
+    `got.output_too_large` set, once both streams together pass `max_output_bytes`."""
+    chunk = os.read(key.fd, 65536)
+    if not chunk:
+        sel.unregister(key.fd)
+        return False
+    key.data.feed(chunk)
+    if got.stdout.total + got.stderr.total > max_output_bytes:
+        got.output_too_large = True
+        return True
+    return False
 
 
 def spawn(

@@ -31,7 +31,7 @@ from pathlib import Path
 from typing import Any
 
 from bat.sandbox import toolhost
-from bat.sandbox.spawn import Capture, pump
+from bat.sandbox.spawn import Capture, Pumped, pump
 
 RLIMITS = {
     "as": resource.RLIMIT_AS,
@@ -156,36 +156,37 @@ def _capture(cap: Capture) -> dict[str, Any]:
     }
 
 
-def serve_call(call: dict[str, Any]) -> dict[str, Any]:
-    """Run one call in a forked child; returns the reply object."""
-    start = time.monotonic()
-    in_r, in_w = os.pipe()
-    out_r, out_w = os.pipe()
-    err_r, err_w = os.pipe()
-    sys.stdout.flush()
-    sys.stderr.flush()
-    try:
-        pid = os.fork()
-    except OSError as exc:  # e.g. the process limit is still exhausted
-        for fd in (in_r, in_w, out_r, out_w, err_r, err_w):
-            os.close(fd)
-        empty = {"head": "", "tail": "", "total": 0}
-        message = f"tool server could not fork: {exc}\n".encode()
-        stderr = {"head": base64.b64encode(message).decode(), "tail": "", "total": len(message)}
-        return {
-            "returncode": 1,
-            "duration_s": time.monotonic() - start,
-            "timed_out": False,
-            "output_too_large": False,
-            "stdout": empty,
-            "stderr": stderr,
-        }
-    if pid == 0:
-        for fd in (in_w, out_r, err_r):
-            os.close(fd)
-        _child(call, (in_r, out_w, err_w))
-    for fd in (in_r, out_w, err_w):
-        os.close(fd)
+def _reply(
+    returncode: int,
+    start: float,
+    stdout: dict[str, Any],
+    stderr: dict[str, Any],
+    timed_out: bool = False,
+    output_too_large: bool = False,
+) -> dict[str, Any]:
+    """The reply object of a call that began at monotonic time `start`."""
+    return {
+        "returncode": returncode,
+        "duration_s": time.monotonic() - start,
+        "timed_out": timed_out,
+        "output_too_large": output_too_large,
+        "stdout": stdout,
+        "stderr": stderr,
+    }
+
+
+def _fork_failed(exc: OSError, start: float) -> dict[str, Any]:
+    """The reply when the server could not fork the call's child: exit 1 with the reason on stderr."""
+    message = f"tool server could not fork: {exc}\n".encode()
+    stderr = {"head": base64.b64encode(message).decode(), "tail": "", "total": len(message)}
+    return _reply(1, start, {"head": "", "tail": "", "total": 0}, stderr)
+
+
+def _supervise(pid: int, call: dict[str, Any], start: float, fds: tuple[int, int, int]) -> tuple[int, Pumped]:
+    """Feed the child `pid` its stdin and capture its output through `fds` (stdin write end, stdout and stderr
+    read ends) until it exits, its deadline passes or its output overflows; then kill its process group, wait
+    for it and close the read ends. Returns (wait status, the `pump` result)."""
+    in_w, out_r, err_r = fds
     status: list[int] = []
 
     def exited() -> bool:
@@ -223,21 +224,37 @@ def serve_call(call: dict[str, Any]) -> dict[str, Any]:
         status.append(os.waitpid(pid, 0)[1])
     os.close(out_r)
     os.close(err_r)
+    return status[0], got
+
+
+def serve_call(call: dict[str, Any]) -> dict[str, Any]:
+    """Run one call in a forked child; returns the reply object."""
+    start = time.monotonic()
+    in_r, in_w = os.pipe()
+    out_r, out_w = os.pipe()
+    err_r, err_w = os.pipe()
+    sys.stdout.flush()
+    sys.stderr.flush()
+    try:
+        pid = os.fork()
+    except OSError as exc:  # e.g. the process limit is still exhausted
+        for fd in (in_r, in_w, out_r, out_w, err_r, err_w):
+            os.close(fd)
+        return _fork_failed(exc, start)
+    if pid == 0:
+        for fd in (in_w, out_r, err_r):
+            os.close(fd)
+        _child(call, (in_r, out_w, err_w))
+    for fd in (in_r, out_w, err_w):
+        os.close(fd)
+    code, got = _supervise(pid, call, start, (in_w, out_r, err_r))
     if call.get("reap"):
         reap_namespace()
     _reap_children()
     if call.get("scratch"):
         _empty(call["scratch"])
-    code = status[0]
     returncode = -os.WTERMSIG(code) if os.WIFSIGNALED(code) else os.WEXITSTATUS(code)
-    return {
-        "returncode": returncode,
-        "duration_s": time.monotonic() - start,
-        "timed_out": got.timed_out,
-        "output_too_large": got.output_too_large,
-        "stdout": _capture(got.stdout),
-        "stderr": _capture(got.stderr),
-    }
+    return _reply(returncode, start, _capture(got.stdout), _capture(got.stderr), got.timed_out, got.output_too_large)
 
 
 def main(argv: list[str]) -> int:
