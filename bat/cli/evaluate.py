@@ -43,7 +43,7 @@ def _run(args: argparse.Namespace) -> int:
     layout.ensure()
     close = None
     if args.agent:
-        checkpoint, driver = SCRIPTED_PREFIX + args.agent, scripted_driver(args.agent, cfg)
+        checkpoint, driver = SCRIPTED_PREFIX + args.agent, scripted_driver(args.agent)
     else:
         checkpoint = str(Path(args.checkpoint).resolve())
         driver, close = policy_driver(cfg, Path(checkpoint))

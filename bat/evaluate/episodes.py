@@ -88,10 +88,11 @@ def scripted_turns(trajectory: Any, records: Sequence[Any]) -> list[TurnRecord]:
     return turns
 
 
-def scripted_driver(agent: str, cfg: BatConfig | None = None) -> Driver:
-    """Play every run with the benchmark's scripted `agent` (one of `bat.benchmark.AGENTS`)."""
+def scripted_driver(agent: str) -> Driver:
+    """Play every run with the benchmark's scripted `agent` (one of `bat.benchmark.AGENTS`); each run's transcript
+    uses the opening and tool list its environment's config gives the policy."""
     from bat.benchmark import AGENTS, run_agent
-    from bat.rollout.chat import policy_tools
+    from bat.policy.tools import policy_tools
 
     if agent not in AGENTS:
         raise ValueError(f"unknown scripted agent {agent!r}; valid: {list(AGENTS)}")
@@ -102,19 +103,20 @@ def scripted_driver(agent: str, cfg: BatConfig | None = None) -> Driver:
             brief = item.env.reset()
             trajectory = run_agent(item.env, item.instance, agent)
             end = "done" if item.env.done else "no_tool_call"
-            stages = list(cfg.stage_keys) if cfg is not None else _env_stages(item.env)
-            opening = opening_messages(cfg, brief) if cfg is not None else [{"role": "user", "content": brief}]
-            turns = scripted_turns(trajectory, item.env.records)
-            tools = policy_tools(cfg.sft.render_tools, cfg.sft.tool_format) if cfg is not None else None
-            transcript = transcript_of(item.run.run_id, item.run.track, end, opening, turns, stages, tools)
+            cfg = item.env.config
+            transcript = transcript_of(
+                item.run.run_id,
+                item.run.track,
+                end,
+                opening_messages(cfg, brief),
+                scripted_turns(trajectory, item.env.records),
+                cfg.stage_keys,
+                policy_tools(cfg.sft.render_tools, cfg.sft.tool_format),
+            )
             out.append(EpisodeInfo(end_reason=end, turns=len(trajectory.turns), transcript=transcript))
         return out
 
     return drive
-
-
-def _env_stages(env: Any) -> list[str]:
-    return [s.key for s in env.config.stages]
 
 
 def opening_messages(cfg: BatConfig, brief: str) -> list[dict[str, str]]:
@@ -133,7 +135,8 @@ def policy_driver(cfg: BatConfig, checkpoint: Path) -> tuple[Driver, Callable[[]
     """Run `checkpoint` through the rollout engine + agent loop; returns (driver, close)."""
     from bat.benchmark import TOOL_NAMES
     from bat.policy.loader import load_tokenizer
-    from bat.rollout.chat import TurnTokens, policy_tools
+    from bat.policy.tools import policy_tools
+    from bat.rollout.chat import TurnTokens
     from bat.rollout.engines import make_engine
     from bat.rollout.loop import LoopSettings, RolloutSpec, run_rollouts
 

@@ -50,7 +50,7 @@ def candidate_checkpoint(ctx: PhaseContext) -> str:
 
 def _driver(ctx: PhaseContext, checkpoint: str) -> tuple[Driver, object]:
     if checkpoint.startswith(SCRIPTED_PREFIX):
-        return scripted_driver(checkpoint[len(SCRIPTED_PREFIX) :], ctx.config), None
+        return scripted_driver(checkpoint[len(SCRIPTED_PREFIX) :]), None
     return policy_driver(ctx.config, Path(checkpoint))
 
 

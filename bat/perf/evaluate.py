@@ -80,7 +80,7 @@ def run(args: argparse.Namespace) -> int:
         rows = []
         for runtime in ("inprocess", "sandbox"):
             cfg = parse_config({"benchmark": {**base["benchmark"], "runtime": runtime}})
-            seconds, agg = _timed(cfg, root, f"scripted-{runtime}", "scripted:expert", scripted_driver("expert", cfg))
+            seconds, agg = _timed(cfg, root, f"scripted-{runtime}", "scripted:expert", scripted_driver("expert"))
             rows.append((f"scripted expert, {runtime}", seconds, n / seconds, agg.overall))
         budgets = {
             "max_new_tokens_per_turn": args.new_tokens,

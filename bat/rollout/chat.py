@@ -11,7 +11,6 @@ from collections.abc import Sequence
 from typing import Any
 
 from bat.policy.chat import PROBE_MESSAGES, encode_text, render_messages, turn_close_text
-from bat.policy.tools import compact_tools, policy_tools  # noqa: F401  (re-exported)
 
 
 class TurnTokens:

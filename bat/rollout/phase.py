@@ -35,7 +35,8 @@ def run_rollout(ctx: PhaseContext) -> PhaseResult:
     from bat.bank.store import open_bank
     from bat.benchmark import TOOL_NAMES
     from bat.policy.loader import load_tokenizer
-    from bat.rollout.chat import TurnTokens, policy_tools
+    from bat.policy.tools import policy_tools
+    from bat.rollout.chat import TurnTokens
     from bat.rollout.engines import make_engine
     from bat.rollout.envs import bank_opener
     from bat.rollout.loop import LoopSettings

@@ -200,7 +200,7 @@ def test_round_zero_also_scores_the_base_policy_once(layout, tmp_path, tiny_mode
 def test_transcripts_stay_on_the_heldout_side_and_counts_cross(layout):
     cfg = _cfg()
     agg, written = evaluate_split(
-        cfg, layout, 0, "controller", "scripted:expert", scripted_driver("expert", cfg), config_hash="x"
+        cfg, layout, 0, "controller", "scripted:expert", scripted_driver("expert"), config_hash="x"
     )
     held = layout.heldout_transcripts(0, "controller")
     assert held in written and held.is_relative_to(layout.heldout_dir)
@@ -213,6 +213,6 @@ def test_transcripts_stay_on_the_heldout_side_and_counts_cross(layout):
     assert not any(r.instance_id in text for r in runs)  # the counts carry no held-out content
     off = _cfg(keep_transcripts=False)
     agg, written = evaluate_split(
-        off, layout, 1, "controller", "scripted:expert", scripted_driver("expert", off), config_hash="x"
+        off, layout, 1, "controller", "scripted:expert", scripted_driver("expert"), config_hash="x"
     )
     assert agg.failures.runs == 4 and not layout.heldout_transcripts(1, "controller").exists()
