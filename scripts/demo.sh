@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
-# The README's main command: set everything up and run the embedded default (local executor, tiny model on
-# CPU) with visible progress. Re-running resumes: finished phases are skipped.
+# The README's main command: set everything up and run the embedded default (local executor, the pretrained
+# SmolLM2-135M-Instruct policy on CPU) with visible progress. Re-running resumes: finished phases are skipped.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 scripts/bootstrap.sh

@@ -12,6 +12,7 @@ from pydantic import Field
 
 from bat.config.base import Section
 from bat.config.deepspeed import DeepSpeedConfig
+from bat.config.lora import LoraConfig
 
 
 class GrpoConfig(Section):
@@ -68,5 +69,13 @@ class GrpoConfig(Section):
     """Project hidden states to vocabulary logits only at trained positions (same loss and gradients; the
     `[B, T, V]` logits of every context token are what dominates memory on long contexts). False computes
     them everywhere (the reference `bat bench train --logits` compares against)."""
+    share_prompts: bool = True
+    """Compute the token prefix that the rollouts of a micro-batch share (the prompt of a GRPO group: system turn,
+    tool list, task and any replayed history) once per micro-batch, forward and backward, instead of once per
+    rollout (`bat.train.shared_prefix`; the same log-probs and gradients up to float summation order). It pays
+    with `deepspeed.micro_batch_per_rank` >= 2 and groups whole in a micro-batch (`step_batches: plan`). Off, or
+    under activation checkpointing (whose recomputation cannot replay a KV cache), every row runs in full."""
     deepspeed: DeepSpeedConfig = DeepSpeedConfig(micro_batch_per_rank=2)
     """Engine settings."""
+    lora: LoraConfig = LoraConfig()
+    """LoRA adapters instead of full-parameter training (off by default; `bat.config.lora`)."""

@@ -8,6 +8,7 @@ from pydantic import Field
 
 from bat.config.base import Section
 from bat.config.deepspeed import DeepSpeedConfig
+from bat.config.lora import LoraConfig
 
 
 class SftConfig(Section):
@@ -61,3 +62,5 @@ class SftConfig(Section):
     them everywhere (the reference `bat bench train --logits` compares against)."""
     deepspeed: DeepSpeedConfig = DeepSpeedConfig()
     """Engine settings."""
+    lora: LoraConfig = LoraConfig()
+    """LoRA adapters instead of full-parameter training (off by default; `bat.config.lora`)."""

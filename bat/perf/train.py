@@ -58,6 +58,14 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "start checkpoint (both: side by side)",
     )
     parser.add_argument(
+        "--prompts",
+        nargs="+",
+        default=["shared", "full"],
+        choices=["shared", "full"],
+        help="grpo.share_prompts of the GRPO runs (each group of 4 rows shares its untrained prefix): computed once "
+        "per micro-batch, or once per row (both: side by side)",
+    )
+    parser.add_argument(
         "--no-plain",
         dest="plain",
         action="store_false",
@@ -163,6 +171,7 @@ def _train_bench(
         checkpoint_every=10**6,
         deepspeed=ds,
         target_logits_only=targets_only,
+        share_prompts=args["prompts"] == "shared",
     )
     return train_grpo(model, GrpoData(items=items), cfg, **common)
 
@@ -180,6 +189,8 @@ def _worker(preset: str, mode: str, args: dict[str, Any], port: int, queue: Any)
         n, length = args["batch"] * 2, args["seq_len"]
         ids = [[rng.randrange(vocab) for _ in range(length)] for _ in range(n)]
         cut = length - max(1, round(length * args["target_fraction"]))
+        for k in range(n):  # the 4 rows of a GRPO group share their prompt (the untrained prefix)
+            ids[k][:cut] = ids[k - k % 4][:cut]
         out = _train_bench(model, mode, ids, cut, args, port, root)
         rates = [m["tokens_per_s"] for m in read_jsonl(root / "m.jsonl") if "tokens_per_s" in m][1:]
         targets_only = args["logits"] == "targets"
@@ -192,7 +203,7 @@ def _worker(preset: str, mode: str, args: dict[str, Any], port: int, queue: Any)
             {
                 "plain_tokens_per_s": plain,
                 "preset": preset,
-                "mode": mode if mode == "sft" else f"grpo, {args['kl_reference']} ref",
+                "mode": mode if mode == "sft" else f"grpo, {args['kl_reference']} ref, {args['prompts']} prompts",
                 "parameters": parameters,
                 "logits": args["logits"],
                 "tokens_per_s": statistics.median(rates) if rates else float("nan"),
@@ -231,11 +242,16 @@ def run(args: argparse.Namespace) -> int:
     for column in TABLE_COLUMNS:
         table.add_column(column, justify="right")
     rates: dict[tuple[str, str, str], dict[str, Any]] = {}
-    runs = [(mode, ref) for mode in args.modes for ref in (args.kl_references if mode == "grpo" else ["behavior"])]
+    runs = [
+        (mode, ref, prompts)
+        for mode in args.modes
+        for ref in (args.kl_references if mode == "grpo" else ["behavior"])
+        for prompts in (args.prompts if mode == "grpo" else ["full"])
+    ]
     for preset in args.presets:
-        for mode, ref in runs:
+        for mode, ref, prompts in runs:
             for logits in args.logits:
-                r = _run_worker(preset, mode, settings | {"logits": logits, "kl_reference": ref})
+                r = _run_worker(preset, mode, settings | {"logits": logits, "kl_reference": ref, "prompts": prompts})
                 if r is None:
                     return 1
                 rates[preset, r["mode"], logits] = r
@@ -286,6 +302,14 @@ def _print_ratios(console: Any, rates: dict[tuple[str, str, str], dict[str, Any]
                 f"{preset} {mode}: target-only / all-position logits: "
                 f"{r['tokens_per_s'] / full['tokens_per_s']:.2f}x tokens/s, "
                 f"{r['peak_mb'] / full['peak_mb']:.2f}x peak memory"
+            )
+    for (preset, mode, logits), r in rates.items():
+        full = (preset, mode.replace("shared prompts", "full prompts"), logits)
+        if mode.endswith("shared prompts") and full in rates:
+            console.print(
+                f"{preset} {mode.removesuffix(', shared prompts')} ({logits} logits): shared / full prompts: "
+                f"{r['tokens_per_s'] / rates[full]['tokens_per_s']:.2f}x tokens/s, "
+                f"{r['peak_mb'] / rates[full]['peak_mb']:.2f}x peak memory"
             )
     for (preset, mode, logits), r in rates.items():
         if mode.startswith("grpo") and (preset, "sft", logits) in rates:

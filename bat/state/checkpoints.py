@@ -17,6 +17,9 @@ from bat.state.atomic import atomic_dir, atomic_write_json, read_json
 META_NAME = "meta.json"
 EXPORT_META_NAME = "bat_export.json"
 """What an HF export records about its source (step, config hash) beside the weights."""
+ADAPTER_DIR_NAME = "adapter"
+"""Folder inside an HF export that holds the LoRA adapter it was merged from (`adapter_config.json`,
+`adapter_model.safetensors`; only exports of LoRA training have it)."""
 _STEP_RE = re.compile(r"^step_(\d{6})$")
 
 
@@ -24,6 +27,12 @@ def step_name(step: int) -> str:
     if step < 0:
         raise ValueError(f"checkpoint step must be >= 0, got {step}")
     return f"step_{step:06d}"
+
+
+def adapter_dir(export_dir: str | Path) -> Path:
+    """The LoRA adapter folder of the HF export `export_dir` (loadable with peft's `PeftModel.from_pretrained` onto
+    the base the export's `bat_export.json` names)."""
+    return Path(export_dir) / ADAPTER_DIR_NAME
 
 
 @dataclass(frozen=True)

@@ -40,6 +40,11 @@ Public API (stable; the other packages code against it):
 * Checkpoints (`bat.train.checkpoint`): `<root>/step_NNNNNN/` (DeepSpeed weights + optimizer + scheduler +
   cursor, `rng_rank<R>.pt`, `meta.json` written last); resume restores all of them exactly; newest K kept.
   `export_hf(engine, tokenizer, out_dir, env)` writes an HF safetensors directory (ZeRO-3 gathered).
+* LoRA (`bat.train.lora`, switch `sft.lora.enabled` / `grpo.lora.enabled`, `LoraConfig` in bat/config/lora.py):
+  `wrap_lora(model, cfg)` freezes the model under peft adapters before the engine is built; step checkpoints then
+  hold only the adapters and their optimizer state (`meta.json` records the base's digest, checked on resume);
+  `export_hf` writes the merged full model plus the adapter under `bat.state.checkpoints.adapter_dir(export)`.
+  GRPO's `kl_reference: checkpoint` is then the engine's model with adapters off (`AdaptersOff`).
 * `bat.train.kl_estimate.estimate_kl(candidate, reference, prompts, *, max_new_tokens=32, seed=0, tools=None)
   -> float`: mean per-token KL(candidate || reference) over candidate-sampled continuations of fixed
   prompts (chat message lists or token-id lists).
@@ -49,6 +54,6 @@ Public API (stable; the other packages code against it):
 
 Config sections: `ModelConfig` (bat/config/model.py), `SftConfig` (bat/config/sft.py),
 `GrpoConfig` (bat/config/grpo.py), `DeepSpeedConfig` (bat/config/deepspeed.py, nested as `sft.deepspeed`
-and `grpo.deepspeed`). CLI: `bat train sft`, `bat train grpo`; bench: `bat bench train`,
+and `grpo.deepspeed`), `LoraConfig` (bat/config/lora.py, nested as `sft.lora` and `grpo.lora`). CLI: `bat train sft`, `bat train grpo`; bench: `bat bench train`,
 `bat bench sft_pack` (prefix packing x tokenizer corpus).
 """

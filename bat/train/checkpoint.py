@@ -4,6 +4,10 @@ Layout: `<root>/step_NNNNNN/` holds DeepSpeed's files (weights, optimizer, sched
 `rng_rank<R>.pt` per rank, and `meta.json` written last by rank 0 (`bat.state.checkpoints`): a step
 directory without it is ignored and pruned. All ranks write into `<root>/.step_NNNNNN.partial/`, which
 rank 0 renames into place after a barrier (a shared filesystem is assumed for multi-node runs).
+
+A model that trains LoRA adapters (`bat.train.lora`) checkpoints only its trainable (adapter) weights and their
+optimizer state, and resumes them onto the frozen base it loaded from the model folder; its export is the merged full
+model plus the adapter under `bat.state.checkpoints.adapter_dir`.
 """
 
 from __future__ import annotations
@@ -11,12 +15,14 @@ from __future__ import annotations
 import contextlib
 import random
 import shutil
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 from bat.state.atomic import atomic_dir, atomic_write_json
-from bat.state.checkpoints import EXPORT_META_NAME, META_NAME, CheckpointStore, step_name
+from bat.state.checkpoints import EXPORT_META_NAME, META_NAME, CheckpointStore, adapter_dir, step_name
 from bat.train.engine import DistEnv, barrier
+from bat.train.lora import is_adapted, load_trainable, merged_state_dict, trainable_state_only
 
 
 def _rng_state() -> dict[str, Any]:
@@ -50,7 +56,8 @@ def save_step(
     meta: dict[str, Any],
     keep: int,
 ) -> Path:
-    """Collective: write step `step` (engine + RNG + `client_state`), mark it valid, keep the newest `keep`."""
+    """Collective: write step `step` (engine + RNG + `client_state`), mark it valid, keep the newest `keep`.
+    A LoRA engine writes its adapters and their optimizer state only (the frozen base is left out)."""
     import torch
 
     root = Path(store.root)
@@ -61,7 +68,11 @@ def save_step(
         shutil.rmtree(store.path(step), ignore_errors=True)
         root.mkdir(parents=True, exist_ok=True)
     barrier()
-    engine.save_checkpoint(str(root), tag=partial_tag, client_state=client_state, save_latest=False)
+    adapted = is_adapted(engine.module)
+    with trainable_state_only(engine.module) if adapted else contextlib.nullcontext():
+        engine.save_checkpoint(
+            str(root), tag=partial_tag, client_state=client_state, save_latest=False, exclude_frozen_parameters=adapted
+        )
     torch.save(_rng_state(), partial / f"rng_rank{env.rank}.pt")
     barrier()
     if env.is_main:
@@ -72,16 +83,27 @@ def save_step(
     return store.path(step)
 
 
-def load_latest(engine: Any, store: CheckpointStore, env: DistEnv) -> tuple[int, dict[str, Any]] | None:
-    """Collective: restore the newest valid step into `engine` and this rank's RNG; returns (step, client_state)."""
+def load_latest(
+    engine: Any, store: CheckpointStore, env: DistEnv, check_meta: Callable[[dict[str, Any], Path], None] | None = None
+) -> tuple[int, dict[str, Any]] | None:
+    """Collective: restore the newest valid step into `engine` and this rank's RNG; returns (step, client_state).
+
+    `check_meta(meta, step_dir)` may refuse the step (raise) before anything is loaded. A LoRA engine loads exactly
+    its adapters (`bat.train.lora.load_trainable`) onto the base it already holds."""
     import torch
 
     latest = store.latest()
     if latest is None:
         return None
     step, path = latest
+    if check_meta is not None:
+        check_meta(store.meta(step), path)
     loaded, client_state = engine.load_checkpoint(
-        str(path.parent), tag=path.name, load_optimizer_states=True, load_lr_scheduler_states=True
+        str(path.parent),
+        tag=path.name,
+        load_optimizer_states=True,
+        load_lr_scheduler_states=True,
+        custom_load_fn=load_trainable if is_adapted(engine.module) else None,
     )
     if loaded is None:
         raise RuntimeError(f"DeepSpeed could not load checkpoint {path}")
@@ -92,10 +114,17 @@ def load_latest(engine: Any, store: CheckpointStore, env: DistEnv) -> tuple[int,
     return step, dict(client_state or {})
 
 
+def _cpu_state(module: Any) -> dict[str, Any]:
+    """CPU copy of `module`'s state dict."""
+    return {k: v.detach().cpu().clone() for k, v in module.state_dict().items()}
+
+
 def export_hf(
     engine: Any, tokenizer: Any, out_dir: str | Path, env: DistEnv, extra: dict[str, Any] | None = None
 ) -> Path:
-    """Collective: write the engine's current weights as an HF safetensors directory (atomically, rank 0)."""
+    """Collective: write the engine's current weights as an HF safetensors directory (atomically, rank 0). A LoRA
+    engine writes the merged full model (`bat.train.lora.merged_state_dict`; the training model is unchanged) and
+    its adapter under `adapter_dir(out_dir)`."""
     import deepspeed
 
     module = engine.module
@@ -105,9 +134,13 @@ def export_hf(
     ctx = deepspeed.zero.GatheredParameters(params, modifier_rank=None) if gather else contextlib.nullcontext()
     with ctx:
         if env.is_main:
-            state = {k: v.detach().cpu().clone() for k, v in module.state_dict().items()}
+            adapted = is_adapted(module)
+            hf_model = module.get_base_model() if adapted else module
+            state = merged_state_dict(module) if adapted else _cpu_state(module)
             with atomic_dir(out) as tmp:
-                module.save_pretrained(tmp, state_dict=state, safe_serialization=True)
+                hf_model.save_pretrained(tmp, state_dict=state, safe_serialization=True)
+                if adapted:
+                    module.save_pretrained(adapter_dir(tmp), state_dict=_cpu_state(module))  # peft keeps the adapters
                 tokenizer.save_pretrained(tmp)
                 if extra:
                     atomic_write_json(tmp / EXPORT_META_NAME, extra)

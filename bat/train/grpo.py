@@ -10,6 +10,14 @@ temperature so the ratio compares like with like.
 
 A step trains on one batch of the round plan (`grpo.step_batches: plan`: whole GRPO groups, the batch's pool mix,
 paper Eq. 5) or on `grpo.minibatch` rollouts of a seeded shuffle (`shuffle`).
+
+With `grpo.lora.enabled` the block trains fresh LoRA adapters on the frozen start checkpoint (`bat.train.lora`;
+adapter-only step checkpoints, the candidate export merged with the adapter beside it). The KL reference stays the
+round-start policy: `behavior` is unchanged, and `checkpoint` becomes the engine's own model with its adapters
+disabled (`bat.train.lora.AdaptersOff`) instead of a second loaded copy. That is exact, not an approximation: the
+adapters are created on this block's start checkpoint, never on an older base, with B = 0, and the base weights
+stay frozen, so adapters-off computes the start checkpoint itself, on every step and after a resume (which reloads
+the same base, its digest checked).
 """
 
 from __future__ import annotations
@@ -19,6 +27,7 @@ import random
 import time
 from collections import Counter, defaultdict
 from collections.abc import Sequence
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -29,14 +38,31 @@ from bat.train.checkpoint import export_hf, load_latest, save_step
 from bat.train.common import MetricsLog, all_sum, batch_indices, chunks, peak_memory_mb, plan_accumulation, rank_slice
 from bat.train.engine import build_engine, grad_norm, init_distributed, record_grad_norm
 from bat.train.grpo_data import GrpoData, GrpoItem, collate_items, global_denominator, pool_reward_means
+from bat.train.lora import AdapterBase, AdaptersOff, check_resume, wrap_lora
 from bat.train.losses import aggregate_parts, grpo_token_loss, target_logprobs
+from bat.train.shared_prefix import shared_prefix_logprobs
 
 
-def sequence_logprobs(model: Any, batch: dict[str, Any], device: Any, targets_only: bool = True) -> Any:
+def sequence_logprobs(
+    model: Any, batch: dict[str, Any], device: Any, targets_only: bool = True, share_prompts: bool = False
+) -> Any:
     """log pi(token_t | prefix) for t = 1..T-1 at each row's sampling temperature; `[B, T-1]`. With
     `targets_only` and a `loss_mask` in `batch` only the masked (generated) positions are computed; the others
-    hold 0. Without a `loss_mask` every position is computed."""
+    hold 0. Without a `loss_mask` every position is computed. With `share_prompts` and rows that share an untrained
+    prefix (`batch["shared_prefix"]` tokens, >= 2, more than one row, no activation checkpointing) that prefix runs
+    once (`bat.train.shared_prefix`); positions before it then hold 0."""
     mask = batch.get("loss_mask")
+    prefix = int(batch.get("shared_prefix", 0))
+    if share_prompts and mask is not None and prefix >= 2 and len(batch["input_ids"]) > 1 and not _checkpointing(model):
+        return shared_prefix_logprobs(
+            model,
+            batch["input_ids"].to(device),
+            batch["attention_mask"].to(device),
+            mask.to(device),
+            batch["temperature"].to(device),
+            prefix,
+            targets_only=targets_only,
+        )
     return target_logprobs(
         model,
         batch["input_ids"].to(device),
@@ -45,6 +71,11 @@ def sequence_logprobs(model: Any, batch: dict[str, Any], device: Any, targets_on
         batch["temperature"].to(device),
         targets_only=targets_only,
     )
+
+
+def _checkpointing(model: Any) -> bool:
+    """Whether the (possibly engine-wrapped) HF model recomputes activations in backward."""
+    return bool(getattr(getattr(model, "module", model), "is_activation_checkpointing", False))
 
 
 def _micro_step(
@@ -68,7 +99,7 @@ def _micro_step(
     if bool((batch["adv"] == 0).all()) and (cfg.kl_coef == 0 or at_reference):
         _probe_step(engine, batch["input_ids"][:1, :1])
         return [0.0, 0.0, 0.0, float(mask.bool().sum()), 1.0, 0.0]
-    logp = sequence_logprobs(engine, batch, device, cfg.target_logits_only)
+    logp = sequence_logprobs(engine, batch, device, cfg.target_logits_only, cfg.share_prompts)
     ref_logp = None
     if cfg.kl_coef > 0 and at_reference:
         ref_logp = logp.detach()
@@ -76,7 +107,7 @@ def _micro_step(
         ref_logp = batch["behavior_logprobs"].to(device)  # the sampling policy is the round-start reference
     elif ref is not None and cfg.kl_coef > 0:
         with torch.no_grad():
-            ref_logp = sequence_logprobs(ref, batch, device, cfg.target_logits_only)
+            ref_logp = sequence_logprobs(ref, batch, device, cfg.target_logits_only, cfg.share_prompts)
     per_token, stats = grpo_token_loss(
         logp,
         batch["behavior_logprobs"].to(device),
@@ -188,8 +219,10 @@ def train_grpo(
     else:
         plan_steps = []
         accum = plan_accumulation(cfg.minibatch, micro, env.world, "grpo.minibatch")
+    base = AdapterBase.of(model_path) if cfg.lora.enabled else None
+    lora_meta = base.meta() if base else {}
     engine = build_engine(
-        policy.model.train(),
+        wrap_lora(policy.model.train(), cfg.lora),
         cfg.deepspeed,
         lr=cfg.lr,
         weight_decay=cfg.weight_decay,
@@ -202,7 +235,7 @@ def train_grpo(
     ref = None
     store, log = CheckpointStore(Path(ckpt_root)), MetricsLog(Path(metrics_path), env.is_main)
     step, cursor = 0, 0
-    restored = load_latest(engine, store, env)
+    restored = load_latest(engine, store, env, check_meta=partial(check_resume, base=base))
     if restored is not None:
         step, cursor = restored[0], int(restored[1]["cursor"])
         log.truncate_after(step)
@@ -221,7 +254,11 @@ def train_grpo(
         t0, sums = time.perf_counter(), [0.0] * 6
         at_reference = step == 0  # a restored block has taken steps; a fresh one starts from the reference weights
         if ref is None and cfg.kl_coef > 0 and cfg.kl_reference == "checkpoint" and not at_reference:
-            ref = load_model(model_path, device=str(engine.device)).requires_grad_(False)
+            ref = (
+                AdaptersOff(engine.module)
+                if base
+                else load_model(model_path, device=str(engine.device)).requires_grad_(False)
+            )
         micro_batches = chunks(mine, micro)
         for group in micro_batches:
             part = _micro_step(engine, ref, collate_items(group, pad_id), cfg, scale, at_reference=at_reference)
@@ -244,7 +281,7 @@ def train_grpo(
                 step,
                 env,
                 client_state={"cursor": cursor},
-                meta={"kind": "grpo", "cursor": cursor, "seed": seed, "start": str(model_path)},
+                meta={"kind": "grpo", "cursor": cursor, "seed": seed, "start": str(model_path), **lora_meta},
                 keep=cfg.keep_checkpoints,
             )
     done = step >= cfg.steps

@@ -121,8 +121,11 @@ def build_items(
 
 
 def collate_items(items: Sequence[GrpoItem], pad_id: int) -> dict[str, Any]:
-    """Right-padded ids/attention plus shifted `[B, T-1]` mask and behavior log-probs, `[B]` adv and temperature."""
+    """Right-padded ids/attention plus shifted `[B, T-1]` mask and behavior log-probs, `[B]` adv and temperature,
+    and `shared_prefix`: the untrained tokens every row starts with (`bat.train.shared_prefix`)."""
     import torch
+
+    from bat.train.shared_prefix import shared_prefix_length
 
     width = max(len(i.ids) for i in items)
     shape = (len(items), width)
@@ -143,6 +146,7 @@ def collate_items(items: Sequence[GrpoItem], pad_id: int) -> dict[str, Any]:
         "behavior_logprobs": behavior[:, 1:],
         "adv": torch.tensor([i.adv for i in items], dtype=torch.float32),
         "temperature": torch.tensor([i.temperature for i in items], dtype=torch.float32),
+        "shared_prefix": shared_prefix_length([i.ids for i in items], [i.mask for i in items]),
     }
 
 

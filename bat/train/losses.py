@@ -178,9 +178,12 @@ def _class_accepts_logits_to_keep(cls: type) -> bool:
         return False
 
 
-def _accepts_logits_to_keep(model: Any) -> bool:
-    """Whether the (possibly engine-wrapped) HF model's forward takes `logits_to_keep` (once per class)."""
-    return _class_accepts_logits_to_keep(type(getattr(model, "module", model)))
+def accepts_logits_to_keep(model: Any) -> bool:
+    """Whether the (possibly engine- or peft-wrapped) HF model's forward takes `logits_to_keep` (once per class; a
+    peft model passes it on to the model it wraps, its `get_base_model()`)."""
+    inner = getattr(model, "module", model)
+    unwrap = getattr(inner, "get_base_model", None)
+    return _class_accepts_logits_to_keep(type(unwrap() if callable(unwrap) else inner))
 
 
 def target_logprobs(
@@ -200,7 +203,7 @@ def target_logprobs(
     projection and log-softmax on 8k-token contexts dominate memory). Other positions hold 0 and must stay
     masked. Without a `loss_mask` every position is computed. `temperature` (`[B]`, values <= 0 read as 1)
     divides the logits row-wise."""
-    if targets_only and loss_mask is not None and _accepts_logits_to_keep(model):
+    if targets_only and loss_mask is not None and accepts_logits_to_keep(model):
         keep = loss_mask.bool().any(dim=0).nonzero().squeeze(-1)
         if keep.numel() == 0:
             keep = torch.zeros(1, dtype=torch.long, device=input_ids.device)

@@ -4,12 +4,15 @@ Reads a local HF model and tokenized `SftData`; writes step checkpoints under `c
 the newest valid one), `metrics.jsonl` (rank 0) and an HF export at `export_dir` when all steps are done.
 The training loss is the mean negative log-likelihood over every target token of the global batch (a batch is
 `global_batch` sequences; a prefix-packed sequence carries several rows, each target token counted once).
+With `sft.lora.enabled` only LoRA adapters on the frozen model train (`bat.train.lora`: adapter-only step
+checkpoints, a merged export with the adapter beside it).
 """
 
 from __future__ import annotations
 
 import time
 from collections.abc import Sequence
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -19,6 +22,7 @@ from bat.state.checkpoints import CheckpointStore
 from bat.train.checkpoint import export_hf, load_latest, save_step
 from bat.train.common import MetricsLog, all_sum, batch_positions, chunks, peak_memory_mb, plan_accumulation, rank_slice
 from bat.train.engine import build_engine, grad_norm, init_distributed, record_grad_norm
+from bat.train.lora import AdapterBase, check_resume, wrap_lora
 from bat.train.losses import target_logprobs
 from bat.train.sft_data import Example, SftData, collate
 
@@ -74,7 +78,9 @@ def train_sft(
     env = init_distributed(cfg.deepspeed)
     torch.manual_seed(seed)
     policy = load_policy(model_path)
-    tokenizer, model = policy.tokenizer, policy.model.train()
+    tokenizer, model = policy.tokenizer, wrap_lora(policy.model.train(), cfg.lora)
+    base = AdapterBase.of(model_path) if cfg.lora.enabled else None
+    lora_meta = base.meta() if base else {}
     micro = cfg.deepspeed.micro_batch_per_rank
     accum = plan_accumulation(cfg.global_batch, micro, env.world, "sft.global_batch")
     engine = build_engine(
@@ -91,7 +97,7 @@ def train_sft(
     store = CheckpointStore(Path(ckpt_root))
     log = MetricsLog(Path(metrics_path), env.is_main)
     step, cursor = 0, 0
-    restored = load_latest(engine, store, env)
+    restored = load_latest(engine, store, env, check_meta=partial(check_resume, base=base))
     if restored is not None:
         step, state = restored
         cursor = int(state["cursor"])
@@ -146,7 +152,7 @@ def train_sft(
                 step,
                 env,
                 client_state={"cursor": cursor},
-                meta={"kind": "sft", "cursor": cursor, "seed": seed, "model": str(model_path)},
+                meta={"kind": "sft", "cursor": cursor, "seed": seed, "model": str(model_path), **lora_meta},
                 keep=cfg.keep_checkpoints,
             )
     done = step >= cfg.steps

@@ -11,6 +11,7 @@ from bat.cli.main import main
 def test_bench_train_prints_figures(capsys):
     code = main(
         ["bench", "train", "--presets", "tiny", "--steps", "2", "--seq-len", "32", "--batch", "2", "--micro", "2"]
+        + ["--prompts", "shared"]
     )
     assert code == 0
     out = capsys.readouterr().out
@@ -19,7 +20,9 @@ def test_bench_train_prints_figures(capsys):
     assert len(rows) == 3 and any(" sft " in r for r in rows)
     assert any("grpo, behavior ref" in r for r in rows) and any("grpo, checkpoint ref" in r for r in rows)
     for ref in ("behavior", "checkpoint"):
-        assert f"tiny (targets logits, KL {ref} ref): grpo / plain fine-tune (sft) step tokens/s: " in out
+        assert (
+            f"tiny (targets logits, KL {ref} ref, shared prompts): grpo / plain fine-tune (sft) step tokens/s: " in out
+        )
 
 
 @pytest.mark.slow
@@ -53,3 +56,16 @@ def test_bench_train_compares_target_and_all_position_logits(capsys):
     rows = [line for line in out.splitlines() if "tiny" in line and " sft " in line]
     assert len(rows) == 2 and any(" targets " in r for r in rows) and any(" all " in r for r in rows)
     assert "tiny sft: target-only / all-position logits:" in out and "x peak memory" in out
+
+
+@pytest.mark.slow
+def test_bench_train_compares_shared_and_full_prompts(capsys):
+    args = ["bench", "train", "--presets", "tiny", "--modes", "grpo", "--kl-references", "behavior"]
+    code = main(
+        [*args, "--steps", "2", "--seq-len", "32", "--batch", "4", "--micro", "4", "--prompts", "shared", "full"]
+    )
+    assert code == 0
+    out = capsys.readouterr().out
+    rows = [line for line in out.splitlines() if "tiny" in line and "grpo" in line and "│" in line]
+    assert len(rows) == 2 and any("shared prompts" in r for r in rows) and any("full prompts" in r for r in rows)
+    assert "tiny grpo, behavior ref (targets logits): shared / full prompts:" in out and "x tokens/s" in out
