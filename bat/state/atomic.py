@@ -10,8 +10,9 @@ import json
 import os
 import shutil
 import tempfile
+from collections.abc import Iterator
 from pathlib import Path
-from typing import Any, Iterator
+from typing import Any
 
 
 def _fsync_dir(directory: Path) -> None:
@@ -129,8 +130,12 @@ def read_json(path: str | os.PathLike[str]) -> Any:
     try:
         return json.loads(p.read_text(encoding="utf-8"))
     except json.JSONDecodeError as exc:
-        raise StateFileError(p, f"invalid JSON ({exc.msg})", line=exc.lineno,
-                             hint="the file is damaged (a torn copy?); restore it or remove it to redo what wrote it") from None
+        raise StateFileError(
+            p,
+            f"invalid JSON ({exc.msg})",
+            line=exc.lineno,
+            hint="the file is damaged (a torn copy?); restore it or remove it to redo what wrote it",
+        ) from None
     except UnicodeDecodeError as exc:
         raise StateFileError(p, f"not UTF-8 (byte {exc.start})", hint="restore the file from a good copy") from None
 

@@ -8,9 +8,10 @@ from __future__ import annotations
 import contextlib
 import re
 import shutil
+from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Iterator
+from typing import Any
 
 from bat.state.atomic import atomic_dir, atomic_write_json, read_json
 
@@ -87,7 +88,9 @@ class CheckpointStore:
         return removed
 
 
-def write_best(best_json: Path, checkpoint: Path, *, round_index: int, score: float, extra: dict[str, Any] | None = None) -> None:
+def write_best(
+    best_json: Path, checkpoint: Path, *, round_index: int, score: float, extra: dict[str, Any] | None = None
+) -> None:
     """Point the run's `best.json` at `checkpoint` (the retained theta*)."""
     atomic_write_json(best_json, {"checkpoint": str(checkpoint), "round": round_index, "score": score, **(extra or {})})
 

@@ -8,8 +8,9 @@ from __future__ import annotations
 import io
 import json
 import os
+from collections.abc import Iterable, Iterator
 from pathlib import Path
-from typing import Any, Iterable, Iterator, TypeVar
+from typing import Any, TypeVar
 
 import jsonlines
 from pydantic import BaseModel, ValidationError

@@ -279,7 +279,7 @@ class RunLayout:
     def fingerprint_entries(self) -> Path:
         return self.fingerprint_index / FINGERPRINT_ENTRIES_NAME
 
-    def ensure(self) -> "RunLayout":
+    def ensure(self) -> RunLayout:
         """Create the run root and the fixed top-level folders."""
         for path in (self.root, self.bank_root, self.checkpoints_dir, self.heldout_dir, self.leases_dir):
             path.mkdir(parents=True, exist_ok=True)

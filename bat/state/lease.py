@@ -66,7 +66,7 @@ class Lease:
                 pass
         return False
 
-    def acquire(self) -> "Lease":
+    def acquire(self) -> Lease:
         """Take the lease, or take over a stale one; raise LeaseHeld naming the live owner otherwise."""
         path = Path(self.path)
         path.parent.mkdir(parents=True, exist_ok=True)
@@ -84,7 +84,7 @@ class Lease:
                     raise LeaseHeld(
                         f"lease {path} is held by {info['owner']} (host {info['host']}, pid {info['pid']}) "
                         f"until {time.strftime('%H:%M:%S', time.localtime(info['expires']))}"
-                    )
+                    ) from None
                 stale = path.with_name(f"{path.name}.stale-{uuid.uuid4().hex[:8]}")
                 try:
                     os.replace(path, stale)
@@ -113,7 +113,7 @@ class Lease:
         if self.owns():
             Path(self.path).unlink(missing_ok=True)
 
-    def __enter__(self) -> "Lease":
+    def __enter__(self) -> Lease:
         return self.acquire()
 
     def __exit__(self, *exc: object) -> None:

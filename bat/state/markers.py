@@ -8,8 +8,9 @@ from __future__ import annotations
 import datetime as _dt
 import os
 import socket
+from collections.abc import Iterable
 from pathlib import Path
-from typing import Any, Iterable
+from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
@@ -83,8 +84,10 @@ def write_done(
     return record
 
 
-_DAMAGED_HINT = ("a damaged marker cannot say the phase finished: move the phase directory aside (or delete this "
-                 "marker) and rerun the same command to redo the phase")
+_DAMAGED_HINT = (
+    "a damaged marker cannot say the phase finished: move the phase directory aside (or delete this "
+    "marker) and rerun the same command to redo the phase"
+)
 
 
 def read_done(directory: Path) -> DoneRecord | None:

@@ -17,8 +17,15 @@ def test_done_marker_written_last_with_digests(tmp_path: Path) -> None:
     phase.mkdir(parents=True)
     (phase / "shard_000.jsonl").write_text('{"a": 1}\n')
     assert phase_status(phase) == "partial"
-    record = write_done(phase, phase="rollout", round_index=1, config_hash="abc", outputs=[phase],
-                        counts={"rollouts": 1}, run_root=layout.root)
+    record = write_done(
+        phase,
+        phase="rollout",
+        round_index=1,
+        config_hash="abc",
+        outputs=[phase],
+        counts={"rollouts": 1},
+        run_root=layout.root,
+    )
     assert phase_status(phase) == "done"
     assert read_done(phase) == record
     assert record.outputs == {"round_01/rollout": sha256_tree(phase, exclude=("DONE.json",))}
@@ -56,8 +63,11 @@ def test_layout_bank_versions_and_rounds(tmp_path: Path) -> None:
     assert layout.heldout_runs(3).is_relative_to(layout.heldout_dir)
 
 
-@pytest.mark.parametrize("content", [b'{"phase": "sft", "con', b"{}", b"[1, 2]", b"\xff\xfe"],
-                         ids=["torn", "empty-object", "not-an-object", "not-utf8"])
+@pytest.mark.parametrize(
+    "content",
+    [b'{"phase": "sft", "con', b"{}", b"[1, 2]", b"\xff\xfe"],
+    ids=["torn", "empty-object", "not-an-object", "not-utf8"],
+)
 def test_damaged_marker_is_a_clear_error_not_done(tmp_path, content):
     from bat.state.errors import StateFileError
     from bat.state.markers import DONE_NAME, is_done, read_done
