@@ -44,7 +44,10 @@ Environment and tools:
 * `StagedEnv(instance, workspace_dir, grader_dir, config=None)`: `reset() -> str` (brief),
   `step(call) -> Observation(text, record, done)` where call is `{"name", "arguments"}` or an invalid-action
   dict `{"invalid": True, "reason", ...}` (-> error observation, never an exception); `score() -> RunScore`;
-  `.records` (list of `bat.sandbox.ExecutionRecord`, each with a stage tag).
+  `.records` (list of `bat.sandbox.ExecutionRecord`, each with a stage tag);
+  `settlement(ids, horizon, judged=()) -> Settlement(pending)`: which rubric item / evidence ids could still change
+  within `horizon` more calls (`bat.benchmark.settled`: the settled rule of every built-in id; a stage row's
+  rollout ends once none is pending).
 * `grade(workspace_dir, grader_dir, records, config=None, *, run_id="", repeat=0, judge=None, judge_name="")
   -> RunScore`; `judge(item: RubricItem, plan_text: str) -> bool | None` decides judgment items (None = null);
   without a judge the documented proxies decide (see `bat.benchmark.grader`). `StagedEnv.score(judge=...)` too;

@@ -8,6 +8,7 @@ submit S5; list/read/execute_code take the current stage.
 
 from __future__ import annotations
 
+from collections.abc import Collection, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -191,6 +192,25 @@ class StagedEnv:
             if record.breach:
                 text += "\n(blocked: outside the workspace; recorded as a sandbox breach)"
         return text if len(text) <= limit else text[: limit - 20] + "\n...[truncated]"
+
+    def settlement(self, ids: Sequence[str], horizon: int, *, judged: Collection[str] = ()) -> Any:
+        """Which of `ids` (a stage row's rubric item and evidence ids) could still change if the episode went on for
+        at most `horizon` more calls (fewer when this episode's own call limit is closer; none once it is done).
+        Reads the records, the workspace and the grader side's metadata; see `bat.benchmark.settled.settlement`."""
+        from bat.benchmark.instance import load_grader_meta
+        from bat.benchmark.settled import settlement
+
+        left = 0 if self.done else min(horizon, self.config.benchmark.max_tool_calls - len(self.records))
+        return settlement(
+            self.all_records,
+            self.workspace,
+            load_grader_meta(self.grader_dir),
+            ids,
+            self.config,
+            left,
+            judged=judged,
+            execute_code="execute_code" in self.offered,
+        )
 
     def score(self, run_id: str = "", repeat: int = 0, *, judge: Any = None, judge_name: str = "") -> Any:
         """Grade the episode so far (see `bat.benchmark.grader.grade`; `judge` decides judgment items)."""

@@ -5,6 +5,10 @@ Deterministic proxies for judgment items (used unless a judge callable is given)
   {inference|batch|all cases|run}, {submit}.
 * s1c_<track>_model: plan.md contains the fitting model's exact name and no other candidate's name.
 A breach flag on any record zeroes every stage, Task, Agentic and Overall (verdicts are still kept).
+
+When each item's verdict can no longer change (a stage row's stage exit) is declared beside it in
+`bat.benchmark.settled`, from the markers below (`first_run`, `first_batch`, `setup_failures`): change an item here
+and its settled rule there together (tests/rollout/test_stage_exit.py replays agents to check they agree).
 """
 
 from __future__ import annotations
@@ -71,6 +75,25 @@ def _first(events: list[Event], pred: Callable[[Event], bool], default: int) -> 
     return next((e.index for e in events if pred(e)), default)
 
 
+SETUP_TOOLS = ("install", "load_model", "check_compatibility")
+"""Tools whose calls count as setup (S2): their failures count against `benchmark.setup_fail_limit`."""
+
+
+def first_run(ev: list[Event]) -> int:
+    """Index of the first ok run_model event (len(ev) + 1 when none): S1/S2 items read only the events before it."""
+    return _first(ev, lambda e: e.name == "run_model" and e.ok, len(ev) + 1)
+
+
+def first_batch(ev: list[Event]) -> int:
+    """Index of the first ok run_model tagged S4, the batch (len(ev) + 1 when none): S3 reads only events before it."""
+    return _first(ev, lambda e: e.name == "run_model" and e.ok and e.stage == "S4", len(ev) + 1)
+
+
+def setup_failures(ev: list[Event]) -> int:
+    """Failed setup calls (`SETUP_TOOLS`) over every event of the run (s2d's count)."""
+    return sum(1 for e in ev if e.name in SETUP_TOOLS and not e.ok)
+
+
 def _researched_model(e: Event) -> str | None:
     """The model a call researched: check_compatibility(model) or read_file("models/<name>/...")."""
     if e.name == "check_compatibility":
@@ -130,8 +153,8 @@ def _s2(
     loads = [e for e in pre if e.name == "load_model" and e.ok]
     loaded = loads[-1].args.get("model") if loads else None
     checked = {e.args.get("model") for e in pre if e.name == "check_compatibility" and e.ok}
-    setup = [e for e in ev if e.name in ("install", "load_model", "check_compatibility")]
-    failures = sum(1 for e in setup if not e.ok)
+    setup = [e for e in ev if e.name in SETUP_TOOLS]
+    failures = setup_failures(ev)
     right = loaded == meta["fitting_model"]
     v = {
         "s2a_checkpoint_downloaded": any(
@@ -150,7 +173,7 @@ def _bad(e: Event) -> bool:
 
 
 def _s3(ev: list[Event]) -> tuple[dict[str, bool | None], dict[str, bool]]:
-    batch = _first(ev, lambda e: e.name == "run_model" and e.ok and e.stage == "S4", len(ev) + 1)
+    batch = first_batch(ev)
     pilots = [e for e in ev if e.name == "run_model" and e.ok and e.stage == "S3" and e.index < batch]
     checks = [e for e in ev if e.name == "check_outputs" and e.ok and e.index < batch]
     v: dict[str, bool | None] = {
@@ -219,13 +242,13 @@ def _stage_checks(
     """(verdicts by stage, evidence by stage, completion rate, submitted predictions) of every item the grader
     knows, from the events and the workspace artifacts."""
     cases = list(meta["case_ids"])
-    first_run = _first(ev, lambda e: e.name == "run_model" and e.ok, len(ev) + 1)
+    run = first_run(ev)
     contract = cfg.benchmark.contract
     computed: dict[str, dict[str, bool | None]] = {}
     confirmed: dict[str, dict[str, bool]] = {}
     s1_items = {i.id: i for i in rubric("S1", track, contract)} if "S1" in contract.stages else {}
-    computed["S1"], confirmed["S1"] = _s1(ev, ws, meta, first_run, track, s1_items, judge)
-    computed["S2"], confirmed["S2"] = _s2(ev, meta, first_run, cfg.benchmark.setup_fail_limit)
+    computed["S1"], confirmed["S1"] = _s1(ev, ws, meta, run, track, s1_items, judge)
+    computed["S2"], confirmed["S2"] = _s2(ev, meta, run, cfg.benchmark.setup_fail_limit)
     computed["S3"], confirmed["S3"] = _s3(ev)
     computed["S4"], confirmed["S4"], completion = _s4(ws, ev, cases)
     computed["S5"], confirmed["S5"], preds = _s5(ws, ev, cases)

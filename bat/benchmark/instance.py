@@ -382,10 +382,15 @@ def materialize(instance: Instance, workspace_dir: str | Path, grader_dir: str |
     return ws, gd
 
 
+def load_grader_meta(grader_dir: str | Path) -> dict[str, Any]:
+    """Read the instance metadata (case ids, candidates, fitting model; no truths) from a grader dir."""
+    return json.loads((Path(grader_dir) / "instance.json").read_text())
+
+
 def load_grader(grader_dir: str | Path) -> tuple[dict[str, Any], dict[str, Any]]:
     """Read (meta, truths) from a grader dir written by `materialize`."""
     gd = Path(grader_dir)
-    meta = json.loads((gd / "instance.json").read_text())
+    meta = load_grader_meta(gd)
     truths: dict[str, Any] = json.loads((gd / "truth.json").read_text())
     with np.load(gd / "truth.npz", allow_pickle=False) as npz:
         truths.update({k: npz[k] for k in npz.files})

@@ -128,6 +128,12 @@ class RolloutConfig(Section):
     """Threads executing tool calls of different rollouts in parallel."""
     no_tool_call: Literal["end", "observe"] = "end"
     """A turn with no `<tool_call>` block: `end` = final answer (`no_tool_call`); `observe` = error observation."""
+    stage_exit: bool = True
+    """End a stage row's rollout (S-target / S-mix, rubric reward) as soon as every rubric item and evidence id of
+    its row is settled, i.e. no further call could change its reward (`bat.benchmark.settled`; end reason
+    `stage_exit`). Rewards stay identical except that a cut rollout cannot breach the sandbox afterwards. E2E rows,
+    rounds with the final reward and evaluation runs are never cut. In practice only S3 rows settle early (at the
+    first batch run); see docs/configuration.md."""
     keep_evidence: bool = True
     """Copy each rollout's final workspace into its shard (`evidence/<rollout_id>/`) for the verifier."""
     hf_prefix_cache: bool = True

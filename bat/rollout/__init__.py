@@ -25,7 +25,8 @@ Public API (record types in `bat.schemas.rollout`):
   -> list[RolloutOutcome]``; with the `cohorts` schedule cohorts generate in turn while the previous cohort's
   tool calls run in a thread pool, with `continuous` (engines that batch concurrent requests) every rollout
   runs on its own thread; budgets (`bat.rollout.budgets`) end rollouts with ``end_reason`` in
-  ``bat.schemas.rollout.END_REASONS``; malformed calls become error observations.
+  ``bat.schemas.rollout.END_REASONS``; malformed calls become error observations; a stage row whose reward is
+  settled (``RolloutSpec.stage_exit``, ``bat.benchmark.settled``) ends with ``stage_exit``.
 * Env protocol (satisfied by `bat.benchmark.StagedEnv`): ``reset() -> str``,
   ``step(call) -> obs(.text, .record, .done)``; call = ``{"name","arguments"}`` or ``{"invalid": True, ...}``.
 * Shard driver ``bat.rollout.runner.run_shards(phase_dir, jobs, k=..., open_env=..., engine_factory=...)``.

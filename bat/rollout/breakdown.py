@@ -14,7 +14,15 @@ from collections.abc import Iterable, Sequence
 from pathlib import PurePosixPath
 from typing import Any
 
-from bat.schemas.breakdown import FINISHED, TURN_KINDS, FailureSummary, RunBreakdown, Transcript, TurnVerdict
+from bat.schemas.breakdown import (
+    FINISHED,
+    STAGE_DONE,
+    TURN_KINDS,
+    FailureSummary,
+    RunBreakdown,
+    Transcript,
+    TurnVerdict,
+)
 from bat.schemas.rollout import TurnRecord
 
 CURRENT_STAGE_TOOLS = ("list_files", "read_file", "execute_code")
@@ -141,12 +149,14 @@ def analyse_run(
 ) -> RunBreakdown:
     """Classify each turn of one run (see `bat.schemas.breakdown.TURN_KINDS`) given `seen`, the text the agent had
     before its first turn; `start_stage` is the stage a mid-workflow state opens in (earlier stages count as done).
-    The run stalled at the first stage after the furthest stage it completed a stage call of."""
+    The run stalled at the first stage after the furthest stage it completed a stage call of; a stage row ended at
+    its stage exit (`end_reason` `stage_exit`) did not stall (`STAGE_DONE`)."""
     walk = _Walk(seen, stages, start_stage)
     verdicts = [walk.verdict(turn) for turn in turns]
     first = next((v.index for v in verdicts if v.kind != "ok"), None)
+    stalled = STAGE_DONE if end_reason == "stage_exit" else walk.stalled()
     return RunBreakdown(
-        run_id=run_id, track=track, end_reason=end_reason, stalled=walk.stalled(), turns=verdicts, first_failure=first
+        run_id=run_id, track=track, end_reason=end_reason, stalled=stalled, turns=verdicts, first_failure=first
     )
 
 

@@ -48,6 +48,11 @@ def after_cut_turn(b: RolloutBudgets, use: BudgetUse, context_tokens: int) -> st
     return None
 
 
+def calls_left(b: RolloutBudgets, use: BudgetUse) -> int:
+    """The most environment calls that can still follow: each needs an assistant turn and an action."""
+    return max(0, min(b.max_tool_calls - use.tool_calls, b.max_assistant_turns - use.turns))
+
+
 def before_action(b: RolloutBudgets, use: BudgetUse) -> str | None:
     """Reason to stop instead of sending another action to the environment."""
     return "max_tool_calls" if use.tool_calls >= b.max_tool_calls else None

@@ -1,19 +1,22 @@
 """Open the benchmark environment for one rollout of a Stage Bank row (through the bank's own helpers).
 
 Workspace = a fresh, digest-checked copy of the row's state package p; grader side = rebuilt from the
-practice task's seed outside the workspace; prefix execution records come from the bank's state dir.
+practice task's seed outside the workspace; prefix execution records come from the bank's state dir. A stage row
+also gets its settled check (`stage_exit_check`), which the loop asks when `rollout.stage_exit` is on.
 """
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from bat.rollout.runner import OpenedEnv, StateJob
+from bat.schemas.bank import E2E
 
 if TYPE_CHECKING:
     from bat.config.root import BatConfig
-    from bat.schemas.bank import PracticeTask
+    from bat.schemas.bank import BankRow, PracticeTask
 
 
 def grader_side(task: PracticeTask, config: BatConfig, workdir: Path) -> Path:
@@ -33,6 +36,26 @@ def prior_records(state_dir: Path) -> list[Any]:
     return read_jsonl(path, ExecutionRecord) if path.exists() else []
 
 
+def judged_ids(row: BankRow, config: BatConfig) -> set[str]:
+    """Ids of the row's items the LLM judge decides (`verify.judge.enabled` and a judgment item of its stage)."""
+    from bat.benchmark.contract import rubric
+
+    if not config.verify.judge.enabled or row.stage == E2E:
+        return set()
+    wanted = {c.id for c in row.rubric}
+    return {i.id for i in rubric(row.stage, row.track, config.benchmark.contract) if i.judgment and i.id in wanted}
+
+
+def stage_exit_check(env: Any, row: BankRow, config: BatConfig) -> Callable[[int], bool] | None:
+    """The row's settled check for the loop (`RolloutSpec.stage_exit`): calls left -> True when every rubric item
+    and evidence id of the row is settled in `env` (`StagedEnv.settlement`); None for an E2E row."""
+    if row.stage == E2E:
+        return None
+    ids = [c.id for c in row.rubric] + [g.id for g in row.evidence]
+    judged = judged_ids(row, config)
+    return lambda horizon: env.settlement(ids, horizon, judged=judged).settled
+
+
 def bank_opener(bank: Any, config: BatConfig):
     """`open_env(job, k, workdir)` for `run_shards` over rows of an opened bank version (job.payload = BankRow)."""
     from bat.bank.rows import open_row_env
@@ -41,7 +64,11 @@ def bank_opener(bank: Any, config: BatConfig):
     def open_env(job: StateJob, k: int, workdir: Path) -> OpenedEnv:
         env = open_row_env(bank.path, job.payload, workdir, config)
         return OpenedEnv(
-            env=env, workspace=env.workspace, messages=to_dicts(job.payload.prompt), close=getattr(env, "close", None)
+            env=env,
+            workspace=env.workspace,
+            messages=to_dicts(job.payload.prompt),
+            close=getattr(env, "close", None),
+            stage_exit=stage_exit_check(env, job.payload, config),
         )
 
     return open_env

@@ -26,6 +26,7 @@ from bat.rollout import budgets as B
 from bat.rollout.chat import TurnTokens
 from bat.rollout.engine import Engine, GenRequest, GenResult
 from bat.rollout.workspace import diff, snapshot, split_volatile
+from bat.schemas.bank import E2E
 from bat.schemas.rollout import RolloutRecord, Segment, TurnRecord
 from bat.seeds import derive_seed
 
@@ -56,6 +57,10 @@ class RolloutSpec:
     shard: int = 0
     pool: str = "E2E"
     stage: str = "E2E"
+    stage_exit: Callable[[int], bool] | None = None
+    """A stage row's settled check (`LoopSettings.stage_exit`): called after every observation with the most
+    environment calls the budgets still allow; True = nothing that follows can change the row's reward, and the
+    rollout ends with `stage_exit`. None (evaluation, E2E rows) = never asked."""
 
 
 @dataclass
@@ -72,6 +77,9 @@ class LoopSettings:
     schedule: str = "auto"
     """`cohorts`, `continuous` (needs an engine with `concurrent = True`) or `auto` (continuous where the
     engine allows it)."""
+    stage_exit: bool = False
+    """Ask each stage row's `RolloutSpec.stage_exit` check and end the rollout once it holds (`rollout.stage_exit`
+    of training rounds with the rubric reward); False (evaluation) never cuts a run. E2E rows are never cut."""
 
 
 @dataclass
@@ -239,12 +247,31 @@ class _Live:
         if reason:
             self.finish(reason)
             return
+        if self._end_at_stage_exit():
+            return
         call = self._pending.get("call")
         cont = self.tt.continuation_ids(self._last_generated, shown, call["name"] if call else None)
         if len(self.ids) + len(cont) >= self.settings.budgets.max_context_tokens:
             self.finish("context_length")
             return
         self._append("observation", cont)
+
+    def _end_at_stage_exit(self) -> bool:
+        """Ask a stage row's settled check (only with `settings.stage_exit`, never for E2E, not when no call is left)
+        and end the rollout with `stage_exit` when it holds; a check that fails ends it as an infrastructure failure
+        (`error`, the rollout is invalid). Returns whether the rollout ended here."""
+        check = self.spec.stage_exit
+        left = B.calls_left(self.settings.budgets, self.use)
+        if not self.settings.stage_exit or check is None or self.spec.stage == E2E or left == 0:
+            return False  # with no call left a budget ends the rollout anyway; nothing would be saved
+        try:
+            settled = bool(check(left))
+        except Exception as exc:
+            self.finish("error", f"stage_exit check failed: {type(exc).__name__}: {exc}")
+            return True
+        if settled:
+            self.finish("stage_exit")
+        return settled
 
     def to_record(self, engine: Engine) -> RolloutOutcome:
         s = self.spec

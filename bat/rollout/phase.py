@@ -2,6 +2,8 @@
 
 Reads `round_NN/plan.json` (state ids, pools, bank version, start checkpoint) and the pinned bank version;
 writes `round_NN/rollout/shard_NNNN/` (see `bat.rollout.shards`). Launch: `bat run` / `bat rollout`.
+With `rollout.stage_exit` and the plan's rubric reward, a stage row ends once its reward is settled (`stage_exit`);
+the final reward reads Task and Overall, so those rounds never cut.
 """
 
 from __future__ import annotations
@@ -14,6 +16,8 @@ from bat.phase.plan import load_plan, resolve_checkpoint
 from bat.rollout.runner import StateJob
 
 if TYPE_CHECKING:
+    from bat.config.rollout import RolloutConfig
+    from bat.rollout.loop import LoopSettings
     from bat.schemas.routing import RoundPlan
 
 
@@ -30,6 +34,23 @@ def plan_jobs(plan: RoundPlan) -> tuple[list[StateJob], int]:
     return jobs, sum(listed.values()) - len(jobs)
 
 
+def loop_settings(rc: RolloutConfig, reward_mode: str, tool_names: list[str]) -> LoopSettings:
+    """The loop knobs of a training round from `rollout` config; stage rows are cut at their stage exit only with
+    `rollout.stage_exit` and the rubric reward (`final` reads Task and Overall, which settle only at the end)."""
+    from bat.rollout.loop import LoopSettings
+
+    return LoopSettings(
+        budgets=rc.budgets,
+        temperature=rc.temperature,
+        no_tool_call=rc.no_tool_call,
+        tool_workers=rc.tool_workers,
+        tool_names=tool_names,
+        cohorts=rc.cohorts,
+        schedule=rc.schedule,
+        stage_exit=rc.stage_exit and reward_mode == "rubric",
+    )
+
+
 def run_rollout(ctx: PhaseContext) -> PhaseResult:
     """Roll out every state of the round plan K times; resumes from finished shards."""
     from bat.bank.store import open_bank
@@ -39,7 +60,6 @@ def run_rollout(ctx: PhaseContext) -> PhaseResult:
     from bat.rollout.chat import TurnTokens
     from bat.rollout.engines import make_engine
     from bat.rollout.envs import bank_opener
-    from bat.rollout.loop import LoopSettings
     from bat.rollout.runner import run_shards
 
     cfg, rc = ctx.config, ctx.config.rollout
@@ -48,15 +68,7 @@ def run_rollout(ctx: PhaseContext) -> PhaseResult:
     jobs, dupes = plan_jobs(plan)
     jobs = [StateJob(j.state_id, j.pool, j.stage, payload=bank.row(j.state_id), repeats=j.repeats) for j in jobs]
     checkpoint = resolve_checkpoint(ctx.layout, plan.start_checkpoint)
-    settings = LoopSettings(
-        budgets=rc.budgets,
-        temperature=rc.temperature,
-        no_tool_call=rc.no_tool_call,
-        tool_workers=rc.tool_workers,
-        tool_names=list(TOOL_NAMES),
-        cohorts=rc.cohorts,
-        schedule=rc.schedule,
-    )
+    settings = loop_settings(rc, plan.reward_mode, list(TOOL_NAMES))
     summary = run_shards(
         ctx.phase_dir,
         jobs,

@@ -18,6 +18,7 @@ from bat.rollout.chat import TurnTokens
 from bat.rollout.engine import Engine
 from bat.rollout.loop import Env, LoopSettings, RolloutOutcome, RolloutSpec, run_rollouts
 from bat.rollout.shards import clear_partial, shard_dir, shard_done, shard_meta, write_shard
+from bat.schemas.bank import E2E
 from bat.schemas.breakdown import RunBreakdown
 from bat.seeds import derive_seed
 
@@ -44,6 +45,9 @@ class OpenedEnv:
     workspace: Path | None
     messages: list[dict[str, Any]] | None = None
     close: Callable[[], None] | None = None
+    stage_exit: Callable[[int], bool] | None = None
+    """The row's settled check (`RolloutSpec.stage_exit`): calls left -> True when nothing that follows can change
+    the row's reward; None = the rollout is never cut (E2E rows)."""
 
 
 @dataclass
@@ -150,6 +154,7 @@ def run_shards(
                             shard=index,
                             pool=job.pool,
                             stage=job.stage,
+                            stage_exit=env.stage_exit if settings.stage_exit and job.stage != E2E else None,
                         )
                     )
             outcomes = run_rollouts(engine, specs, tt, settings)

@@ -36,6 +36,8 @@ stage tool called more than one stage past the furthest stage reached), `tool_er
 
 FINISHED = "finished"
 """`stalled` value of a run whose submit succeeded."""
+STAGE_DONE = "stage_done"
+"""`stalled` value of a stage row ended at its stage exit (end reason `stage_exit`): its reward was settled."""
 
 
 class _Record(BaseModel):

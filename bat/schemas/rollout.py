@@ -25,6 +25,7 @@ END_REASONS = (
     "max_response_tokens",
     "max_observation_chars",
     "context_length",
+    "stage_exit",
     "error",
 )
 EndReason = Literal[
@@ -35,11 +36,13 @@ EndReason = Literal[
     "max_response_tokens",
     "max_observation_chars",
     "context_length",
+    "stage_exit",
     "error",
 ]
 """Why a rollout ended: `done` = the environment said so; `no_tool_call` = an assistant turn without a
-tool call (final answer); `error` = infrastructure failure (the rollout is then invalid); the rest are
-budgets."""
+tool call (final answer); `stage_exit` = a stage row whose reward nothing that follows could change any more
+(`rollout.stage_exit`, `bat.benchmark.settled`); `error` = infrastructure failure (the rollout is then invalid);
+the rest are budgets."""
 
 SegmentKind = Literal["prompt", "generated", "template", "observation"]
 
