@@ -64,7 +64,7 @@ def heldout_suite(
             derive_seed(bench.heldout_seed, "sampling", split, t, r),
         )
         for t in chosen
-        for r in range(bench.repeats)
+        for r in range(bench.repeats_for(split))
     ]
 
 

@@ -81,3 +81,20 @@ def test_practice_teacher_rows_scan_clean_against_the_heldout_index(fast_config,
     assert scanner.scan_row(row).findings == []
     heldout = suite_instance(heldout_suite(fast_config, "controller", secret=SECRET)[0], fast_config)
     assert scanner.scan_row({"brief": heldout.files["task/README.md"].decode()}).findings
+
+
+def test_split_repeats_size_each_split_and_keep_the_common_runs(fast_config):
+    from bat.config.load import load_config
+
+    sized = load_config(None, ["benchmark.tracks=[classification, vqa]", "benchmark.repeats=2"])
+    sized = sized.model_copy(
+        update={"benchmark": sized.benchmark.model_copy(update={"split_repeats": {"final": 5, "test": 3}})}
+    )
+    runs = {s: heldout_suite(sized, s, secret=SECRET) for s in ("controller", "final", "test")}
+    assert [len(runs[s]) for s in ("controller", "final", "test")] == [4, 10, 6]
+    plain = load_config(None, ["benchmark.tracks=[classification, vqa]", "benchmark.repeats=2"])
+    assert [r.instance_seed for r in heldout_suite(plain, "final", secret=SECRET)] == [
+        r.instance_seed for r in runs["final"] if r.repeat < 2
+    ]
+    with pytest.raises(ValueError, match="split_repeats must be 1-1000"):
+        load_config(None, ["benchmark.split_repeats={final: 0}"])
