@@ -86,6 +86,7 @@ def _sft(args: argparse.Namespace) -> int:
         export_dir=out / "export",
         metrics_path=out / "metrics.jsonl",
         stop_after=args.stop_after,
+        dtype=cfg.model.dtype,
     )
     return _finish(out, summary, summary["engine"].global_rank == 0)
 
@@ -125,5 +126,6 @@ def _grpo(args: argparse.Namespace) -> int:
         metrics_path=out / "metrics.jsonl",
         stop_after=args.stop_after,
         batches=batches,
+        dtype=cfg.model.dtype,
     )
     return _finish(out, summary, summary["engine"].global_rank == 0)

@@ -135,7 +135,12 @@ class ModelConfig(Section):
     tiny: TinyModelConfig = TinyModelConfig()
     """Tiny-builder settings, used when neither `pretrained` nor `path` is set, or by `bat model build-tiny`."""
     dtype: Literal["float32", "bfloat16", "float16"] = "float32"
-    """Weights dtype when loading the policy (float32 on CPU)."""
+    """Weights dtype of the policy from load to export: SFT and GRPO load the policy in it and train in the matching
+    DeepSpeed precision (bfloat16 -> bf16 with fp32 master weights and optimizer states;
+    `bat.config.deepspeed.PRECISION_OF_DTYPE`), the HF exports are written in it, and GRPO's frozen KL reference
+    (`grpo.kl_reference: checkpoint`) and the route's KL check load their copies in it (log-softmax in fp32).
+    float16 trains only on CUDA; on the CPU float32 and bfloat16 run. The rollout engine's dtype is
+    `rollout.dtype`."""
     shape: ModelShape | None = None
     """Shape of `path`'s model for `bat config plan` on a machine without its weights (a login node before the
     checkpoint is copied); the folder's own `config.json` wins whenever it gives a shape. Only with `path`: a named

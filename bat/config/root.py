@@ -10,6 +10,7 @@ from bat.config.bank import BankConfig
 from bat.config.base import Section
 from bat.config.benchmark import BenchmarkConfig
 from bat.config.curriculum import CurriculumConfig
+from bat.config.deepspeed import training_precision
 from bat.config.evaluate import EvaluateConfig
 from bat.config.grpo import GrpoConfig
 from bat.config.leakage import LeakageConfig
@@ -97,6 +98,12 @@ class BatConfig(Section):
             raise ValueError(
                 f"{', '.join(over)} exceed the {positions} positions of {source}; set each to at most {positions}"
             )
+        return self
+
+    @model_validator(mode="after")
+    def _check_precision(self) -> BatConfig:
+        for where, section in (("sft.deepspeed", self.sft.deepspeed), ("grpo.deepspeed", self.grpo.deepspeed)):
+            training_precision(section, self.model.dtype, where)
         return self
 
     @property

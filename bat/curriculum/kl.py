@@ -24,8 +24,9 @@ def probe_prompts(ctx: PhaseContext) -> list[list[dict]]:
 
 
 def measure_kl(ctx: PhaseContext, candidate: str, best: BestCheckpoint) -> float | None:
-    """Mean per-token KL(candidate || best) over the probe prompts; None (logged) when it cannot be measured:
-    KL disabled, candidate == best, or a checkpoint that is not a model directory (scripted evaluations)."""
+    """Mean per-token KL(candidate || best) over the probe prompts, both loaded in `model.dtype` (KL in fp32);
+    None (logged) when it cannot be measured: KL disabled, candidate == best, or a checkpoint that is not a model
+    directory (scripted evaluations)."""
     cfg = ctx.config.curriculum.fallback
     if not cfg.kl_enabled:
         return None
@@ -41,6 +42,12 @@ def measure_kl(ctx: PhaseContext, candidate: str, best: BestCheckpoint) -> float
         return None
     from bat.train.kl_estimate import estimate_kl
 
-    return float(
-        estimate_kl(candidate, best.checkpoint, prompts, max_new_tokens=cfg.kl_new_tokens, seed=ctx.seed("kl"))
+    kl = estimate_kl(
+        candidate,
+        best.checkpoint,
+        prompts,
+        max_new_tokens=cfg.kl_new_tokens,
+        seed=ctx.seed("kl"),
+        dtype=ctx.config.model.dtype,
     )
+    return float(kl)

@@ -20,6 +20,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
+from bat.config.deepspeed import training_precision
 from bat.config.model_shape import ModelShape
 from bat.orchestrate.graph import PHASES
 from bat.orchestrate.plan_memory import (
@@ -49,9 +50,6 @@ GPU_PROCESS_HOST_BYTES = 4 * GIB
 """A process that drives a GPU, on the host: CUDA libraries and the host side of its context (an approximation)."""
 DRIVER_HOST_BYTES = 0.25 * GIB
 """The driver job (`run_round.sh` -> `jobs/launch.py`): measured ~40 MiB RSS; rounded up."""
-LOAD_BYTES_PER_PARAM = PRECISION_BYTES["float32"]
-"""`bat.policy.loader.load_model` loads in float32 by default: the trainers' policy (cast and moved by DeepSpeed
-afterwards), GRPO's frozen KL reference and both models of the route's KL check are loaded that way."""
 KL_BATCH = 8
 """Probe prompts scored at once by the route's KL check (`bat.train.kl_estimate.estimate_kl`'s batch size)."""
 VLLM_RUNTIME_BYTES = 1 * GIB
@@ -117,6 +115,8 @@ def _training(config: BatConfig, shape: ModelShape, plan: PhasePlan) -> None:
     tc = config.sft if plan.phase == "sft" else config.grpo
     ds, params, budgets = tc.deepspeed, shape.parameter_count(), config.rollout.budgets
     world, micro = tasks * res.nodes, tc.deepspeed.micro_batch_per_rank
+    dtype = config.model.dtype  # the policy, its KL reference copy and the export are loaded/written in it
+    precision, load_bytes = training_precision(ds, dtype), params * PRECISION_BYTES[dtype]
     if plan.phase == "sft":
         seq, targets = tc.max_seq_len, tc.max_seq_len
         where = "every position may be a target" if tc.target_logits_only else "target_logits_only off: every position"
@@ -124,23 +124,21 @@ def _training(config: BatConfig, shape: ModelShape, plan: PhasePlan) -> None:
         seq = min(tc.max_seq_len, budgets.max_context_tokens)  # a rollout never outgrows its context budget
         targets = min(seq, budgets.max_response_tokens) if tc.target_logits_only else seq
         where = "generated tokens" if tc.target_logits_only else "target_logits_only off: every position"
-    state, offload_host = training_state(params, ds.precision, ds.zero_stage, world, ds.offload_optimizer)
+    state, offload_host = training_state(params, precision, ds.zero_stage, world, ds.offload_optimizer)
     items = [
         *state,
-        zero_buffers(params, ds.precision, ds.zero_stage, world),
-        activations(shape, micro * seq, ds.precision, ds.activation_checkpointing),
-        logits(shape, micro * targets, ds.precision, f"{micro} x {targets} positions ({where}) x vocab"),
+        zero_buffers(params, precision, ds.zero_stage, world),
+        activations(shape, micro * seq, precision, ds.activation_checkpointing),
+        logits(shape, micro * targets, precision, f"{micro} x {targets} positions ({where}) x vocab"),
     ]
     if plan.phase == "grpo" and tc.kl_coef > 0 and tc.kl_reference == "checkpoint":
-        items.append(
-            Item("KL reference", params * LOAD_BYTES_PER_PARAM, "float32 copy of the start checkpoint per rank")
-        )
+        items.append(Item("KL reference", load_bytes, f"model.dtype {dtype} copy of the start checkpoint per rank"))
     ranks = f"{tasks} rank{'s' if tasks > 1 else ''}"
     if res.gpus > 0:
         plan.gpu = [*items, Item("CUDA runtime", CUDA_RUNTIME_BYTES, "context, NCCL")]
         plan.host = [
             Item("processes", tasks * GPU_PROCESS_HOST_BYTES, f"{ranks} x {GPU_PROCESS_HOST_BYTES / GIB:g} GiB"),
-            Item("checkpoint load", tasks * params * LOAD_BYTES_PER_PARAM, f"{ranks} load it in float32 first"),
+            Item("checkpoint load", tasks * load_bytes, f"{ranks} load it in model.dtype {dtype} first"),
         ]
     else:
         plan.host = [Item("process", tasks * PROCESS_HOST_BYTES, ranks)]
@@ -229,15 +227,16 @@ def _serving(config: BatConfig, shape: ModelShape, plan: PhasePlan) -> None:
 
 
 def _route(config: BatConfig, shape: ModelShape, plan: PhasePlan) -> None:
-    """route: the fallback rule's KL check loads the candidate and the best checkpoint on the CPU."""
+    """route: the fallback rule's KL check loads the candidate and the best checkpoint on the CPU in `model.dtype`
+    (`bat.train.kl_estimate`); its KV cache and full-length logits are in that dtype too."""
     plan.host = [Item("process", PROCESS_HOST_BYTES)]
-    fallback = config.curriculum.fallback
+    fallback, dtype = config.curriculum.fallback, config.model.dtype
     if fallback.kl_enabled:
         params, ctx = shape.parameter_count(), config.rollout.budgets.max_context_tokens
-        generate = KL_BATCH * (ctx + fallback.kl_new_tokens) * kv_bytes_per_token(shape, "float32")
-        score = 2 * KL_BATCH * ctx * shape.vocab_size * LOAD_BYTES_PER_PARAM
+        generate = KL_BATCH * (ctx + fallback.kl_new_tokens) * kv_bytes_per_token(shape, dtype)
+        score = 2 * KL_BATCH * ctx * shape.vocab_size * PRECISION_BYTES[dtype]
         plan.host += [
-            Item("KL models", 2 * params * LOAD_BYTES_PER_PARAM, "candidate + best, float32 on the CPU"),
+            Item("KL models", 2 * params * PRECISION_BYTES[dtype], f"candidate + best, model.dtype {dtype} on the CPU"),
             Item("KL scoring", max(generate, score), f"{KL_BATCH} prompts of up to {ctx} tokens, both models' logits"),
         ]
     if plan.resources.gpus:

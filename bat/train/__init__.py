@@ -25,8 +25,10 @@ Public API (stable; the other packages code against it):
   valid). `bat.train.grpo_data.build_items(rollouts, rewards, *, max_seq_len, normalize_std, adv_eps)
   -> GrpoData(items, counts)`: a rollout joins its group only if rollout and reward are valid and the
   reward is not None (counts name every exclusion).
-* `bat.train.sft.train_sft(model_path, data, cfg, *, seed, ckpt_root, export_dir, metrics_path, stop_after=None)`
-  and `bat.train.grpo.train_grpo(...)` (same keywords): run or resume; return a summary dict.
+* `bat.train.sft.train_sft(model_path, data, cfg, *, seed, ckpt_root, export_dir, metrics_path, stop_after=None,
+  dtype="float32")` and `bat.train.grpo.train_grpo(...)` (same keywords): run or resume; return a summary dict.
+  `dtype` (`model.dtype`) is the policy's load and export dtype (and the KL reference's); DeepSpeed trains in its
+  precision (`bat.train.engine.resolve_precision`: bfloat16 -> bf16 with fp32 master weights; float16 needs CUDA).
   `bat.train.sft_data.prepare_sft(train_rows, val_rows, tokenizer, max_seq_len, tools=None, *, pack=False)
   -> SftData` (overlong rows rejected and counted, never clipped; counts per split: rows, kept,
   rejected_overlong, rejected_no_target, sequences, target_tokens, tokens, tokens_unpacked).
@@ -39,15 +41,16 @@ Public API (stable; the other packages code against it):
   (SLURM_PROCID/SLURM_NTASKS/SLURM_LOCALID mapped to RANK/WORLD_SIZE/LOCAL_RANK; nccl on GPU).
 * Checkpoints (`bat.train.checkpoint`): `<root>/step_NNNNNN/` (DeepSpeed weights + optimizer + scheduler +
   cursor, `rng_rank<R>.pt`, `meta.json` written last); resume restores all of them exactly; newest K kept.
-  `export_hf(engine, tokenizer, out_dir, env)` writes an HF safetensors directory (ZeRO-3 gathered).
+  `export_hf(engine, tokenizer, out_dir, env, *, dtype, extra)` writes an HF safetensors directory in `dtype`
+  (ZeRO-3 gathered) and `bat_export.json` (`extra` + the dtype).
 * LoRA (`bat.train.lora`, switch `sft.lora.enabled` / `grpo.lora.enabled`, `LoraConfig` in bat/config/lora.py):
   `wrap_lora(model, cfg)` freezes the model under peft adapters before the engine is built; step checkpoints then
   hold only the adapters and their optimizer state (`meta.json` records the base's digest, checked on resume);
   `export_hf` writes the merged full model plus the adapter under `bat.state.checkpoints.adapter_dir(export)`.
   GRPO's `kl_reference: checkpoint` is then the engine's model with adapters off (`AdaptersOff`).
-* `bat.train.kl_estimate.estimate_kl(candidate, reference, prompts, *, max_new_tokens=32, seed=0, tools=None)
-  -> float`: mean per-token KL(candidate || reference) over candidate-sampled continuations of fixed
-  prompts (chat message lists or token-id lists).
+* `bat.train.kl_estimate.estimate_kl(candidate, reference, prompts, *, max_new_tokens=32, seed=0, tools=None,
+  dtype="float32") -> float`: mean per-token KL(candidate || reference) over candidate-sampled continuations of
+  fixed prompts (chat message lists or token-id lists); both models loaded in `dtype`, the KL computed in fp32.
 * Metrics (`metrics.jsonl`, one line per step): loss, kl, clip_frac, grad_norm, lr, tokens,
   generated_tokens, rollouts, reward_mean, reward_mean_by_pool, adv_abs_mean, tokens_per_s (GRPO);
   loss, lr, rows, sequences, grad_norm, target_tokens, tokens, tokens_per_s, val_loss (SFT).

@@ -84,20 +84,33 @@ def save_step(
 
 
 def load_latest(
-    engine: Any, store: CheckpointStore, env: DistEnv, check_meta: Callable[[dict[str, Any], Path], None] | None = None
+    engine: Any,
+    store: CheckpointStore,
+    env: DistEnv,
+    check_meta: Callable[[dict[str, Any], Path], None] | None = None,
+    *,
+    dtype: str | None = None,
 ) -> tuple[int, dict[str, Any]] | None:
     """Collective: restore the newest valid step into `engine` and this rank's RNG; returns (step, client_state).
 
-    `check_meta(meta, step_dir)` may refuse the step (raise) before anything is loaded. A LoRA engine loads exactly
-    its adapters (`bat.train.lora.load_trainable`) onto the base it already holds."""
+    `check_meta(meta, step_dir)` may refuse the step (raise) before anything is loaded; so is a step whose `meta.json`
+    records another `dtype` (`model.dtype`: DeepSpeed's fp32 and bf16 optimizer states do not load into each other).
+    A LoRA engine loads exactly its adapters (`bat.train.lora.load_trainable`) onto the base it already holds."""
     import torch
 
     latest = store.latest()
     if latest is None:
         return None
     step, path = latest
+    meta = store.meta(step)
+    saved = meta.get("dtype")
+    if dtype is not None and saved is not None and saved != dtype:
+        raise ValueError(
+            f"step checkpoint {path} was trained with model.dtype={saved}, this run has model.dtype={dtype}; "
+            f"valid: resume with model.dtype={saved}, or start over after removing {path.parent}"
+        )
     if check_meta is not None:
-        check_meta(store.meta(step), path)
+        check_meta(meta, path)
     loaded, client_state = engine.load_checkpoint(
         str(path.parent),
         tag=path.name,
@@ -119,12 +132,28 @@ def _cpu_state(module: Any) -> dict[str, Any]:
     return {k: v.detach().cpu().clone() for k, v in module.state_dict().items()}
 
 
+def _in_dtype(state: dict[str, Any], dtype: str) -> dict[str, Any]:
+    """`state` with every floating-point tensor in `dtype` (a torch dtype name); integer buffers are kept."""
+    from bat.policy.loader import torch_dtype
+
+    target = torch_dtype(dtype)
+    return {k: v.to(target) if v.is_floating_point() else v for k, v in state.items()}
+
+
 def export_hf(
-    engine: Any, tokenizer: Any, out_dir: str | Path, env: DistEnv, extra: dict[str, Any] | None = None
+    engine: Any,
+    tokenizer: Any,
+    out_dir: str | Path,
+    env: DistEnv,
+    *,
+    dtype: str = "float32",
+    extra: dict[str, Any] | None = None,
 ) -> Path:
-    """Collective: write the engine's current weights as an HF safetensors directory (atomically, rank 0). A LoRA
-    engine writes the merged full model (`bat.train.lora.merged_state_dict`; the training model is unchanged) and
-    its adapter under `adapter_dir(out_dir)`."""
+    """Collective: write the engine's current weights in `dtype` (`model.dtype`) as an HF safetensors directory
+    (atomically, rank 0), with `bat_export.json` recording `extra` and the dtype (`config.json`'s `dtype` is the
+    trained module's, which is `dtype` when the engine trains in its precision). A LoRA engine writes the merged
+    full model (`bat.train.lora.merged_state_dict`; the training model is unchanged) and its adapter under
+    `adapter_dir(out_dir)`."""
     import deepspeed
 
     module = engine.module
@@ -136,13 +165,12 @@ def export_hf(
         if env.is_main:
             adapted = is_adapted(module)
             hf_model = module.get_base_model() if adapted else module
-            state = merged_state_dict(module) if adapted else _cpu_state(module)
+            state = _in_dtype(merged_state_dict(module) if adapted else _cpu_state(module), dtype)
             with atomic_dir(out) as tmp:
                 hf_model.save_pretrained(tmp, state_dict=state, safe_serialization=True)
                 if adapted:
                     module.save_pretrained(adapter_dir(tmp), state_dict=_cpu_state(module))  # peft keeps the adapters
                 tokenizer.save_pretrained(tmp)
-                if extra:
-                    atomic_write_json(tmp / EXPORT_META_NAME, extra)
+                atomic_write_json(tmp / EXPORT_META_NAME, {**(extra or {}), "dtype": dtype})
     barrier()
     return out

@@ -14,7 +14,7 @@ import subprocess
 from dataclasses import dataclass
 from typing import Any
 
-from bat.config.deepspeed import DeepSpeedConfig
+from bat.config.deepspeed import DeepSpeedConfig, training_precision
 
 
 @dataclass(frozen=True)
@@ -119,8 +119,27 @@ def warmup_cosine(total_steps: int, warmup_ratio: float, min_lr_ratio: float):
     return factor
 
 
-def ds_config(cfg: DeepSpeedConfig, grad_accum: int, grad_clip: float) -> dict[str, Any]:
-    """The DeepSpeed JSON config from our typed section."""
+def resolve_precision(cfg: DeepSpeedConfig, dtype: str, where: str) -> str:
+    """The precision (`fp32`/`bf16`/`fp16`) a trainer runs a policy loaded in `dtype` (`model.dtype`) with
+    (`bat.config.deepspeed.training_precision`), checked against this machine before anything is loaded: fp16 is
+    accepted only with CUDA (DeepSpeed 0.19 refuses it on a CPU without fp16 kernels, "Type fp16 is not supported on
+    your device"; CPUs that have them are untested). bf16 runs on the CPU. Raises ValueError listing the dtypes
+    valid here."""
+    import torch
+
+    precision = training_precision(cfg, dtype, where)
+    if precision == "fp16" and not torch.cuda.is_available():
+        raise ValueError(
+            "model.dtype=float16 (DeepSpeed fp16) trains only on CUDA GPUs; valid on this machine (no CUDA): "
+            "['float32', 'bfloat16']"
+        )
+    return precision
+
+
+def ds_config(cfg: DeepSpeedConfig, grad_accum: int, grad_clip: float, precision: str) -> dict[str, Any]:
+    """The DeepSpeed JSON config from our typed section and the resolved `precision` (`resolve_precision`): bf16 or
+    fp16 enable DeepSpeed's mixed precision (16-bit weights and gradients, fp32 master weights and AdamW state in
+    its optimizer wrapper); fp32 enables neither."""
     zero: dict[str, Any] = {"stage": cfg.zero_stage}
     if cfg.offload_optimizer and cfg.zero_stage > 0:
         zero["offload_optimizer"] = {"device": "cpu"}
@@ -129,8 +148,8 @@ def ds_config(cfg: DeepSpeedConfig, grad_accum: int, grad_clip: float) -> dict[s
         "gradient_accumulation_steps": grad_accum,
         "gradient_clipping": grad_clip,
         "zero_optimization": zero,
-        "bf16": {"enabled": cfg.precision == "bf16"},
-        "fp16": {"enabled": cfg.precision == "fp16"},
+        "bf16": {"enabled": precision == "bf16"},
+        "fp16": {"enabled": precision == "fp16"},
         "zero_allow_untested_optimizer": True,
         "steps_per_print": 10**9,
         "wall_clock_breakdown": False,
@@ -160,6 +179,7 @@ def build_engine(
     model: Any,
     cfg: DeepSpeedConfig,
     *,
+    precision: str,
     lr: float,
     weight_decay: float,
     grad_clip: float,
@@ -168,8 +188,9 @@ def build_engine(
     warmup_ratio: float,
     min_lr_ratio: float,
 ) -> Any:
-    """Wrap `model` in a DeepSpeed engine with torch AdamW and a LambdaLR warmup-cosine schedule; sets up the
-    model for training first (`prepare_training_model`)."""
+    """Wrap `model` in a DeepSpeed engine with torch AdamW and a LambdaLR warmup-cosine schedule, in `precision`
+    (`resolve_precision`; DeepSpeed casts the module's parameters to it); sets up the model for training first
+    (`prepare_training_model`)."""
     import deepspeed
     import torch
 
@@ -177,9 +198,8 @@ def build_engine(
     params = [p for p in model.parameters() if p.requires_grad]
     optimizer = torch.optim.AdamW(params, lr=lr, weight_decay=weight_decay, betas=(0.9, 0.999), eps=1e-8)
     scheduler = torch.optim.lr_scheduler.LambdaLR(optimizer, warmup_cosine(total_steps, warmup_ratio, min_lr_ratio))
-    engine, _, _, _ = deepspeed.initialize(
-        model=model, optimizer=optimizer, lr_scheduler=scheduler, config=ds_config(cfg, grad_accum, grad_clip)
-    )
+    config = ds_config(cfg, grad_accum, grad_clip, precision)
+    engine, _, _, _ = deepspeed.initialize(model=model, optimizer=optimizer, lr_scheduler=scheduler, config=config)
     return engine
 
 

@@ -1,11 +1,12 @@
 """GRPO block (Eqs. 17-19) on DeepSpeed over joined rollout/reward items.
 
-Reads the round-start HF checkpoint (policy init; with `grpo.kl_reference: checkpoint` and beta > 0 also a frozen
-copy as KL reference, loaded only once the policy has moved away from it, i.e. after a block's first step; by
+Reads the round-start HF checkpoint (policy init, loaded in `dtype` = `model.dtype` and trained in its DeepSpeed
+precision; with `grpo.kl_reference: checkpoint` and beta > 0 also a frozen copy in `dtype` as KL reference, loaded
+only once the policy has moved away from it, i.e. after a block's first step; by
 default the rollouts' behavior log-probs, sampled from that same checkpoint, are the reference) and
 `GrpoData`; writes step checkpoints under `ckpt_root` (resumed from the newest valid one),
 `metrics.jsonl` (rank 0: loss, KL, clip fraction, reward mean by pool, grad norm, tokens) and the
-candidate HF export at `export_dir` when all steps are done. Log-probs use each rollout's sampling
+candidate HF export (in `dtype`) at `export_dir` when all steps are done. Log-probs use each rollout's sampling
 temperature so the ratio compares like with like.
 
 A step trains on one batch of the round plan (`grpo.step_batches: plan`: whole GRPO groups, the batch's pool mix,
@@ -36,7 +37,7 @@ from bat.seeds import derive_seed
 from bat.state.checkpoints import CheckpointStore
 from bat.train.checkpoint import export_hf, load_latest, save_step
 from bat.train.common import MetricsLog, all_sum, batch_indices, chunks, peak_memory_mb, plan_accumulation, rank_slice
-from bat.train.engine import build_engine, grad_norm, init_distributed, record_grad_norm
+from bat.train.engine import build_engine, grad_norm, init_distributed, record_grad_norm, resolve_precision
 from bat.train.grpo_data import GrpoData, GrpoItem, collate_items, global_denominator, pool_reward_means
 from bat.train.lora import AdapterBase, AdaptersOff, check_resume, wrap_lora
 from bat.train.losses import aggregate_parts, grpo_token_loss, target_logprobs
@@ -195,19 +196,22 @@ def train_grpo(
     metrics_path: str | Path,
     stop_after: int | None = None,
     batches: Sequence[Sequence[str]] | None = None,
+    dtype: str = "float32",
 ) -> dict[str, Any]:
     """Run (or resume) the GRPO block up to `cfg.steps` (or `stop_after` steps this call); returns a summary.
 
-    `batches` (state ids of each batch of the round plan) is required with `grpo.step_batches: plan`."""
+    `batches` (state ids of each batch of the round plan) is required with `grpo.step_batches: plan`. `dtype`
+    (`model.dtype`) is the load dtype of the policy and of the KL reference copy, and the export's dtype."""
     import torch
 
     from bat.policy.loader import load_model, load_policy
 
     if not data.items:
         raise ValueError(f"no trainable rollouts: {data.counts}")
+    precision = resolve_precision(cfg.deepspeed, dtype, "grpo.deepspeed")
     env = init_distributed(cfg.deepspeed)
     torch.manual_seed(seed)
-    policy = load_policy(model_path)
+    policy = load_policy(model_path, dtype=dtype)
     micro = cfg.deepspeed.micro_batch_per_rank
     if cfg.step_batches == "plan":
         if batches is None:
@@ -224,6 +228,7 @@ def train_grpo(
     engine = build_engine(
         wrap_lora(policy.model.train(), cfg.lora),
         cfg.deepspeed,
+        precision=precision,
         lr=cfg.lr,
         weight_decay=cfg.weight_decay,
         grad_clip=cfg.grad_clip,
@@ -235,7 +240,7 @@ def train_grpo(
     ref = None
     store, log = CheckpointStore(Path(ckpt_root)), MetricsLog(Path(metrics_path), env.is_main)
     step, cursor = 0, 0
-    restored = load_latest(engine, store, env, check_meta=partial(check_resume, base=base))
+    restored = load_latest(engine, store, env, check_meta=partial(check_resume, base=base), dtype=dtype)
     if restored is not None:
         step, cursor = restored[0], int(restored[1]["cursor"])
         log.truncate_after(step)
@@ -257,7 +262,7 @@ def train_grpo(
             ref = (
                 AdaptersOff(engine.module)
                 if base
-                else load_model(model_path, device=str(engine.device)).requires_grad_(False)
+                else load_model(model_path, dtype=dtype, device=str(engine.device)).requires_grad_(False)
             )
         micro_batches = chunks(mine, micro)
         for group in micro_batches:
@@ -281,14 +286,20 @@ def train_grpo(
                 step,
                 env,
                 client_state={"cursor": cursor},
-                meta={"kind": "grpo", "cursor": cursor, "seed": seed, "start": str(model_path), **lora_meta},
+                meta={
+                    "kind": "grpo",
+                    "cursor": cursor,
+                    "seed": seed,
+                    "dtype": dtype,
+                    "start": str(model_path),
+                    **lora_meta,
+                },
                 keep=cfg.keep_checkpoints,
             )
     done = step >= cfg.steps
     if done:
-        export_hf(
-            engine, policy.tokenizer, export_dir, env, extra={"kind": "grpo", "steps": step, "start": str(model_path)}
-        )
+        extra = {"kind": "grpo", "steps": step, "start": str(model_path)}
+        export_hf(engine, policy.tokenizer, export_dir, env, dtype=dtype, extra=extra)
     return {
         "step": step,
         "done": done,

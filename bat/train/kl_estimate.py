@@ -2,7 +2,8 @@
 
 For each prompt the candidate samples a short continuation (seeded, so the estimate is reproducible);
 at every continuation position the exact KL between the two next-token distributions is summed over the
-vocabulary; the result is the mean over all continuation tokens (up to and including end-of-turn).
+vocabulary; the result is the mean over all continuation tokens (up to and including end-of-turn). Both models
+are loaded in the policy's `model.dtype` (`dtype`); their logits are cast to fp32 before the log-softmax.
 """
 
 from __future__ import annotations
@@ -76,16 +77,18 @@ def estimate_kl(
     seed: int = 0,
     batch_size: int = 8,
     tools: Sequence[dict[str, Any]] | None = None,
+    dtype: str = "float32",
 ) -> float:
     """Mean per-token KL(candidate || reference); prompts are chat message lists (rendered with `tools`,
-    default the benchmark's TOOL_SPECS) or token-id lists. Raises if the two models' vocabularies differ."""
+    default the benchmark's TOOL_SPECS) or token-id lists. Both models load on the CPU in `dtype` (`model.dtype`);
+    the KL is computed in fp32. Raises if the two models' vocabularies differ."""
     import torch
 
     from bat.policy.loader import load_model, load_tokenizer
 
     if not prompts:
         raise ValueError("estimate_kl needs at least one prompt")
-    cand, ref = load_model(candidate), load_model(reference)
+    cand, ref = load_model(candidate, dtype=dtype), load_model(reference, dtype=dtype)
     if cand.config.vocab_size != ref.config.vocab_size:
         raise ValueError(
             f"vocabularies differ: candidate {cand.config.vocab_size} vs reference {ref.config.vocab_size}"

@@ -65,6 +65,7 @@ def run_sft(ctx: PhaseContext) -> PhaseResult:
         ckpt_root=layout.sft_checkpoints,
         export_dir=export,
         metrics_path=metrics,
+        dtype=cfg.model.dtype,
     )
     return PhaseResult(
         outputs=[export, metrics],
@@ -121,6 +122,7 @@ def run_grpo(ctx: PhaseContext) -> PhaseResult:
         export_dir=export,
         metrics_path=metrics,
         batches=plan_batches(plan),
+        dtype=cfg.model.dtype,
     )
     counts = _summary(summary) | {"unfinished_rollout_shards": open_rollouts, "unfinished_reward_shards": open_rewards}
     return PhaseResult(

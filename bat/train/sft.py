@@ -1,7 +1,8 @@
 """SFT cold start (Eq. 10) on DeepSpeed: loss only on target tokens, warmup-cosine, grad clip, validation loss.
 
-Reads a local HF model and tokenized `SftData`; writes step checkpoints under `ckpt_root` (resumed from
-the newest valid one), `metrics.jsonl` (rank 0) and an HF export at `export_dir` when all steps are done.
+Reads a local HF model (loaded in `dtype`, `model.dtype`, and trained in its DeepSpeed precision) and tokenized
+`SftData`; writes step checkpoints under `ckpt_root` (resumed from the newest valid one), `metrics.jsonl` (rank 0)
+and an HF export in `dtype` at `export_dir` when all steps are done.
 The training loss is the mean negative log-likelihood over every target token of the global batch (a batch is
 `global_batch` sequences; a prefix-packed sequence carries several rows, each target token counted once).
 With `sft.lora.enabled` only LoRA adapters on the frozen model train (`bat.train.lora`: adapter-only step
@@ -21,7 +22,7 @@ from bat.seeds import derive_seed
 from bat.state.checkpoints import CheckpointStore
 from bat.train.checkpoint import export_hf, load_latest, save_step
 from bat.train.common import MetricsLog, all_sum, batch_positions, chunks, peak_memory_mb, plan_accumulation, rank_slice
-from bat.train.engine import build_engine, grad_norm, init_distributed, record_grad_norm
+from bat.train.engine import build_engine, grad_norm, init_distributed, record_grad_norm, resolve_precision
 from bat.train.lora import AdapterBase, check_resume, wrap_lora
 from bat.train.losses import target_logprobs
 from bat.train.sft_data import Example, SftData, collate
@@ -69,15 +70,18 @@ def train_sft(
     export_dir: str | Path,
     metrics_path: str | Path,
     stop_after: int | None = None,
+    dtype: str = "float32",
 ) -> dict[str, Any]:
-    """Run (or resume) SFT up to `cfg.steps` (or `stop_after` steps, to simulate preemption); returns a summary."""
+    """Run (or resume) SFT up to `cfg.steps` (or `stop_after` steps, to simulate preemption); returns a summary.
+    `dtype` (`model.dtype`) is the policy's load and export dtype; DeepSpeed trains in its precision."""
     import torch
 
     from bat.policy.loader import load_policy
 
+    precision = resolve_precision(cfg.deepspeed, dtype, "sft.deepspeed")
     env = init_distributed(cfg.deepspeed)
     torch.manual_seed(seed)
-    policy = load_policy(model_path)
+    policy = load_policy(model_path, dtype=dtype)
     tokenizer, model = policy.tokenizer, wrap_lora(policy.model.train(), cfg.lora)
     base = AdapterBase.of(model_path) if cfg.lora.enabled else None
     lora_meta = base.meta() if base else {}
@@ -86,6 +90,7 @@ def train_sft(
     engine = build_engine(
         model,
         cfg.deepspeed,
+        precision=precision,
         lr=cfg.lr,
         weight_decay=cfg.weight_decay,
         grad_clip=cfg.grad_clip,
@@ -97,7 +102,7 @@ def train_sft(
     store = CheckpointStore(Path(ckpt_root))
     log = MetricsLog(Path(metrics_path), env.is_main)
     step, cursor = 0, 0
-    restored = load_latest(engine, store, env, check_meta=partial(check_resume, base=base))
+    restored = load_latest(engine, store, env, check_meta=partial(check_resume, base=base), dtype=dtype)
     if restored is not None:
         step, state = restored
         cursor = int(state["cursor"])
@@ -152,12 +157,20 @@ def train_sft(
                 step,
                 env,
                 client_state={"cursor": cursor},
-                meta={"kind": "sft", "cursor": cursor, "seed": seed, "model": str(model_path), **lora_meta},
+                meta={
+                    "kind": "sft",
+                    "cursor": cursor,
+                    "seed": seed,
+                    "dtype": dtype,
+                    "model": str(model_path),
+                    **lora_meta,
+                },
                 keep=cfg.keep_checkpoints,
             )
     done = step >= cfg.steps
     if done:
-        export_hf(engine, tokenizer, export_dir, env, extra={"kind": "sft", "steps": step, "source": str(model_path)})
+        extra = {"kind": "sft", "steps": step, "source": str(model_path)}
+        export_hf(engine, tokenizer, export_dir, env, dtype=dtype, extra=extra)
     return {
         "step": step,
         "done": done,

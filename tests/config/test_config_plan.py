@@ -46,6 +46,22 @@ def test_the_9b_recipe_fits_and_every_job_is_listed(capsys):
     assert "KL reference" in _items(by_phase["grpo"], "gpu")  # grpo.kl_reference: checkpoint
 
 
+def test_model_dtype_sizes_the_loaded_copies_and_sets_the_training_precision():
+    """The policy load, GRPO's KL reference and the route's two KL copies are in model.dtype; DeepSpeed trains in its
+    precision (the recipe's bfloat16 -> bf16; float32 -> fp32)."""
+    recipe = load_config(RECIPE)
+    shape = plan_run(recipe)[0]
+    params = shape.parameter_count()
+    for config, width, precision in ((recipe, 2, "bf16"), (load_config(RECIPE, ["model.dtype=float32"]), 4, "fp32")):
+        grpo, route = plan_phase(config, shape, "grpo"), plan_phase(config, shape, "route")
+        assert _items(grpo, "gpu")["KL reference"] == params * width
+        assert _items(grpo, "host")["checkpoint load"] == 8 * params * width  # 8 ranks each load it first
+        assert _items(route, "host")["KL models"] == 2 * params * width
+        assert next(i.detail for i in grpo.gpu if i.label == "weights").startswith(f"{precision} ")
+    with pytest.raises(ConfigError, match="grpo.deepspeed.precision=bf16 does not match model.dtype=float32"):
+        load_config(RECIPE, ["model.dtype=float32", "grpo.deepspeed.precision=bf16"])
+
+
 def test_too_little_host_memory_for_grpo_exits_2_naming_grpo(capsys):
     code, out = _plan(capsys, "orchestrate.resources.grpo.mem_gb=16")
     assert code == 2

@@ -57,3 +57,32 @@ def test_kl_above_tau_falls_back_to_the_best(tmp_path, checkpoints):
     # the same checkpoint twice has KL 0 and is promoted normally
     write_aggregate(layout, build_agg(2, 0.46, checkpoint=str(base)))
     assert run_route(PhaseContext(config=cfg, layout=layout, round=2, phase="route")).extra["action"] == "promote"
+
+
+def test_the_kl_check_loads_both_copies_in_model_dtype(tmp_path, checkpoints, monkeypatch):
+    import torch
+
+    import bat.policy.loader as loader
+    from bat.curriculum.kl import measure_kl
+    from bat.schemas.routing import BestCheckpoint
+
+    base, moved = checkpoints
+    layout = make_bank(RunLayout(tmp_path / "run").ensure(), per_stage=4)
+    loaded = []
+    real = loader.load_model
+
+    def spy(*args, **kwargs):
+        model = real(*args, **kwargs)
+        loaded.append((kwargs.get("dtype"), next(model.parameters()).dtype))
+        return model
+
+    monkeypatch.setattr(loader, "load_model", spy)
+    best = BestCheckpoint.model_construct(checkpoint=str(base))  # measure_kl reads only the checkpoint folder
+    kls = {}
+    for dtype in ("float32", "bfloat16"):
+        cfg = BatConfig.model_validate(
+            {"model": {"dtype": dtype}, "curriculum": {"fallback": {"kl_prompts": 4, "kl_new_tokens": 8}}}
+        )
+        kls[dtype] = measure_kl(PhaseContext(config=cfg, layout=layout, round=1, phase="route"), str(moved), best)
+    assert loaded == [("float32", torch.float32)] * 2 + [("bfloat16", torch.bfloat16)] * 2
+    assert kls["float32"] > 0.1 and kls["bfloat16"] > 0.1, kls  # the same large shift seen in either precision

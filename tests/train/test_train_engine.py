@@ -68,12 +68,13 @@ def test_warmup_then_cosine_to_floor():
 
 
 def test_deepspeed_config_and_backend():
-    cfg = ds_config(
-        DeepSpeedConfig(zero_stage=2, offload_optimizer=True, micro_batch_per_rank=3), grad_accum=5, grad_clip=0.5
-    )
+    section = DeepSpeedConfig(zero_stage=2, offload_optimizer=True, micro_batch_per_rank=3)
+    cfg = ds_config(section, grad_accum=5, grad_clip=0.5, precision="fp32")
     assert cfg["zero_optimization"] == {"stage": 2, "offload_optimizer": {"device": "cpu"}}
     assert cfg["train_micro_batch_size_per_gpu"] == 3 and cfg["gradient_accumulation_steps"] == 5
-    assert cfg["gradient_clipping"] == 0.5 and not cfg["bf16"]["enabled"]
+    assert cfg["gradient_clipping"] == 0.5 and not cfg["bf16"]["enabled"] and not cfg["fp16"]["enabled"]
+    bf16 = ds_config(section, grad_accum=5, grad_clip=0.5, precision="bf16")
+    assert bf16["bf16"] == {"enabled": True} and not bf16["fp16"]["enabled"]
     import torch
 
     if not torch.cuda.is_available():
