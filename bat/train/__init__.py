@@ -27,6 +27,8 @@ Public API (stable; the other packages code against it):
   reward is not None (counts name every exclusion).
 * `bat.train.sft.train_sft(model_path, data, cfg, *, seed, ckpt_root, export_dir, metrics_path, stop_after=None,
   dtype="float32")` and `bat.train.grpo.train_grpo(...)` (same keywords): run or resume; return a summary dict.
+  Both run on `bat.train.block` (`open_block(...) -> TrainingBlock`, `TrainingBlock.run(step_fn, ...)`): policy load,
+  engine, resume, metrics log, checkpoint cadence and export live there; a trainer supplies its data and step.
   `dtype` (`model.dtype`) is the policy's load and export dtype (and the KL reference's); DeepSpeed trains in its
   precision (`bat.train.engine.resolve_precision`: bfloat16 -> bf16 with fp32 master weights; float16 needs CUDA).
   `bat.train.sft_data.prepare_sft(train_rows, val_rows, tokenizer, max_seq_len, tools=None, *, pack=False)

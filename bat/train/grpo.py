@@ -19,6 +19,8 @@ disabled (`bat.train.lora.AdaptersOff`) instead of a second loaded copy. That is
 adapters are created on this block's start checkpoint, never on an older base, with B = 0, and the base weights
 stay frozen, so adapters-off computes the start checkpoint itself, on every step and after a resume (which reloads
 the same base, its digest checked).
+
+Setup, resume, checkpoint cadence and export are `bat.train.block`'s; this module holds the batches and the loss.
 """
 
 from __future__ import annotations
@@ -27,19 +29,18 @@ import math
 import random
 import time
 from collections import Counter, defaultdict
-from collections.abc import Sequence
-from functools import partial
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from bat.config.grpo import GrpoConfig
 from bat.seeds import derive_seed
-from bat.state.checkpoints import CheckpointStore
-from bat.train.checkpoint import export_hf, load_latest, save_step
-from bat.train.common import MetricsLog, all_sum, batch_indices, chunks, peak_memory_mb, plan_accumulation, rank_slice
-from bat.train.engine import build_engine, grad_norm, init_distributed, record_grad_norm, resolve_precision
+from bat.train.block import TrainingBlock, open_block
+from bat.train.common import all_sum, batch_indices, chunks, plan_accumulation, rank_slice
+from bat.train.engine import grad_norm, record_grad_norm
 from bat.train.grpo_data import GrpoData, GrpoItem, collate_items, global_denominator, pool_reward_means
-from bat.train.lora import AdapterBase, AdaptersOff, check_resume, wrap_lora
+from bat.train.lora import AdaptersOff
 from bat.train.losses import aggregate_parts, grpo_token_loss, target_logprobs
 from bat.train.shared_prefix import shared_prefix_logprobs
 
@@ -185,6 +186,92 @@ def _step_record(
     }
 
 
+def _plan_and_accum(
+    data: GrpoData, cfg: GrpoConfig, batches: Sequence[Sequence[str]] | None
+) -> tuple[list[list[int]], Callable[[int], int]]:
+    """The plan steps (`plan_step_batches`; empty with `grpo.step_batches: shuffle`) and the gradient-accumulation
+    steps as a function of the world size (enough micro-batches for the largest plan batch, or `grpo.minibatch`).
+    Raises ValueError without trainable rollouts, or in plan mode without `batches` or a batch that trains."""
+    if not data.items:
+        raise ValueError(f"no trainable rollouts: {data.counts}")
+    micro = cfg.deepspeed.micro_batch_per_rank
+    if cfg.step_batches != "plan":
+        return [], lambda world: plan_accumulation(cfg.minibatch, micro, world, "grpo.minibatch")
+    if batches is None:
+        raise ValueError("grpo.step_batches = 'plan' needs the round plan's batches; valid without one: 'shuffle'")
+    plan_steps = plan_step_batches(data.items, batches)
+    if not plan_steps:
+        raise ValueError(f"no plan batch lists a state with trainable rollouts ({len(batches)} batches)")
+    return plan_steps, lambda world: max(math.ceil(math.ceil(len(b) / world) / micro) for b in plan_steps)
+
+
+@dataclass
+class _GrpoSteps:
+    """GRPO's step for `TrainingBlock.run`: reads the block's engine and `data`; loads the KL reference on demand and
+    keeps the last step's record (`last`)."""
+
+    block: TrainingBlock
+    data: GrpoData
+    cfg: GrpoConfig
+    plan_steps: list[list[int]]
+    ref: Any = None
+    last: dict[str, Any] = field(default_factory=dict)
+
+    def pick(self, step: int, cursor: int) -> tuple[list[GrpoItem], list[GrpoItem]]:
+        """The global batch of optimizer step `step` (a plan batch, or `minibatch` rollouts from `cursor` of the
+        seeded shuffle) and this rank's share of it."""
+        env, seed, items = self.block.env, self.block.seed, self.data.items
+        if self.plan_steps:
+            picked = [items[i] for i in self.plan_steps[plan_batch_of_step(step, len(self.plan_steps), seed)]]
+            return picked, picked[env.rank :: env.world]
+        picked = [items[i] for i in batch_indices(len(items), cursor, self.cfg.minibatch, seed)]
+        return picked, rank_slice(picked, env.rank, env.world)
+
+    def reference(self, at_reference: bool) -> Any:
+        """The frozen KL reference with `kl_reference: checkpoint` and beta > 0, loaded (in the block's dtype) once the
+        policy has left the start weights: the start checkpoint, or with LoRA the engine's model with adapters off."""
+        b, cfg = self.block, self.cfg
+        if self.ref is None and cfg.kl_coef > 0 and cfg.kl_reference == "checkpoint" and not at_reference:
+            from bat.policy.loader import load_model
+
+            self.ref = (
+                AdaptersOff(b.engine.module)
+                if b.base
+                else load_model(b.model_path, dtype=b.dtype, device=str(b.engine.device)).requires_grad_(False)
+            )
+        return self.ref
+
+    def __call__(self, step: int, cursor: int) -> tuple[int, dict[str, Any]]:
+        """One optimizer step (micro-batches, then zero-gradient padding up to the accumulation steps); returns the
+        next cursor and the step's record."""
+        import torch
+
+        b, cfg = self.block, self.cfg
+        engine, env = b.engine, b.env
+        picked, mine = self.pick(step, cursor)
+        den = global_denominator(picked, cfg.loss_agg)
+        scale = env.world * b.accum / max(den, 1)
+        t0, sums = time.perf_counter(), [0.0] * 6
+        at_reference = step == 0  # a restored block has taken steps; a fresh one starts from the reference weights
+        ref = self.reference(at_reference)
+        micro_batches = chunks(mine, b.micro)
+        for group in micro_batches:
+            batch = collate_items(group, b.tokenizer.pad_token_id)
+            part = _micro_step(engine, ref, batch, cfg, scale, at_reference=at_reference)
+            record_grad_norm(engine)
+            engine.step()
+            sums = [x + y for x, y in zip(sums, part)]
+        for _ in range(b.accum - len(micro_batches)):  # a plan batch smaller than the largest one
+            _probe_step(engine, torch.tensor([picked[0].ids[:1]]))
+            record_grad_norm(engine)
+            engine.step()
+        *sums, tokens = all_sum([*sums, sum(len(i.ids) for i in mine)])
+        record = _step_record(step + 1, picked, sums, den, engine, time.perf_counter() - t0, tokens)
+        record["padding_microbatches"] = b.accum - len(micro_batches)
+        self.last = record
+        return cursor + (0 if self.plan_steps else cfg.minibatch), record
+
+
 def train_grpo(
     model_path: str | Path,
     data: GrpoData,
@@ -201,111 +288,26 @@ def train_grpo(
     """Run (or resume) the GRPO block up to `cfg.steps` (or `stop_after` steps this call); returns a summary.
 
     `batches` (state ids of each batch of the round plan) is required with `grpo.step_batches: plan`. `dtype`
-    (`model.dtype`) is the load dtype of the policy and of the KL reference copy, and the export's dtype."""
-    import torch
-
-    from bat.policy.loader import load_model, load_policy
-
-    if not data.items:
-        raise ValueError(f"no trainable rollouts: {data.counts}")
-    precision = resolve_precision(cfg.deepspeed, dtype, "grpo.deepspeed")
-    env = init_distributed(cfg.deepspeed)
-    torch.manual_seed(seed)
-    policy = load_policy(model_path, dtype=dtype)
-    micro = cfg.deepspeed.micro_batch_per_rank
-    if cfg.step_batches == "plan":
-        if batches is None:
-            raise ValueError("grpo.step_batches = 'plan' needs the round plan's batches; valid without one: 'shuffle'")
-        plan_steps = plan_step_batches(data.items, batches)
-        if not plan_steps:
-            raise ValueError(f"no plan batch lists a state with trainable rollouts ({len(batches)} batches)")
-        accum = max(math.ceil(math.ceil(len(b) / env.world) / micro) for b in plan_steps)
-    else:
-        plan_steps = []
-        accum = plan_accumulation(cfg.minibatch, micro, env.world, "grpo.minibatch")
-    base = AdapterBase.of(model_path) if cfg.lora.enabled else None
-    lora_meta = base.meta() if base else {}
-    engine = build_engine(
-        wrap_lora(policy.model.train(), cfg.lora),
-        cfg.deepspeed,
-        precision=precision,
-        lr=cfg.lr,
-        weight_decay=cfg.weight_decay,
-        grad_clip=cfg.grad_clip,
-        grad_accum=accum,
-        total_steps=cfg.steps,
-        warmup_ratio=cfg.warmup_ratio,
-        min_lr_ratio=cfg.min_lr_ratio,
+    (`model.dtype`) is the load dtype of the policy and of the KL reference copy, and the export's dtype.
+    Reads `model_path`, `data` and the step checkpoints under `ckpt_root`; writes step checkpoints, `metrics_path`
+    (one record per step; the summary's `last`) and the candidate export at `export_dir` (`bat.train.block`)."""
+    plan_steps, accum = _plan_and_accum(data, cfg, batches)
+    block = open_block(
+        model_path,
+        cfg,
+        kind="grpo",
+        seed=seed,
+        dtype=dtype,
+        ckpt_root=ckpt_root,
+        metrics_path=metrics_path,
+        accum=accum,
     )
-    ref = None
-    store, log = CheckpointStore(Path(ckpt_root)), MetricsLog(Path(metrics_path), env.is_main)
-    step, cursor = 0, 0
-    restored = load_latest(engine, store, env, check_meta=partial(check_resume, base=base), dtype=dtype)
-    if restored is not None:
-        step, cursor = restored[0], int(restored[1]["cursor"])
-        log.truncate_after(step)
-    else:
-        log.reset()
-    pad_id, started, ran, last = policy.tokenizer.pad_token_id, time.perf_counter(), 0, {}
-    while step < cfg.steps and (stop_after is None or ran < stop_after):
-        if plan_steps:
-            picked = [data.items[i] for i in plan_steps[plan_batch_of_step(step, len(plan_steps), seed)]]
-            mine = picked[env.rank :: env.world]
-        else:
-            picked = [data.items[i] for i in batch_indices(len(data.items), cursor, cfg.minibatch, seed)]
-            mine = rank_slice(picked, env.rank, env.world)
-        den = global_denominator(picked, cfg.loss_agg)
-        scale = env.world * accum / max(den, 1)
-        t0, sums = time.perf_counter(), [0.0] * 6
-        at_reference = step == 0  # a restored block has taken steps; a fresh one starts from the reference weights
-        if ref is None and cfg.kl_coef > 0 and cfg.kl_reference == "checkpoint" and not at_reference:
-            ref = (
-                AdaptersOff(engine.module)
-                if base
-                else load_model(model_path, dtype=dtype, device=str(engine.device)).requires_grad_(False)
-            )
-        micro_batches = chunks(mine, micro)
-        for group in micro_batches:
-            part = _micro_step(engine, ref, collate_items(group, pad_id), cfg, scale, at_reference=at_reference)
-            record_grad_norm(engine)
-            engine.step()
-            sums = [a + b for a, b in zip(sums, part)]
-        for _ in range(accum - len(micro_batches)):  # a plan batch smaller than the largest one
-            _probe_step(engine, torch.tensor([picked[0].ids[:1]]))
-            record_grad_norm(engine)
-            engine.step()
-        step, cursor, ran = step + 1, cursor + (0 if plan_steps else cfg.minibatch), ran + 1
-        *sums, tokens = all_sum([*sums, sum(len(i.ids) for i in mine)])
-        last = _step_record(step, picked, sums, den, engine, time.perf_counter() - t0, tokens)
-        last["padding_microbatches"] = accum - len(micro_batches)
-        log.write(last)
-        if step % cfg.checkpoint_every == 0 or step == cfg.steps or (stop_after is not None and ran == stop_after):
-            save_step(
-                engine,
-                store,
-                step,
-                env,
-                client_state={"cursor": cursor},
-                meta={
-                    "kind": "grpo",
-                    "cursor": cursor,
-                    "seed": seed,
-                    "dtype": dtype,
-                    "start": str(model_path),
-                    **lora_meta,
-                },
-                keep=cfg.keep_checkpoints,
-            )
-    done = step >= cfg.steps
-    if done:
-        extra = {"kind": "grpo", "steps": step, "start": str(model_path)}
-        export_hf(engine, policy.tokenizer, export_dir, env, dtype=dtype, extra=extra)
-    return {
-        "step": step,
-        "done": done,
-        "last": last,
-        "seconds": time.perf_counter() - started,
-        "peak_memory_mb": peak_memory_mb(),
-        "engine": engine,
-        **data.counts,
-    }
+    steps = _GrpoSteps(block, data, cfg, plan_steps)
+    done = block.run(
+        steps,
+        stop_after=stop_after,
+        export_dir=export_dir,
+        meta={"start": str(model_path)},
+        export_extra={"start": str(model_path)},
+    )
+    return block.summary(done, {"last": steps.last}, data.counts)

@@ -7,23 +7,22 @@ The training loss is the mean negative log-likelihood over every target token of
 `global_batch` sequences; a prefix-packed sequence carries several rows, each target token counted once).
 With `sft.lora.enabled` only LoRA adapters on the frozen model train (`bat.train.lora`: adapter-only step
 checkpoints, a merged export with the adapter beside it).
+Setup, resume, checkpoint cadence and export are `bat.train.block`'s; this module holds the data and the loss.
 """
 
 from __future__ import annotations
 
 import time
 from collections.abc import Sequence
-from functools import partial
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from bat.config.sft import SftConfig
 from bat.seeds import derive_seed
-from bat.state.checkpoints import CheckpointStore
-from bat.train.checkpoint import export_hf, load_latest, save_step
-from bat.train.common import MetricsLog, all_sum, batch_positions, chunks, peak_memory_mb, plan_accumulation, rank_slice
-from bat.train.engine import build_engine, grad_norm, init_distributed, record_grad_norm, resolve_precision
-from bat.train.lora import AdapterBase, check_resume, wrap_lora
+from bat.train.block import TrainingBlock, open_block
+from bat.train.common import all_sum, batch_positions, chunks, plan_accumulation, rank_slice
+from bat.train.engine import grad_norm, record_grad_norm
 from bat.train.losses import target_logprobs
 from bat.train.sft_data import Example, SftData, collate
 
@@ -60,78 +59,44 @@ def validation_loss(
     return total / tokens if tokens else None
 
 
-def train_sft(
-    model_path: str | Path,
-    data: SftData,
-    cfg: SftConfig,
-    *,
-    seed: int,
-    ckpt_root: str | Path,
-    export_dir: str | Path,
-    metrics_path: str | Path,
-    stop_after: int | None = None,
-    dtype: str = "float32",
-) -> dict[str, Any]:
-    """Run (or resume) SFT up to `cfg.steps` (or `stop_after` steps, to simulate preemption); returns a summary.
-    `dtype` (`model.dtype`) is the policy's load and export dtype; DeepSpeed trains in its precision."""
-    import torch
+@dataclass
+class _SftSteps:
+    """SFT's step for `TrainingBlock.run`: reads the block's engine and `data`; tracks the latest validation loss."""
 
-    from bat.policy.loader import load_policy
+    block: TrainingBlock
+    data: SftData
+    cfg: SftConfig
+    seed: int
+    val: list[Example]
+    pad_id: int
+    last_val: float | None = None
 
-    precision = resolve_precision(cfg.deepspeed, dtype, "sft.deepspeed")
-    env = init_distributed(cfg.deepspeed)
-    torch.manual_seed(seed)
-    policy = load_policy(model_path, dtype=dtype)
-    tokenizer, model = policy.tokenizer, wrap_lora(policy.model.train(), cfg.lora)
-    base = AdapterBase.of(model_path) if cfg.lora.enabled else None
-    lora_meta = base.meta() if base else {}
-    micro = cfg.deepspeed.micro_batch_per_rank
-    accum = plan_accumulation(cfg.global_batch, micro, env.world, "sft.global_batch")
-    engine = build_engine(
-        model,
-        cfg.deepspeed,
-        precision=precision,
-        lr=cfg.lr,
-        weight_decay=cfg.weight_decay,
-        grad_clip=cfg.grad_clip,
-        grad_accum=accum,
-        total_steps=cfg.steps,
-        warmup_ratio=cfg.warmup_ratio,
-        min_lr_ratio=cfg.min_lr_ratio,
-    )
-    store = CheckpointStore(Path(ckpt_root))
-    log = MetricsLog(Path(metrics_path), env.is_main)
-    step, cursor = 0, 0
-    restored = load_latest(engine, store, env, check_meta=partial(check_resume, base=base), dtype=dtype)
-    if restored is not None:
-        step, state = restored
-        cursor = int(state["cursor"])
-        log.truncate_after(step)
-    else:
-        log.reset()
-    pad_id = tokenizer.pad_token_id
-    val = data.validation(seed)[: cfg.val_sequences]
-    first_val = (
-        validation_loss(engine, val, pad_id, micro, env.rank, env.world, cfg.target_logits_only) if step == 0 else None
-    )
-    if step == 0 and first_val is not None:
-        log.write({"step": 0, "val_loss": first_val})
-    last_val, started, ran = first_val, time.perf_counter(), 0
-    while step < cfg.steps and (stop_after is None or ran < stop_after):
+    def validate(self) -> float | None:
+        """Validation loss of the engine now over `val` (None without validation rows)."""
+        b = self.block
+        return validation_loss(
+            b.engine, self.val, self.pad_id, b.micro, b.env.rank, b.env.world, self.cfg.target_logits_only
+        )
+
+    def __call__(self, step: int, cursor: int) -> tuple[int, dict[str, Any] | None]:
+        """One optimizer step on the `global_batch` sequences from `cursor` of the seeded shuffle (identifiers renamed
+        per epoch); returns the next cursor and the step's record when it is logged (`log_every`, the last step)."""
+        b, cfg, data = self.block, self.cfg, self.data
+        engine, env = b.engine, b.env
         picked = [
-            data.visit(data.train[i], derive_seed(seed, "rename", epoch, i))
-            for epoch, i in batch_positions(len(data.train), cursor, cfg.global_batch, seed)
+            data.visit(data.train[i], derive_seed(self.seed, "rename", epoch, i))
+            for epoch, i in batch_positions(len(data.train), cursor, cfg.global_batch, self.seed)
         ]
         global_tokens = sum(sum(e.mask[1:]) for e in picked)
         mine = rank_slice(picked, env.rank, env.world)
-        t0, loss_sum, tokens = time.perf_counter(), 0.0, 0
-        for group in chunks(mine, micro):
-            nll, count = _nll_sum(engine, collate(group, pad_id), cfg.target_logits_only)
-            engine.backward(nll * (env.world * accum) / max(global_tokens, 1))
+        t0, loss_sum = time.perf_counter(), 0.0
+        for group in chunks(mine, b.micro):
+            nll, _ = _nll_sum(engine, collate(group, self.pad_id), cfg.target_logits_only)
+            engine.backward(nll * (env.world * b.accum) / max(global_tokens, 1))
             record_grad_norm(engine)
             engine.step()
-            loss_sum, tokens = loss_sum + float(nll.detach()), tokens + count
-        step, cursor, ran = step + 1, cursor + cfg.global_batch, ran + 1
+            loss_sum += float(nll.detach())
+        step += 1
         loss_sum, all_tokens = all_sum([loss_sum, sum(len(e.ids) for e in mine)])
         record = {
             "step": step,
@@ -145,40 +110,52 @@ def train_sft(
             "tokens_per_s": all_tokens / max(time.perf_counter() - t0, 1e-9),
         }
         if (step % cfg.val_every == 0 or step == cfg.steps) and data.val:
-            last_val = record["val_loss"] = validation_loss(
-                engine, val, pad_id, micro, env.rank, env.world, cfg.target_logits_only
-            )
-        if step % cfg.log_every == 0 or step == cfg.steps:
-            log.write(record)
-        if step % cfg.checkpoint_every == 0 or step == cfg.steps or (stop_after is not None and ran == stop_after):
-            save_step(
-                engine,
-                store,
-                step,
-                env,
-                client_state={"cursor": cursor},
-                meta={
-                    "kind": "sft",
-                    "cursor": cursor,
-                    "seed": seed,
-                    "dtype": dtype,
-                    "model": str(model_path),
-                    **lora_meta,
-                },
-                keep=cfg.keep_checkpoints,
-            )
-    done = step >= cfg.steps
-    if done:
-        extra = {"kind": "sft", "steps": step, "source": str(model_path)}
-        export_hf(engine, tokenizer, export_dir, env, dtype=dtype, extra=extra)
-    return {
-        "step": step,
-        "done": done,
-        "first_val_loss": first_val,
-        "val_loss": last_val,
-        "seconds": time.perf_counter() - started,
-        "peak_memory_mb": peak_memory_mb(),
-        "engine": engine,
-        "tokenizer": tokenizer,
-        **data.counts,
-    }
+            self.last_val = record["val_loss"] = self.validate()
+        logged = step % cfg.log_every == 0 or step == cfg.steps
+        return cursor + cfg.global_batch, record if logged else None
+
+
+def train_sft(
+    model_path: str | Path,
+    data: SftData,
+    cfg: SftConfig,
+    *,
+    seed: int,
+    ckpt_root: str | Path,
+    export_dir: str | Path,
+    metrics_path: str | Path,
+    stop_after: int | None = None,
+    dtype: str = "float32",
+) -> dict[str, Any]:
+    """Run (or resume) SFT up to `cfg.steps` (or `stop_after` steps, to simulate preemption); returns a summary.
+    `dtype` (`model.dtype`) is the policy's load and export dtype; DeepSpeed trains in its precision.
+
+    Reads `model_path`, `data` and the step checkpoints under `ckpt_root`; writes step checkpoints, `metrics_path`
+    (a step-0 validation record on a fresh start) and the export at `export_dir` (`bat.train.block`)."""
+    block = open_block(
+        model_path,
+        cfg,
+        kind="sft",
+        seed=seed,
+        dtype=dtype,
+        ckpt_root=ckpt_root,
+        metrics_path=metrics_path,
+        accum=lambda world: plan_accumulation(
+            cfg.global_batch, cfg.deepspeed.micro_batch_per_rank, world, "sft.global_batch"
+        ),
+    )
+    val = data.validation(seed)[: cfg.val_sequences]
+    steps = _SftSteps(block, data, cfg, seed, val, block.tokenizer.pad_token_id)
+    first_val = steps.validate() if block.step == 0 else None
+    if block.step == 0 and first_val is not None:
+        block.log.write({"step": 0, "val_loss": first_val})
+    steps.last_val = first_val
+    done = block.run(
+        steps,
+        stop_after=stop_after,
+        export_dir=export_dir,
+        meta={"model": str(model_path)},
+        export_extra={"source": str(model_path)},
+    )
+    head = {"first_val_loss": first_val, "val_loss": steps.last_val}
+    return block.summary(done, head, {"tokenizer": block.tokenizer, **data.counts})

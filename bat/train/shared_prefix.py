@@ -35,6 +35,17 @@ def shared_prefix_length(rows: Sequence[Sequence[int]], masks: Sequence[Sequence
     return limit
 
 
+def _untrained_head(loss_mask: torch.Tensor, prefix: int) -> int:
+    """The `prefix - 1` tokens that run once; raises ValueError when that is under 1 token or `loss_mask` trains on
+    one of them."""
+    head = prefix - 1
+    if head < 1:
+        raise ValueError(f"a shared prefix needs at least 2 tokens, got {prefix}")
+    if bool(loss_mask[:, :head].any()):
+        raise ValueError(f"rows train on positions inside the shared prefix of {prefix} tokens")
+    return head
+
+
 def shared_prefix_logprobs(
     model: Any,
     input_ids: torch.Tensor,
@@ -56,11 +67,7 @@ def shared_prefix_logprobs(
     from transformers import DynamicCache
 
     batch, width = input_ids.shape
-    head = prefix - 1
-    if head < 1:
-        raise ValueError(f"a shared prefix needs at least 2 tokens, got {prefix}")
-    if bool(loss_mask[:, :head].any()):
-        raise ValueError(f"rows train on positions inside the shared prefix of {prefix} tokens")
+    head = _untrained_head(loss_mask, prefix)
     cache = DynamicCache()
     keep_kwarg = accepts_logits_to_keep(model)
     head_kwargs: dict[str, Any] = {"logits_to_keep": 1} if keep_kwarg else {}
