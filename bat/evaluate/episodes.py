@@ -138,7 +138,8 @@ def policy_driver(cfg: BatConfig, checkpoint: Path) -> tuple[Driver, Callable[[]
     from bat.policy.tools import policy_tools
     from bat.rollout.chat import TurnTokens
     from bat.rollout.engines import make_engine
-    from bat.rollout.loop import LoopSettings, RolloutSpec, run_rollouts
+    from bat.rollout.loop import run_rollouts
+    from bat.rollout.spec import LoopSettings, RolloutSpec
 
     engine = make_engine(cfg.rollout, checkpoint)
     tools = policy_tools(cfg.sft.render_tools, cfg.sft.tool_format)

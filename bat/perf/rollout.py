@@ -110,7 +110,8 @@ def _full(
     from bat.benchmark import TOOL_NAMES, StagedEnv
     from bat.benchmark.instance import generate_instance
     from bat.config.rollout import RolloutBudgets
-    from bat.rollout.loop import LoopSettings, RolloutSpec, run_rollouts
+    from bat.rollout.loop import run_rollouts
+    from bat.rollout.spec import LoopSettings, RolloutSpec
 
     specs = []
     for i in range(args.rollouts):

@@ -21,7 +21,8 @@ Public API (record types in `bat.schemas.rollout`):
   `bat.rollout.vllm_server`; or the offline `LLM` in-process with `rollout.vllm.process: inprocess`) or
   `openai` (a served policy: vLLM /v1/completions with token ids, or SGLang's native /generate with
   `rollout.openai.api: sglang`; `flush_cache_url` on weight change).
-* Loop (`bat.rollout.loop`): ``run_rollouts(engine, specs: list[RolloutSpec], TurnTokens, LoopSettings)
+* Loop (`bat.rollout.loop`; its inputs and outputs in `bat.rollout.spec`, one rollout in flight in
+  `bat.rollout.live`): ``run_rollouts(engine, specs: list[RolloutSpec], TurnTokens, LoopSettings)
   -> list[RolloutOutcome]``; with the `cohorts` schedule cohorts generate in turn while the previous cohort's
   tool calls run in a thread pool, with `continuous` (engines that batch concurrent requests) every rollout
   runs on its own thread; budgets (`bat.rollout.budgets`) end rollouts with ``end_reason`` in

@@ -17,7 +17,7 @@ from bat.rollout.runner import StateJob
 
 if TYPE_CHECKING:
     from bat.config.rollout import RolloutConfig
-    from bat.rollout.loop import LoopSettings
+    from bat.rollout.spec import LoopSettings
     from bat.schemas.routing import RoundPlan
 
 
@@ -37,7 +37,7 @@ def plan_jobs(plan: RoundPlan) -> tuple[list[StateJob], int]:
 def loop_settings(rc: RolloutConfig, reward_mode: str, tool_names: list[str]) -> LoopSettings:
     """The loop knobs of a training round from `rollout` config; stage rows are cut at their stage exit only with
     `rollout.stage_exit` and the rubric reward (`final` reads Task and Overall, which settle only at the end)."""
-    from bat.rollout.loop import LoopSettings
+    from bat.rollout.spec import LoopSettings
 
     return LoopSettings(
         budgets=rc.budgets,

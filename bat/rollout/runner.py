@@ -16,8 +16,9 @@ from bat.benchmark.env import STAGE_ORDER
 from bat.rollout.breakdown import analyse_run, opening_text
 from bat.rollout.chat import TurnTokens
 from bat.rollout.engine import Engine
-from bat.rollout.loop import Env, LoopSettings, RolloutOutcome, RolloutSpec, run_rollouts
+from bat.rollout.loop import run_rollouts
 from bat.rollout.shards import clear_partial, shard_dir, shard_done, shard_meta, write_shard
+from bat.rollout.spec import Env, LoopSettings, RolloutOutcome, RolloutSpec
 from bat.schemas.bank import E2E
 from bat.schemas.breakdown import RunBreakdown
 from bat.seeds import derive_seed

@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import Any
 
 from bat.rollout.breakdown import summarise
-from bat.rollout.loop import RolloutOutcome
+from bat.rollout.spec import RolloutOutcome
 from bat.rollout.workspace import copy_evidence
 from bat.schemas.breakdown import RunBreakdown, ShardBreakdown
 from bat.schemas.rollout import RolloutRecord

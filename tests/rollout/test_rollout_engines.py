@@ -256,7 +256,8 @@ def test_continuous_schedule_matches_cohorts_through_a_served_engine(tiny_model,
 
     from bat.config.rollout import RolloutBudgets
     from bat.rollout.chat import TurnTokens
-    from bat.rollout.loop import LoopSettings, RolloutSpec, run_rollouts
+    from bat.rollout.loop import run_rollouts
+    from bat.rollout.spec import LoopSettings, RolloutSpec
 
     tt = TurnTokens(tokenizer)
     budgets = RolloutBudgets(max_assistant_turns=3, max_tool_calls=3, max_new_tokens_per_turn=8)

@@ -11,7 +11,8 @@ from rollout_doubles import ScriptedEngine, ToyEnv, make_messages
 from bat.config.rollout import RolloutBudgets
 from bat.policy.codec import render_tool_call
 from bat.rollout.chat import TurnTokens
-from bat.rollout.loop import LoopSettings, RolloutSpec, run_rollouts
+from bat.rollout.loop import run_rollouts
+from bat.rollout.spec import LoopSettings, RolloutSpec
 
 
 def call(name: str, **arguments) -> str:

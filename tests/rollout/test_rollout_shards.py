@@ -9,9 +9,9 @@ from bat.config.rollout import RolloutBudgets
 from bat.rollout import runner as runner_mod
 from bat.rollout.chat import TurnTokens
 from bat.rollout.engine_hf import HFEngine
-from bat.rollout.loop import LoopSettings
 from bat.rollout.runner import OpenedEnv, StateJob, run_shards
 from bat.rollout.shards import read_rollouts, read_shard, shard_dir
+from bat.rollout.spec import LoopSettings
 from bat.state.digest import sha256_tree
 
 JOBS = [StateJob(state_id=f"st{i}", pool="S-target", stage="S3") for i in range(3)]

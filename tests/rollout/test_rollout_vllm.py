@@ -21,7 +21,8 @@ from bat.config.rollout import RolloutBudgets, RolloutConfig, VllmEngineConfig
 from bat.rollout.chat import TurnTokens
 from bat.rollout.engine import GenRequest
 from bat.rollout.engines import make_engine
-from bat.rollout.loop import LoopSettings, RolloutSpec, run_rollouts
+from bat.rollout.loop import run_rollouts
+from bat.rollout.spec import LoopSettings, RolloutSpec
 from bat.rollout.vllm_server import VllmServer, VllmServerError, resolve_python
 
 pytestmark = pytest.mark.slow

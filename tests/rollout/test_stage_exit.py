@@ -33,10 +33,11 @@ from bat.policy.codec import render_tool_call
 from bat.rollout.breakdown import analyse_run, summarise
 from bat.rollout.chat import TurnTokens
 from bat.rollout.envs import judged_ids, stage_exit_check
-from bat.rollout.loop import LoopSettings, RolloutSpec, run_rollouts
+from bat.rollout.loop import run_rollouts
 from bat.rollout.phase import loop_settings
 from bat.rollout.runner import OpenedEnv, StateJob, run_shards
 from bat.rollout.shards import read_rollouts, shard_dir
+from bat.rollout.spec import LoopSettings, RolloutSpec
 from bat.schemas.breakdown import STAGE_DONE
 from bat.verify.phase import execution_records, make_verifier
 from bat.verify.reward import eta_from, stage_reward

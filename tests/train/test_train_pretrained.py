@@ -15,7 +15,8 @@ from bat.config.sft import SftConfig
 from bat.policy.codec import render_tool_call
 from bat.policy.loader import load_tokenizer
 from bat.rollout.chat import TurnTokens
-from bat.rollout.loop import LoopSettings, RolloutSpec, run_rollouts
+from bat.rollout.loop import run_rollouts
+from bat.rollout.spec import LoopSettings, RolloutSpec
 from bat.schemas.bank import ChatMessage, LossMaskSpec, SftRow
 from bat.train.sft import train_sft
 from bat.train.sft_data import prepare_sft

@@ -19,9 +19,9 @@ from bat.benchmark.instance import generate_instance, materialize
 from bat.config.root import BatConfig
 from bat.policy.codec import render_tool_call
 from bat.rollout.chat import TurnTokens
-from bat.rollout.loop import LoopSettings
 from bat.rollout.runner import OpenedEnv, StateJob, run_shards
 from bat.rollout.shards import read_shard, read_timings, shard_dir
+from bat.rollout.spec import LoopSettings
 from bat.verify.phase import execution_records, make_verifier
 from bat.verify.verifier import StateTruth
 
