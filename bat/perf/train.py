@@ -165,15 +165,17 @@ def _train_bench(
     cfg = GrpoConfig(
         steps=args["steps"],
         lr=1e-5,
-        step_batches="shuffle",
+        step_batches="plan",
         kl_reference=args["kl_reference"],
-        minibatch=args["batch"],
         checkpoint_every=10**6,
         deepspeed=ds,
         target_logits_only=targets_only,
         share_prompts=args["prompts"] == "shared",
     )
-    return train_grpo(model, GrpoData(items=items), cfg, **common)
+    groups = list(dict.fromkeys(i.state_id for i in items))
+    per_step = max(1, args["batch"] // 4)  # a step trains whole groups of 4, contiguous (as a round plan's batch)
+    batches = [groups[i : i + per_step] for i in range(0, len(groups), per_step)]
+    return train_grpo(model, GrpoData(items=items), cfg, batches=batches, **common)
 
 
 def _worker(preset: str, mode: str, args: dict[str, Any], port: int, queue: Any) -> None:
