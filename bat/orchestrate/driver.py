@@ -201,17 +201,24 @@ class StepProgress:
 
 @contextlib.contextmanager
 def _children_ignore_sigint(active: bool):
-    """Processes started inside inherit SIGINT ignored (Python then installs no KeyboardInterrupt handler in
-    them): a terminal's Ctrl-C reaches only this driver, which stops the local job itself (`_stop_local_job`)
-    instead of the job and submitit's controller each printing a traceback. Main thread only."""
+    """Processes started inside inherit SIGINT blocked (it is never delivered to them): a terminal's Ctrl-C reaches
+    only this driver, which stops the local job itself (`_stop_local_job`) instead of the job and submitit's
+    controller each printing a traceback. A Ctrl-C that arrives while a job is being started is recorded (by
+    whichever thread takes it) and raised as KeyboardInterrupt once the start is over, never lost and never in
+    the middle of starting a job. Main thread only."""
     if not active or threading.current_thread() is not threading.main_thread():
         yield
         return
-    previous = signal.signal(signal.SIGINT, signal.SIG_IGN)
+    interrupted: list[int] = []
+    previous = signal.signal(signal.SIGINT, lambda signum, frame: interrupted.append(signum))
+    signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT})
     try:
         yield
     finally:
+        signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGINT})  # a pending Ctrl-C is recorded here
         signal.signal(signal.SIGINT, previous)
+    if interrupted:
+        raise KeyboardInterrupt
 
 
 def _stop_local_job(job, timeout_s: float = 60.0) -> None:

@@ -197,3 +197,28 @@ def test_ctrl_c_of_bat_run_exits_130_with_one_line_and_resumes(tmp_path):
     rerun = subprocess.run(cmd, env={**env, "BAT_TOY_SLEEP": "0"}, capture_output=True, text=True, timeout=300)
     assert rerun.returncode == 0, rerun.stderr
     assert (RunLayout(state).phase_dir(0, "route") / "DONE.json").exists()
+
+
+def test_a_ctrl_c_while_a_job_is_started_is_raised_after_the_start_not_lost():
+    import subprocess
+    import sys
+
+    interrupted = False
+    try:
+        with driver._children_ignore_sigint(True):
+            os.kill(os.getpid(), signal.SIGINT)  # arrives while children are being started
+            child = subprocess.run(
+                [
+                    sys.executable,
+                    "-c",
+                    "import signal; print(signal.SIGINT in signal.pthread_sigmask(signal.SIG_BLOCK, []))",
+                ],
+                capture_output=True,
+                text=True,
+                check=True,
+            )
+    except KeyboardInterrupt:
+        interrupted = True
+    assert child.stdout.strip() == "True"  # Ctrl-C never reaches the started process
+    assert interrupted  # and the driver still sees it, once the start is over
+    assert signal.getsignal(signal.SIGINT) is signal.default_int_handler
