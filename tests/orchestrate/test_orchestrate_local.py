@@ -181,8 +181,14 @@ def test_ctrl_c_of_bat_run_exits_130_with_one_line_and_resumes(tmp_path):
         "BAT_TOY_SLEEP": "0.5",
         "BAT_TOY_SLOW": "0:sft",
     }
-    proc = subprocess.Popen(
-        cmd, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, start_new_session=True
+    proc = subprocess.Popen(  # SIGINT as at a terminal, even when the suite itself runs with it ignored (`cmd &`)
+        cmd,
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        start_new_session=True,
+        preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL),
     )
     shard = RunLayout(state).phase_dir(0, "sft") / "shard_000.jsonl"
     deadline = time.monotonic() + 120
@@ -203,7 +209,7 @@ def test_a_ctrl_c_while_a_job_is_started_is_raised_after_the_start_not_lost():
     import subprocess
     import sys
 
-    interrupted = False
+    interrupted, before = False, signal.getsignal(signal.SIGINT)
     try:
         with driver._children_ignore_sigint(True):
             os.kill(os.getpid(), signal.SIGINT)  # arrives while children are being started
@@ -221,4 +227,4 @@ def test_a_ctrl_c_while_a_job_is_started_is_raised_after_the_start_not_lost():
         interrupted = True
     assert child.stdout.strip() == "True"  # Ctrl-C never reaches the started process
     assert interrupted  # and the driver still sees it, once the start is over
-    assert signal.getsignal(signal.SIGINT) is signal.default_int_handler
+    assert signal.getsignal(signal.SIGINT) == before
