@@ -203,15 +203,30 @@ def target_logprobs(
     projection and log-softmax on 8k-token contexts dominate memory). Other positions hold 0 and must stay
     masked. Without a `loss_mask` every position is computed. `temperature` (`[B]`, values <= 0 read as 1)
     divides the logits row-wise."""
-    if targets_only and loss_mask is not None and accepts_logits_to_keep(model):
+    mask = loss_mask if targets_only else None
+    return forward_logprobs(model, input_ids, mask, temperature, attention_mask=attention_mask)
+
+
+def forward_logprobs(
+    model: Any,
+    input_ids: torch.Tensor,
+    loss_mask: torch.Tensor | None,
+    temperature: torch.Tensor | None,
+    **forward: Any,
+) -> torch.Tensor:
+    """One forward of `input_ids` `[B, n]` (extra model arguments in `forward`, e.g. a KV cache and positions)
+    and log pi(token_{j+1} | ...) per position j, `[B, n-1]`. With a shifted `loss_mask` (`[B, n-1]`) and a model
+    taking `logits_to_keep`, vocabulary logits are computed only where some row trains (other positions hold 0);
+    `temperature` (`[B]`, values <= 0 read as 1) divides the logits row-wise."""
+    if loss_mask is not None and accepts_logits_to_keep(model):
         keep = loss_mask.bool().any(dim=0).nonzero().squeeze(-1)
         if keep.numel() == 0:
             keep = torch.zeros(1, dtype=torch.long, device=input_ids.device)
-        logits = model(input_ids=input_ids, attention_mask=attention_mask, logits_to_keep=keep).logits
+        logits = model(input_ids=input_ids, logits_to_keep=keep, **forward).logits
         targets = input_ids[:, 1:].index_select(1, keep)
     else:
         keep = None
-        logits = model(input_ids=input_ids, attention_mask=attention_mask).logits[:, :-1]
+        logits = model(input_ids=input_ids, **forward).logits[:, :-1]
         targets = input_ids[:, 1:]
     if temperature is not None:
         temp = torch.where(temperature > 0, temperature, torch.ones_like(temperature))

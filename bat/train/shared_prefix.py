@@ -15,7 +15,7 @@ from typing import Any
 
 import torch
 
-from bat.train.losses import accepts_logits_to_keep, token_logprobs
+from bat.train.losses import accepts_logits_to_keep, forward_logprobs
 
 
 def shared_prefix_length(rows: Sequence[Sequence[int]], masks: Sequence[Sequence[int]]) -> int:
@@ -76,30 +76,16 @@ def shared_prefix_logprobs(
     )
     if batch > 1:
         cache.batch_repeat_interleave(batch)
-    tail_ids = input_ids[:, head:]
     positions = torch.arange(head, width, device=input_ids.device).unsqueeze(0).expand(batch, -1)
-    kwargs: dict[str, Any] = {
-        "input_ids": tail_ids,
-        "attention_mask": attention_mask,
-        "past_key_values": cache,
-        "position_ids": positions,
-    }
-    if targets_only and keep_kwarg:  # tail position j predicts token head + j + 1 (shifted position head + j)
-        keep = loss_mask[:, head:].bool().any(dim=0).nonzero().squeeze(-1)
-        if keep.numel() == 0:
-            keep = torch.zeros(1, dtype=torch.long, device=input_ids.device)
-        logits = model(**kwargs, logits_to_keep=keep).logits
-        targets = tail_ids[:, 1:].index_select(1, keep)
-    else:
-        keep = None
-        logits = model(**kwargs).logits[:, :-1]
-        targets = tail_ids[:, 1:]
-    if temperature is not None:
-        temp = torch.where(temperature > 0, temperature, torch.ones_like(temperature))
-        logits = logits / temp[:, None, None].to(logits.dtype)
-    logp = token_logprobs(logits, targets)
-    full = torch.zeros(batch, width - 1, dtype=logp.dtype, device=logp.device)
-    if keep is None:
-        full[:, head:] = logp
-        return full
-    return full.index_copy(1, keep + head, logp)
+    tail = forward_logprobs(  # tail position j predicts token head + j + 1 (shifted position head + j)
+        model,
+        input_ids[:, head:],
+        loss_mask[:, head:] if targets_only else None,
+        temperature,
+        attention_mask=attention_mask,
+        past_key_values=cache,
+        position_ids=positions,
+    )
+    full = torch.zeros(batch, width - 1, dtype=tail.dtype, device=tail.device)
+    full[:, head:] = tail
+    return full
