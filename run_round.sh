@@ -8,7 +8,10 @@
 # job per phase (afterok chain; the route job queues round r+1); `./run_round.sh` on a laptop runs
 # the rounds here (config `orchestrate.executor: local`, or BAT_EXECUTOR=local). Resubmitting is always safe: DONE phases are skipped, queued ones
 # are not queued twice, and a lease stops two drivers from queueing the same round.
-#   BAT_CONFIG=configs/cluster/qwen9b_8xgpu.yaml BAT_STATE=state/qwen9b sbatch run_round.sh [--set k=v ...]
+# The #SBATCH lines above are defaults; the driver's resources in the config (`orchestrate.resources.driver`)
+# come as sbatch flags, which override them:
+#   export BAT_CONFIG=configs/cluster/qwen9b_8xgpu.yaml BAT_STATE=state/qwen9b
+#   sbatch $(.venv/bin/bat config sbatch "$BAT_CONFIG") run_round.sh [--set k=v ...]
 #   ./run_round.sh                      # configs/local.yaml into state/local; `bat status --state state/local`
 set -euo pipefail
 # under sbatch this script runs from a spool copy: find the checkout via BAT_HOME or the submit dir

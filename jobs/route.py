@@ -1,7 +1,7 @@
-"""Run the `route` phase of one round in this process (no scheduler): `run(ctx)` of the phase table.
+"""Run the `route` phase of one round in this process (no scheduler).
 
-Reads:  evaluation aggregates history, gate thresholds.
-Writes: round_NN/route/ decision, round_NN+1/plan.json, checkpoints/best.json; DONE.json last (a DONE phase is a no-op, a partial one resumes).
+Reads:  and writes what its `PhaseSpec` declares (`bat phases` prints every phase's files).
+Writes: DONE.json last (a DONE phase is a no-op, a partial one resumes).
 Launch: python jobs/route.py --config configs/local.yaml --state state/local --round R [--set k=v]
         (normally queued for you by `sbatch run_round.sh` / `bat run`; use this to debug one phase,
         or under `srun` for a hand-made allocation).

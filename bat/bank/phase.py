@@ -11,6 +11,7 @@ newest admitted version. The bootstrap (round 0) synthesizes refresh 0; the asyn
 from __future__ import annotations
 
 from bat.phase.context import PhaseContext, PhaseResult
+from bat.phase.spec import Maybe, PhaseSpec, first_bank
 
 
 def run_synthesize(ctx: PhaseContext) -> PhaseResult:
@@ -36,3 +37,27 @@ def run_synthesize(ctx: PhaseContext) -> PhaseResult:
         },
         extra={"reused": reused, "fingerprint": bank.manifest().fingerprint, "bank_dir": bank.path.name},
     )
+
+
+SYNTHESIZE = PhaseSpec(
+    "synthesize",
+    run_synthesize,
+    reads=lambda L, r: (
+        "config (bank, benchmark)",
+        "practice seed space",
+        "base tokenizer",
+        "refresh: newest controller aggregate before it (steering, LLM skill writer)",
+    ),
+    writes=lambda L, r: (
+        first_bank(L).tasks,
+        first_bank(L).trajectories,
+        first_bank(L).sft_split("train"),
+        first_bank(L).sft_split("validation"),
+        first_bank(L).rl_rows,
+        first_bank(L).rl_index,
+        first_bank(L).states_dir,
+        Maybe(first_bank(L).skills, "bank.skills rewrites a stage's text"),
+        first_bank(L).manifest,
+    ),
+    resources="synthesize",
+)

@@ -1,5 +1,5 @@
-"""`bat config check FILE [--set k=v ...]`, `bat config plan FILE` and `bat config show FILE`: validate before
-anything is queued. For a Slurm run (`orchestrate.executor` slurm, or auto with sbatch on PATH) `check` also refuses
+"""`bat config check FILE [--set k=v ...]`, `bat config plan FILE`, `bat config sbatch FILE` and `bat config show
+FILE`: validate before anything is queued, and print the driver job's sbatch flags. For a Slurm run (`orchestrate.executor` slurm, or auto with sbatch on PATH) `check` also refuses
 a config whose resource plan does not fit (`bat.orchestrate.plan`)."""
 
 from __future__ import annotations
@@ -70,6 +70,14 @@ def _plan(args: argparse.Namespace) -> int:
     return 2 if any(plan.problems for plan in plans) else 0
 
 
+def _sbatch(args: argparse.Namespace) -> int:
+    from bat.config import load_config
+    from bat.orchestrate.executors import driver_sbatch_flags
+
+    print(" ".join(driver_sbatch_flags(load_config(args.file, args.overrides))))
+    return 0
+
+
 def _show(args: argparse.Namespace) -> int:
     from bat.config import load_config, resolved_dict
 
@@ -91,6 +99,14 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     plan.add_argument("file", help="YAML config file")
     plan.add_argument("--set", dest="overrides", action="append", default=[], metavar="KEY=VALUE")
     plan.set_defaults(handler=_plan)
+    sbatch = sub.add_parser(
+        "sbatch",
+        help="print the sbatch flags of the driver job (orchestrate.resources.driver): "
+        "sbatch $(bat config sbatch FILE) run_round.sh",
+    )
+    sbatch.add_argument("file", help="YAML config file")
+    sbatch.add_argument("--set", dest="overrides", action="append", default=[], metavar="KEY=VALUE")
+    sbatch.set_defaults(handler=_sbatch)
     show = sub.add_parser("show", help="print the resolved config as JSON")
     show.add_argument("file", nargs="?", default=None)
     show.add_argument("--set", dest="overrides", action="append", default=[], metavar="KEY=VALUE")

@@ -18,6 +18,7 @@ from bat.evaluate.store import aggregate_path, load_aggregate
 from bat.phase.context import PhaseContext, PhaseResult
 from bat.phase.events import log_event
 from bat.phase.guard import guard_phase
+from bat.phase.spec import Maybe, PhaseSpec, first_bank
 from bat.schemas.routing import BestCheckpoint, RouteDecision
 from bat.state.atomic import atomic_write_json
 from bat.state.checkpoints import write_best
@@ -131,3 +132,25 @@ def _route(ctx: PhaseContext) -> PhaseResult:
             "next_round": decision.next_round,
         },
     )
+
+
+ROUTE = PhaseSpec(
+    "route",
+    run_route,
+    reads=lambda L, r: (
+        L.round(r).aggregate("controller"),
+        L.round(r - 1).decision,
+        L.round(r - 1).best_after,
+        first_bank(L).rl_index,
+    ),
+    writes=lambda L, r: (
+        L.round(r).decision,
+        L.round(r).best_after,
+        L.best_json,
+        Maybe(L.plan(r + 1), "the run goes on to round r+1"),
+        L.report_md(r),
+        L.report_json(r),
+    ),
+    resources="route",
+    writes_report=True,
+)

@@ -16,36 +16,28 @@ from bat.evaluate.runner import evaluate_split
 from bat.evaluate.store import BASE_VARIANT, load_aggregate
 from bat.phase.context import PhaseContext, PhaseResult
 from bat.phase.events import log_event
+from bat.phase.spec import Maybe, PhaseSpec
 from bat.schemas.evaluation import EvalAggregate
 from bat.state.atomic import atomic_write_json, read_json
 from bat.state.checkpoints import read_best
 from bat.state.markers import read_done
 
-CHECKPOINT_KEYS = ("candidate", "checkpoint", "export", "export_dir")
-
 
 def candidate_checkpoint(ctx: PhaseContext) -> str:
-    """The checkpoint this round produced: `sft` DONE (round 0) or `grpo` DONE (round r), extra/counts key
-    among CHECKPOINT_KEYS; `scripted:<agent>` when `evaluate.agent` is a scripted agent."""
+    """The checkpoint this round produced, `layout.candidate_model(round)`, once its producer (`sft` in round 0,
+    `grpo` after) is DONE; `scripted:<agent>` when `evaluate.agent` is a scripted agent."""
     if ctx.config.evaluate.agent != "policy":
         return SCRIPTED_PREFIX + ctx.config.evaluate.agent
     producer = "sft" if ctx.round == 0 else "grpo"
-    done = read_done(ctx.layout.phase_dir(ctx.round, producer))
-    if done is None:
+    if read_done(ctx.layout.phase_dir(ctx.round, producer)) is None:
         raise FileNotFoundError(
             f"round {ctx.round}: phase {producer!r} is not done "
             f"({ctx.layout.phase_dir(ctx.round, producer)}/DONE.json missing); nothing to evaluate"
         )
-    for key in CHECKPOINT_KEYS:
-        value = done.extra.get(key)
-        if isinstance(value, str) and value:
-            path = Path(value) if Path(value).is_absolute() else ctx.layout.root / value
-            if not path.is_dir():
-                raise FileNotFoundError(f"{producer} DONE.json names checkpoint {path}, which does not exist")
-            return str(path)
-    raise KeyError(
-        f"{producer} DONE.json extra has none of {list(CHECKPOINT_KEYS)}; cannot find the checkpoint to evaluate"
-    )
+    path = ctx.layout.candidate_model(ctx.round)
+    if not path.is_dir():
+        raise FileNotFoundError(f"round {ctx.round}: {producer} is DONE but its candidate {path} does not exist")
+    return str(path)
 
 
 def _driver(ctx: PhaseContext, checkpoint: str) -> tuple[Driver, object]:
@@ -143,3 +135,35 @@ def run_final_test(ctx: PhaseContext) -> PhaseResult:
     atomic_write_json(marker, {"checkpoint": checkpoint, "round": ctx.round})
     splits = ["final"] + (["test"] if ctx.config.evaluate.test_split else [])
     return _evaluate(ctx, checkpoint, splits)
+
+
+EVALUATE = PhaseSpec(
+    "evaluate",
+    run_evaluate,
+    reads=lambda L, r: (L.candidate_model(r), L.heldout_secret, "held-out suite"),
+    writes=lambda L, r: (
+        L.round(r).aggregate("controller"),
+        L.heldout_manifest(r, "controller"),
+        Maybe(L.heldout_run_records(r, "controller"), "evaluate.keep_raw_runs is on"),
+        Maybe(L.round(r).aggregate("controller", variant="base"), "round 0 with evaluate.base_model"),
+        Maybe(L.round(r).aggregate("final"), "evaluate.final_eval runs the final split this round"),
+    ),
+    resources="evaluate",
+)
+
+FINAL_TEST = PhaseSpec(
+    "final_test",
+    run_final_test,
+    reads=lambda L, r: (L.best_json, L.heldout_secret, "held-out final + test suites"),
+    writes=lambda L, r: (
+        L.round(r).aggregate("final", "final_test"),
+        Maybe(L.round(r).aggregate("test", "final_test"), "evaluate.test_split is on"),
+        L.heldout_manifest(r, "final"),
+        Maybe(L.heldout_manifest(r, "test"), "evaluate.test_split is on"),
+        Maybe(L.test_split_used, "evaluate.test_split is on"),
+        L.report_md(r),
+        L.report_json(r),
+    ),
+    resources="final_test",
+    writes_report=True,
+)

@@ -66,11 +66,11 @@ def arm_dir(spec: ExperimentSpec, seed: int, arm: str) -> Path:
 
 
 def sft_checkpoint(layout: RunLayout) -> str:
-    """The SFT export named in `round_00/sft/DONE.json` (`extra.candidate`)."""
-    done = read_done(layout.phase_dir(0, "sft"))
-    if done is None or not done.extra.get("candidate"):
-        raise SharedStateError(f"{layout.phase_dir(0, 'sft')}/DONE.json is missing or names no candidate checkpoint")
-    return str(done.extra["candidate"])
+    """The SFT export of round 0 (`layout.candidate_model(0)`), once the `sft` phase is DONE."""
+    export = layout.candidate_model(0)
+    if read_done(layout.phase_dir(0, "sft")) is None or not export.is_dir():
+        raise SharedStateError(f"{layout.phase_dir(0, 'sft')} is not DONE or its export {export} is missing")
+    return str(export)
 
 
 def sft_digest(layout: RunLayout) -> str:

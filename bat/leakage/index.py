@@ -13,10 +13,12 @@ import os
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Literal, get_args
+from typing import TYPE_CHECKING, Any, Literal, get_args
 
 import ahocorasick
-from datasketch import MinHash, MinHashLSH
+
+if TYPE_CHECKING:
+    from datasketch import MinHash, MinHashLSH
 from pydantic import BaseModel, ConfigDict, ValidationError
 
 from bat.config.leakage import LeakageConfig
@@ -132,6 +134,8 @@ def build_index(entries: Iterable[Entry | tuple | list | dict], config: LeakageC
         unique.setdefault((entry.kind, entry.value), entry)
     items = list(unique.values())
     index = FingerprintIndex(entries=items, config=config, digest=entries_digest(items))
+    from datasketch import MinHash, MinHashLSH  # 0.5 s of imports (scipy): deferred so `bat` commands stay light
+
     index.template = MinHash(
         num_perm=config.minhash_perms, seed=config.minhash_seed, hashfunc=_identity, scheme="affine64"
     )

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from bat.leakage.preflight import LeakageRejected, index_dir, report_path, scan_and_admit
 from bat.phase.context import PhaseContext, PhaseResult
+from bat.phase.spec import Maybe, PhaseSpec, first_bank
 from bat.state.layout import RunLayout
 
 
@@ -50,3 +51,16 @@ def run_scan(ctx: PhaseContext) -> PhaseResult:
         counts=counts,
         extra={"verdict": report.verdict, "scanned": report.scanned, "index_digest": report.index_digest},
     )
+
+
+SCAN = PhaseSpec(
+    "scan",
+    run_scan,
+    reads=lambda L, r: (first_bank(L).path, L.fingerprint_meta, L.fingerprint_entries),
+    writes=lambda L, r: (
+        first_bank(L).leakage_report,
+        Maybe(first_bank(L).admitted_marker, "the bank is admitted"),
+        Maybe(first_bank(L).rejected_marker, "the bank is rejected"),
+    ),
+    resources="scan",
+)

@@ -3,8 +3,14 @@
 Contract for phase authors
 ----------------------------------------
 * A phase function is `def run_<phase>(ctx: PhaseContext) -> PhaseResult` (the contract lives below the phases,
-  in `bat.phase`). The product table `bat.orchestrate.graph.PHASES` names each function and the layout files it
-  reads and writes; `bat phases` prints it (copy in `docs/PHASES.md`, checked by the tests).
+  in `bat.phase`). Its package's `phase.py` declares a `bat.phase.spec.PhaseSpec` next to it (function, the
+  layout files it reads and writes, resources key); `bat.orchestrate.graph.PHASES` lists those specs in the order
+  of `bat.phase.order`, and `bat phases` prints them (copy in `docs/PHASES.md`, checked by the tests). Adding a
+  phase: its module with function and spec, its name in `bat.phase.order`, its spec in the graph's list.
+* The runner checks a product phase's declared writes when its function returns: a declared file it did not
+  write fails the phase (`runner.PhaseOutputMissing`) before DONE.json. Declare conditional products with
+  `bat.phase.spec.Maybe`. Consumers find products at their layout paths (e.g. `layout.candidate_model(r)`), never
+  in DONE.json extra keys.
 * Write outputs under `ctx.phase_dir` (or the layout paths your phase owns), atomically, and resume
   from partial outputs found there: a phase may be killed (SIGKILL) or interrupted (USR2 ->
   requeue) at any moment and is then simply called again with the same context; the rerun must
@@ -12,8 +18,8 @@ Contract for phase authors
   `PhaseResult` (inputs/outputs digested, counts, extra).
 * Optional: register a flush hook with `bat.orchestrate.preempt.on_interrupt(fn)` to persist
   in-memory progress (e.g. a step checkpoint) when the job is interrupted; it runs before requeue.
-* `route` reports its decision through `PhaseResult.extra`: `{"stop": true}` or `{"next_round": null}`
-  ends the run; otherwise the orchestrator queues round r+1 while r+1 <= `config.run.rounds`.
+* `route` writes its decision record (`round_NN/route/decision.json`); `next_round: null` there ends the run,
+  otherwise the orchestrator queues round r+1 while r+1 <= `config.run.rounds`.
 * Async bank refresh beside round r >= 1 runs synthesize -> scan with `ctx.round == r`
   (outputs recorded under `round_NN/synthesize|scan/`, the bank version itself under `bank/vNNNN/`).
 * Multi-GPU phases: with `resources.<phase>.launcher == "tasks"` the function runs once per task
@@ -22,7 +28,7 @@ Contract for phase authors
 
 Public API (for the CLI, jobs/ and tests)
 -----------------------------------------
-* `graph.PHASES: dict[str, PhaseSpec]` (name, target, reads, writes, resources key; rows in data-flow
+* `graph.PHASES: dict[str, PhaseSpec]` (name, run, reads, writes, resources key; rows in data-flow
   order), `graph.round_phases(r)`; the orders themselves are `bat.phase.order`;
   `graph.resolve_table(config)` (applies `orchestrate.phase_overrides`), `graph.load_phase_fn(target)`.
 * `runner.run_phase(config, layout, round, phase) -> PhaseResult | None` (None: already DONE); writes

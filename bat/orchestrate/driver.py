@@ -118,20 +118,21 @@ def default_owner() -> str:
     return f"slurm-job-{job}" if job else f"{socket.gethostname()}:{os.getpid()}"
 
 
-def route_stopped(done) -> bool:
-    """True when a route DONE record ends the run: `extra.stop` is true or `extra.next_round` is null."""
-    if done is None:
+def route_stopped(layout: RunLayout, round_index: int) -> bool:
+    """True when round `round_index`'s route is DONE and its decision record (`round_NN/decision.json`) ends the
+    run (`next_round` null)."""
+    if read_done(layout.phase_dir(round_index, "route")) is None or not layout.round(round_index).decision.exists():
         return False
-    return bool(done.extra.get("stop")) or ("next_round" in done.extra and done.extra["next_round"] is None)
+    decision = json.loads(layout.round(round_index).decision.read_text(encoding="utf-8"))
+    return "next_round" in decision and decision["next_round"] is None
 
 
 def next_round(config: BatConfig, layout: RunLayout) -> int | None:
     """First round (0..run.rounds) whose route is not DONE; None when finished or route asked to stop."""
     for r in range(config.run.rounds + 1):
-        done = read_done(layout.phase_dir(r, "route"))
-        if done is None:
+        if read_done(layout.phase_dir(r, "route")) is None:
             return r
-        if route_stopped(done):
+        if route_stopped(layout, r):
             return None
         if any(read_done(layout.phase_dir(r, p)) is None for p in round_phases(r, config)):
             return r  # the last round's final_test still to run
@@ -310,8 +311,7 @@ def _queue_chain(
 
 def after_route(config: BatConfig, layout: RunLayout, r: int) -> str:
     """Inside the route job (Slurm): stop on the route's request or the budget, else queue round r+1."""
-    done = read_done(layout.phase_dir(r, "route"))
-    if route_stopped(done):
+    if route_stopped(layout, r):
         log_event(layout, r, "route", "route asked to stop: no further rounds")
         return "stopped"
     if r + 1 > config.run.rounds:

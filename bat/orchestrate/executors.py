@@ -60,6 +60,25 @@ def resource_parameters(config: BatConfig, phase: str, kind: str, round_index: i
     return params
 
 
+def driver_sbatch_flags(config: BatConfig) -> list[str]:
+    """`sbatch` flags asking for the driver job's resources (`orchestrate.resources.driver`), for
+    `sbatch $(bat config sbatch CONFIG) run_round.sh`; flags on sbatch's command line override the script's
+    `#SBATCH` defaults."""
+    res = config.orchestrate.resources["driver"]
+    flags = [
+        f"--job-name={config.run.name}.driver",
+        f"--time={res.time_min}",
+        f"--cpus-per-task={res.cpus}",
+        f"--mem={max(1, round(res.mem_gb * 1024))}M",
+    ]
+    if res.partition:
+        flags.append(f"--partition={res.partition}")
+    if res.gpus:
+        flags.append(f"--gpus-per-node={res.gpus}")
+    flags += [f"--{key}={value}" for key, value in sorted(res.additional.items())]
+    return flags
+
+
 def make_executor(
     config: BatConfig, layout: RunLayout, round_index: int, phase: str, dependency: list[str] | None = None
 ) -> submitit.Executor:

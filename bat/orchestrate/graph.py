@@ -1,20 +1,26 @@
-"""The phase graph: ONE table of phase -> phase function, the layout files it reads and writes, its resources key.
+"""The phase graph: the phases' own `PhaseSpec`s (function, layout files read and written, resources key), imported
+from their packages and listed in the order of `bat.phase.order`.
 
 Slurm dependencies (`afterok`), `bat status` columns and the phase I/O table of the docs (`bat phases`,
-`bat.orchestrate.phase_table`) derive from it; the order comes from `bat.phase.order`.
+`bat.orchestrate.phase_table`) derive from it. `orchestrate.phase_overrides` swaps a phase's function for another
+`module:function` (test stand-ins); the runner checks declared writes only for the product functions.
 """
 
 from __future__ import annotations
 
 import importlib
-from collections.abc import Callable
-from dataclasses import dataclass, replace
-from pathlib import Path
+from dataclasses import replace
 from typing import TYPE_CHECKING
 
+from bat.bank.phase import SYNTHESIZE
+from bat.curriculum.phase import ROUTE
+from bat.evaluate.phase import EVALUATE, FINAL_TEST
+from bat.leakage.phase import SCAN
 from bat.phase.order import ASYNC_ORDER, BOOTSTRAP_ORDER, FINAL_ORDER, PHASE_NAMES, ROUND_ORDER
-from bat.state.bank_layout import BankVersionLayout
-from bat.state.layout import RunLayout
+from bat.phase.spec import PhaseSpec
+from bat.rollout.phase import ROLLOUT
+from bat.train.phase import GRPO, SFT
+from bat.verify.phase import VERIFY
 
 if TYPE_CHECKING:
     from bat.config.root import BatConfig
@@ -35,150 +41,10 @@ __all__ = [
 ]
 
 
-Files = Callable[[RunLayout, int], tuple["Path | str", ...]]
-"""What a phase reads or writes in round r of a run: layout paths, or a short phrase for what is not a file."""
-
-
-@dataclass(frozen=True)
-class PhaseSpec:
-    """One row of the table."""
-
-    name: str
-    target: str
-    """`module:function` of the phase function `(ctx: PhaseContext) -> PhaseResult`."""
-    reads: Files
-    writes: Files
-    resources: str
-    """Key into `config.orchestrate.resources`."""
-    writes_report: bool = False
-    """The runner writes the round report (`round_NN/report.md`, report.json, plots) after this phase's function,
-    as one of its outputs (route, final_test); not for a function that overrides the product's."""
-
-
-def _bank(layout: RunLayout) -> BankVersionLayout:
-    return layout.bank_version(1)
-
-
 PHASES: dict[str, PhaseSpec] = {
-    spec.name: spec
-    for spec in (
-        PhaseSpec(
-            "synthesize",
-            "bat.bank.phase:run_synthesize",
-            lambda L, r: (
-                "config (bank, benchmark)",
-                "practice seed space",
-                "base tokenizer",
-                "refresh: newest controller aggregate before it (steering, LLM skill writer)",
-            ),
-            lambda L, r: (
-                _bank(L).tasks,
-                _bank(L).trajectories,
-                _bank(L).sft_split("train"),
-                _bank(L).sft_split("validation"),
-                _bank(L).rl_rows,
-                _bank(L).rl_index,
-                _bank(L).states_dir,
-                _bank(L).skills,
-                _bank(L).manifest,
-            ),
-            "synthesize",
-        ),
-        PhaseSpec(
-            "scan",
-            "bat.leakage.phase:run_scan",
-            lambda L, r: (_bank(L).path, L.fingerprint_meta, L.fingerprint_entries),
-            lambda L, r: (_bank(L).leakage_report, _bank(L).admitted_marker, _bank(L).rejected_marker),
-            "scan",
-        ),
-        PhaseSpec(
-            "sft",
-            "bat.train.phase:run_sft",
-            lambda L, r: (_bank(L).sft_split("train"), _bank(L).sft_split("validation"), "base model"),
-            lambda L, r: (L.sft_checkpoints, L.candidate_model(0), L.training_metrics(0, "sft")),
-            "sft",
-        ),
-        PhaseSpec(
-            "rollout",
-            "bat.rollout.phase:run_rollout",
-            lambda L, r: (L.plan(r), _bank(L).rl_rows, _bank(L).states_dir, "the plan's start checkpoint"),
-            lambda L, r: (
-                L.round(r).shard("rollout", 0).rollouts,
-                L.round(r).shard("rollout", 0).timings,
-                L.round(r).shard("rollout", 0).done,
-            ),
-            "rollout",
-        ),
-        PhaseSpec(
-            "verify",
-            "bat.verify.phase:run_verify",
-            lambda L, r: (L.plan(r), L.round(r).shard("rollout", 0).rollouts, _bank(L).states_dir),
-            lambda L, r: (L.round(r).shard("verify", 0).rewards, L.round(r).shard("verify", 0).done),
-            "verify",
-        ),
-        PhaseSpec(
-            "grpo",
-            "bat.train.phase:run_grpo",
-            lambda L, r: (
-                L.plan(r),
-                L.round(r).shard("rollout", 0).rollouts,
-                L.round(r).shard("verify", 0).rewards,
-                "the plan's start checkpoint",
-            ),
-            lambda L, r: (L.round_checkpoints(r), L.candidate_model(r), L.training_metrics(r, "grpo")),
-            "grpo",
-        ),
-        PhaseSpec(
-            "evaluate",
-            "bat.evaluate.phase:run_evaluate",
-            lambda L, r: (L.candidate_model(r), L.heldout_secret, "held-out suite"),
-            lambda L, r: (
-                L.round(r).aggregate("controller"),
-                L.heldout_manifest(r, "controller"),
-                L.heldout_run_records(r, "controller"),
-                L.report_md(r),
-                L.report_json(r),
-            ),
-            "evaluate",
-        ),
-        PhaseSpec(
-            "route",
-            "bat.curriculum.phase:run_route",
-            lambda L, r: (
-                L.round(r).aggregate("controller"),
-                L.round(r - 1).decision,
-                L.round(r - 1).best_after,
-                _bank(L).rl_index,
-            ),
-            lambda L, r: (
-                L.round(r).decision,
-                L.round(r).best_after,
-                L.best_json,
-                L.plan(r + 1),
-                L.report_md(r),
-                L.report_json(r),
-            ),
-            "route",
-            writes_report=True,
-        ),
-        PhaseSpec(
-            "final_test",
-            "bat.evaluate.phase:run_final_test",
-            lambda L, r: (L.best_json, L.heldout_secret, "held-out final + test suites"),
-            lambda L, r: (
-                L.round(r).aggregate("final", "final_test"),
-                L.round(r).aggregate("test", "final_test"),
-                L.heldout_manifest(r, "final"),
-                L.heldout_manifest(r, "test"),
-                L.test_split_used,
-                L.report_md(r),
-                L.report_json(r),
-            ),
-            "final_test",
-            writes_report=True,
-        ),
-    )
+    spec.name: spec for spec in (SYNTHESIZE, SCAN, SFT, ROLLOUT, VERIFY, GRPO, EVALUATE, ROUTE, FINAL_TEST)
 }
+"""Every product phase, declared at its boundary (`bat/<pkg>/phase.py`), in data-flow order."""
 
 assert tuple(PHASES) == PHASE_NAMES, "the graph table lists the phases of bat.phase.order, in its order"
 
@@ -197,16 +63,18 @@ def round_phases(round_index: int, config: BatConfig | None = None) -> tuple[str
 
 
 def resolve_table(config: BatConfig) -> dict[str, PhaseSpec]:
-    """The product table with `config.orchestrate.phase_overrides` applied."""
-    return {
-        name: with_target(spec, config.orchestrate.phase_overrides.get(name, spec.target))
-        for name, spec in PHASES.items()
-    }
+    """The product table with `config.orchestrate.phase_overrides` applied (each override imported here; errors
+    name the target, see `load_phase_fn`)."""
+    overrides = config.orchestrate.phase_overrides
+    return {name: with_target(spec, overrides[name]) if name in overrides else spec for name, spec in PHASES.items()}
 
 
 def with_target(spec: PhaseSpec, target: str) -> PhaseSpec:
-    """`spec` running `target` instead; another function than the product's gets no round report from the runner."""
-    return replace(spec, target=target, writes_report=spec.writes_report and target == spec.target)
+    """`spec` running the function `target` (`module:function`) instead: a stand-in, so the runner neither checks
+    its declared writes nor writes the round report after it."""
+    if target == spec.target:
+        return spec
+    return replace(spec, run=load_phase_fn(target), writes_report=False, product=False)
 
 
 def load_phase_fn(target: str) -> PhaseFn:
@@ -226,12 +94,14 @@ def load_phase_fn(target: str) -> PhaseFn:
 
 
 def check_round(config: BatConfig, round_index: int, phases: tuple[str, ...] | None = None) -> list[str]:
-    """Problems that would make a round fail to start (unimportable phase functions); [] when fine."""
-    table = resolve_table(config)
+    """Problems that would make a round fail to start (unimportable override functions); [] when fine."""
+    overrides = config.orchestrate.phase_overrides
     problems = []
     for name in phases or round_phases(round_index):
+        if name not in overrides:
+            continue  # a product phase: its function was imported with the graph
         try:
-            load_phase_fn(table[name].target)
+            load_phase_fn(overrides[name])
         except (ImportError, AttributeError, ValueError) as exc:
             problems.append(f"{name}: {exc}")
     return problems

@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING
 
 from bat.config.load import ConfigError
 from bat.orchestrate.executors import executor_kind
-from bat.orchestrate.graph import ASYNC_ORDER, check_round, resolve_table, round_phases
+from bat.orchestrate.graph import ASYNC_ORDER, PHASES, check_round, round_phases
 from bat.orchestrate.plan import plan_problems
 
 if TYPE_CHECKING:
@@ -41,12 +41,11 @@ def preflight_problems(config: BatConfig, round_index: int) -> list[str]:
     problems += check_round(config, round_index, phases)
     problems += model_problems(config)
     kind = executor_kind(config)
-    table = resolve_table(config)
     if kind == "slurm":
         if shutil.which("sbatch") is None:
             problems.append("orchestrate.executor=slurm but `sbatch` is not on PATH; valid here: local, debug")
         else:
-            wanted = {table[p].resources for p in phases}
+            wanted = {PHASES[p].resources for p in phases}
             valid = slurm_partitions()
             for key in sorted(wanted):
                 part = config.orchestrate.resources[key].partition

@@ -1,7 +1,8 @@
 """Run one phase function and mark it complete: DONE.json is written last; a DONE phase is a no-op.
 
 Reads: the phase's inputs (whatever its function reads). Writes: `round_NN/<phase>/DONE.json`
-(via `bat.state.markers.write_done`) plus event lines; the phase function writes everything else.
+(via `bat.state.markers.write_done`) plus event lines; the phase function writes everything else. A product
+phase that did not write a file its `PhaseSpec` declares fails (`PhaseOutputMissing`) and gets no DONE.json.
 """
 
 from __future__ import annotations
@@ -9,14 +10,19 @@ from __future__ import annotations
 import time
 from typing import TYPE_CHECKING
 
-from bat.orchestrate.graph import PhaseSpec, load_phase_fn, resolve_table
+from bat.orchestrate.graph import PhaseSpec, resolve_table
 from bat.phase.context import PhaseContext, PhaseResult
 from bat.phase.events import log_event
+from bat.phase.spec import missing_writes
 from bat.state.layout import RunLayout
 from bat.state.markers import read_done, write_done
 
 if TYPE_CHECKING:
     from bat.config.root import BatConfig
+
+
+class PhaseOutputMissing(RuntimeError):
+    """A phase function returned without writing a file its `PhaseSpec` declares."""
 
 
 def global_rank() -> int:
@@ -47,20 +53,27 @@ def run_phase(
     if read_done(ctx.phase_dir) is not None:
         log_event(layout, round_index, phase, "already DONE, nothing to do")
         return None
-    fn = load_phase_fn(table[phase].target)
+    spec = table[phase]
     ctx.phase_dir.mkdir(parents=True, exist_ok=True)
-    log_event(layout, round_index, phase, f"start ({table[phase].target})")
+    log_event(layout, round_index, phase, f"start ({spec.target})")
     started = time.perf_counter()
     with guard_phase(ctx):  # training phases fail loudly if they touch the held-out side
-        result = fn(ctx)
+        result = spec.run(ctx)
         if not isinstance(result, PhaseResult):
-            raise TypeError(f"phase {phase} ({table[phase].target}) returned {type(result).__name__}, not PhaseResult")
-        if table[phase].writes_report:
+            raise TypeError(f"phase {phase} ({spec.target}) returned {type(result).__name__}, not PhaseResult")
+        if spec.writes_report:
             from bat.report.round_report import write_round_report  # 3.7 s of imports (scipy, matplotlib)
 
             result.outputs.extend(write_round_report(layout, round_index, config))
     elapsed = time.perf_counter() - started
     if global_rank() == 0:
+        missing = missing_writes(spec, layout, round_index)
+        if missing:
+            raise PhaseOutputMissing(
+                f"phase {phase} ({spec.target}) finished without writing what it declares: "
+                + ", ".join(str(p) for p in missing)
+                + "; no DONE.json written (a bug in the phase or in its PhaseSpec)"
+            )
         extra = {**result.extra, "compute_s": round(elapsed, 3)}
         write_done(
             ctx.phase_dir,

@@ -20,17 +20,44 @@ def _save(fig: Figure, path: Path) -> Path:
     return atomic_write_bytes(path, buffer.getvalue())
 
 
+def clipped_errors(values: Sequence[float], half_widths: Sequence[float]) -> list[list[float]]:
+    """Asymmetric error bars `[below, above]` for `values` +- `half_widths`, cut at the score range 0-100."""
+    return [
+        [min(h, max(0.0, v)) for v, h in zip(values, half_widths)],
+        [min(h, max(0.0, 100.0 - v)) for v, h in zip(values, half_widths)],
+    ]
+
+
+def _overall(agg) -> tuple[float, float]:
+    return 100 * agg.overall, 100 * (agg.half_widths.get("overall") or 0.0)
+
+
 def plot_overall(views: Sequence[RoundView], path: Path, title: str = "") -> Path:
-    """Dashed raw controller Overall per round (with half-widths), solid best-so-far staircase, stars on
-    rounds whose candidate became the retained best."""
+    """Dashed raw controller Overall per round (with half-widths cut at 0 and 100), the untrained base policy
+    left of round 0 when it was evaluated, solid best-so-far staircase, stars on rounds whose candidate became
+    the retained best."""
     scored = [v for v in views if v.controller is not None and v.controller.overall is not None]
+    base = next((v.base for v in views if v.base is not None and v.base.overall is not None), None)
     fig = Figure(figsize=(6.4, 3.8))
     ax = fig.add_subplot(1, 1, 1)
     if scored:
         xs = [v.round for v in scored]
-        ys = [100 * v.controller.overall for v in scored]  # type: ignore[union-attr]
-        errs = [100 * (v.controller.half_widths.get("overall") or 0.0) for v in scored]  # type: ignore[union-attr]
-        ax.errorbar(xs, ys, yerr=errs, linestyle="--", marker="o", capsize=3, label="controller Overall (round)")
+        ys, errs = zip(*(_overall(v.controller) for v in scored))
+        ax.errorbar(
+            xs, ys, yerr=clipped_errors(ys, errs), linestyle="--", marker="o", capsize=3, label="controller Overall"
+        )
+        if base is not None:
+            y, err = _overall(base)
+            ax.errorbar(
+                [-1],
+                [y],
+                yerr=clipped_errors([y], [err]),
+                marker="s",
+                capsize=3,
+                color="grey",
+                linestyle="none",
+                label="base policy (before SFT)",
+            )
         staircase = [(v.round, 100 * v.best.score) for v in scored if v.best is not None]
         if staircase:
             ax.step(
@@ -56,8 +83,11 @@ def plot_overall(views: Sequence[RoundView], path: Path, title: str = "") -> Pat
                 edgecolors="black",
                 label="retained (new best)",
             )
-        ax.set_xticks(xs)
-        ax.legend(loc="best", fontsize=8)
+        ticks = ([-1] if base is not None else []) + xs
+        ax.set_xticks(ticks)
+        ax.set_xticklabels(["base" if x == -1 else "0 (SFT)" if x == 0 else str(x) for x in ticks])
+        ax.set_ylim(0, 100)
+        ax.legend(loc="upper left", fontsize=8)
     else:
         ax.text(0.5, 0.5, "no controller evaluation yet", ha="center", va="center", transform=ax.transAxes)
     ax.set_xlabel("round")

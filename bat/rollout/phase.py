@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING
 from bat.phase.context import PhaseContext, PhaseResult
 from bat.phase.events import log_event
 from bat.phase.plan import load_plan, resolve_checkpoint
+from bat.phase.spec import PhaseSpec, first_bank
 from bat.rollout.runner import StateJob
 
 if TYPE_CHECKING:
@@ -110,3 +111,16 @@ def run_rollout(ctx: PhaseContext) -> PhaseResult:
             "duplicate_plan_entries": dupes,
         },
     )
+
+
+ROLLOUT = PhaseSpec(
+    "rollout",
+    run_rollout,
+    reads=lambda L, r: (L.plan(r), first_bank(L).rl_rows, first_bank(L).states_dir, "the plan's start checkpoint"),
+    writes=lambda L, r: (
+        L.round(r).shard("rollout", 0).rollouts,
+        L.round(r).shard("rollout", 0).timings,
+        L.round(r).shard("rollout", 0).done,
+    ),
+    resources="rollout",
+)

@@ -17,6 +17,7 @@ from typing import Any
 
 from bat.phase.context import PhaseContext, PhaseResult
 from bat.phase.plan import load_plan, plan_batches, resolve_checkpoint
+from bat.phase.spec import PhaseSpec, first_bank
 from bat.state.round_layout import ShardLayout, all_shards
 
 _SUMMARY_DROP = ("engine", "tokenizer", "last")
@@ -131,3 +132,25 @@ def run_grpo(ctx: PhaseContext) -> PhaseResult:
         counts=counts,
         extra={"candidate": str(export), "start_checkpoint": str(start), "last_step": summary["last"]},
     )
+
+
+SFT = PhaseSpec(
+    "sft",
+    run_sft,
+    reads=lambda L, r: (first_bank(L).sft_split("train"), first_bank(L).sft_split("validation"), "base model"),
+    writes=lambda L, r: (L.sft_checkpoints, L.candidate_model(0), L.training_metrics(0, "sft")),
+    resources="sft",
+)
+
+GRPO = PhaseSpec(
+    "grpo",
+    run_grpo,
+    reads=lambda L, r: (
+        L.plan(r),
+        L.round(r).shard("rollout", 0).rollouts,
+        L.round(r).shard("verify", 0).rewards,
+        "the plan's start checkpoint",
+    ),
+    writes=lambda L, r: (L.round_checkpoints(r), L.candidate_model(r), L.training_metrics(r, "grpo")),
+    resources="grpo",
+)

@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING, Any
 from bat.phase.context import PhaseContext, PhaseResult
 from bat.phase.events import log_event
 from bat.phase.plan import load_plan
+from bat.phase.spec import PhaseSpec, first_bank
 from bat.rollout.shards import finished_shards, read_shard, read_timings
 from bat.schemas.rollout import RolloutRecord
 from bat.state.round_layout import ShardLayout
@@ -154,3 +155,12 @@ def run_verify(ctx: PhaseContext) -> PhaseResult:
             "invalid_reasons": invalid,
         },
     )
+
+
+VERIFY = PhaseSpec(
+    "verify",
+    run_verify,
+    reads=lambda L, r: (L.plan(r), L.round(r).shard("rollout", 0).rollouts, first_bank(L).states_dir),
+    writes=lambda L, r: (L.round(r).shard("verify", 0).rewards, L.round(r).shard("verify", 0).done),
+    resources="verify",
+)

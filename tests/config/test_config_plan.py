@@ -167,3 +167,9 @@ def test_bat_run_refuses_a_slurm_config_that_does_not_fit(tmp_path, capsys):
     err = capsys.readouterr().err
     assert "refusing to queue round 0" in err and "grpo: host memory per node needs" in err
     assert not (tmp_path / "s" / "run.json").exists()
+
+
+def test_config_sbatch_prints_the_driver_resources_of_the_config(capsys):
+    assert main(["config", "sbatch", RECIPE, "--set", "orchestrate.resources.driver.time_min=20"]) == 0
+    flags = capsys.readouterr().out.split()
+    assert flags == ["--job-name=qwen9b.driver", "--time=20", "--cpus-per-task=1", "--mem=2048M", "--partition=cpu"]

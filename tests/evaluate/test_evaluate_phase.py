@@ -1,6 +1,7 @@
 """The evaluate / final_test phases on the real offline benchmark (scripted agents and the tiny HF policy)."""
 
 import json
+import shutil
 
 import pytest
 
@@ -177,7 +178,9 @@ def test_round_zero_also_scores_the_base_policy_once(layout, tmp_path, tiny_mode
     base = tiny_model_builder(cfg.model.tiny, 7)
     candidate = tiny_model_builder(cfg.model.tiny, 8)
     cfg = cfg.model_copy(update={"model": cfg.model.model_copy(update={"path": str(base)})})
-    write_done(layout.phase_dir(0, "sft"), phase="sft", config_hash="x", extra={"candidate": str(candidate)})
+    shutil.copytree(candidate, layout.candidate_model(0))  # the SFT export, where the layout puts it
+    candidate = layout.candidate_model(0)
+    write_done(layout.phase_dir(0, "sft"), phase="sft", config_hash="x")
     ctx = PhaseContext(config=cfg, layout=layout, round=0, phase="evaluate")
     result = run_evaluate(ctx)
     assert result.counts["base_controller_runs"] == 1 and result.counts["controller_runs"] == 1

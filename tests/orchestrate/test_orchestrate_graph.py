@@ -46,11 +46,29 @@ def test_final_test_runs_once_after_the_last_rounds_route():
     assert round_phases(2, no_test) == ROUND_ORDER
 
 
+def test_each_phase_is_declared_by_its_own_package():
+    from bat.bank.phase import SYNTHESIZE, run_synthesize
+    from bat.curriculum.phase import ROUTE
+    from bat.evaluate.phase import EVALUATE, FINAL_TEST
+    from bat.leakage.phase import SCAN
+    from bat.rollout.phase import ROLLOUT
+    from bat.train.phase import GRPO, SFT, run_sft
+    from bat.verify.phase import VERIFY
+
+    declared = [SYNTHESIZE, SCAN, SFT, ROLLOUT, VERIFY, GRPO, EVALUATE, ROUTE, FINAL_TEST]
+    assert [PHASES[spec.name] for spec in declared] == declared and list(PHASES.values()) == declared
+    assert SYNTHESIZE.run is run_synthesize and SFT.run is run_sft and SFT.target == "bat.train.phase:run_sft"
+    assert all(spec.product for spec in declared)
+
+
 def test_overrides_replace_only_named_phases():
+    import toy_phases
+
     cfg = load_config(None, ["orchestrate.phase_overrides.verify=toy_phases:verify"])
     table = resolve_table(cfg)
-    assert table["verify"].target == "toy_phases:verify"
-    assert table["rollout"].target == PHASES["rollout"].target
+    assert table["verify"].target == "toy_phases:_run" and table["verify"].run is toy_phases.verify
+    assert not table["verify"].product and not table["verify"].writes_report
+    assert table["rollout"] is PHASES["rollout"]
 
 
 def test_load_phase_fn_errors_name_target_and_choices():

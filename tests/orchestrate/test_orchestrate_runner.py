@@ -85,8 +85,8 @@ def test_route_can_end_the_run_before_the_budget(tmp_path, monkeypatch, capsys):
     assert driver.next_round(cfg, layout) is None
     assert layout.rounds() == [0, 1]  # rounds 2 and 3 never started
     assert "round 1 finished" in capsys.readouterr().out
-    assert driver.route_stopped(read_done(layout.phase_dir(1, "route")))
-    assert not driver.route_stopped(read_done(layout.phase_dir(0, "route")))
+    assert driver.route_stopped(layout, 1)
+    assert not driver.route_stopped(layout, 0)
 
 
 def test_async_bank_refresh_runs_beside_rounds(tmp_path):
@@ -102,3 +102,39 @@ def test_async_bank_refresh_runs_beside_rounds(tmp_path):
     round1 = collect_status(layout, query_slurm=False)["rounds"][1]["phases"]
     assert list(round1) == ["rollout", "verify", "grpo", "evaluate", "route", "synthesize", "scan"]
     assert all(cell["status"] == "done" for cell in round1.values())
+
+
+def test_a_product_phase_that_skips_a_declared_write_fails_without_done(tmp_path):
+    from dataclasses import replace
+
+    from bat.phase.context import PhaseResult
+    from bat.phase.spec import Maybe, PhaseSpec
+
+    layout = RunLayout(tmp_path / "run")
+    cfg = toy_phases.toy_config()
+    wrote: list[str] = []
+
+    def synthesize(ctx):
+        for name in wrote:
+            (ctx.phase_dir / name).write_text("{}")
+        return PhaseResult()
+
+    spec = PhaseSpec(
+        "synthesize",
+        synthesize,
+        reads=lambda L, r: (),
+        writes=lambda L, r: (
+            L.phase_dir(r, "synthesize") / "a.json",
+            Maybe(L.phase_dir(r, "synthesize") / "b.json", "never here"),
+            "something that is not a file",
+        ),
+        resources="synthesize",
+    )
+    with pytest.raises(runner.PhaseOutputMissing, match=r"synthesize .*a\.json.*no DONE\.json"):
+        runner.run_phase(cfg, layout, 0, "synthesize", table={"synthesize": spec})
+    assert read_done(layout.phase_dir(0, "synthesize")) is None
+    stand_in = replace(spec, product=False)  # an override is not held to the product's outputs
+    assert runner.run_phase(cfg, RunLayout(tmp_path / "other"), 0, "synthesize", table={"synthesize": stand_in})
+    wrote.append("a.json")
+    assert runner.run_phase(cfg, layout, 0, "synthesize", table={"synthesize": spec}) is not None
+    assert read_done(layout.phase_dir(0, "synthesize")) is not None

@@ -8,6 +8,7 @@ phase is interrupted, and a lost or duplicated row changes the digests.
 
 from __future__ import annotations
 
+import json
 import os
 import time
 from pathlib import Path
@@ -67,10 +68,12 @@ def _run(ctx: PhaseContext) -> PhaseResult:
         ]
         write_jsonl(path, rows)
     total = sum(len(read_jsonl(p)) for p in outputs)
-    extra = {"stop": False} if ctx.phase == "route" else {}
-    if ctx.phase == "route" and os.environ.get("BAT_TOY_STOP_AT") == str(ctx.round):
-        extra = {"next_round": None}  # the curriculum router's way of ending the run
-    return PhaseResult(outputs=outputs, inputs=[upstream] if upstream else [], counts={"rows": total}, extra=extra)
+    if ctx.phase == "route":  # the curriculum router's decision record; next_round null ends the run
+        stop = os.environ.get("BAT_TOY_STOP_AT") == str(ctx.round)
+        decision = ctx.layout.round(ctx.round).decision
+        decision.write_text(json.dumps({"next_round": None if stop else ctx.round + 1}), encoding="utf-8")
+        outputs.append(decision)
+    return PhaseResult(outputs=outputs, inputs=[upstream] if upstream else [], counts={"rows": total})
 
 
 synthesize = scan = sft = rollout = verify = grpo = evaluate = route = final_test = _run

@@ -140,3 +140,38 @@ def test_round_report_rebuilds_tensorboard_events(layout):
     assert scalars("eval", "controller/overall") == [(0, 0.41), (1, 0.47)]
     assert scalars("eval", "controller/stage/S3") == [(0, 0.1234), (1, 0.1234)]
     assert not list(layout.root.glob(".tensorboard-*"))
+
+
+def test_overall_error_bars_stay_inside_the_score_range():
+    from bat.report.plots import clipped_errors
+
+    below, above = clipped_errors([2.0, 50.0, 97.0, 0.0], [10.0, 10.0, 10.0, 5.0])
+    assert below == [2.0, 10.0, 10.0, 0.0] and above == [10.0, 10.0, 3.0, 5.0]
+
+
+def test_overall_plot_shows_the_base_policy_left_of_round_zero(tmp_path, monkeypatch):
+    from matplotlib.figure import Figure
+
+    from bat.report import plots
+    from bat.report.summary import RoundView
+    from bat.schemas.evaluation import EvalAggregate
+
+    def agg(overall, hw):
+        return EvalAggregate.model_construct(overall=overall, half_widths={"overall": hw}, stages={})
+
+    views = [RoundView(0, agg(0.2, 0.3), None, None, None, None, {}, base=agg(0.01, 0.02))]
+    seen = {}
+    save = plots._save
+
+    def keep(fig: Figure, path):
+        ax = fig.axes[0]
+        seen["ticks"] = [t.get_text() for t in ax.get_xticklabels()]
+        seen["ylim"] = ax.get_ylim()
+        seen["labels"] = ax.get_legend_handles_labels()[1]
+        return save(fig, path)
+
+    monkeypatch.setattr(plots, "_save", keep)
+    out = plots.plot_overall(views, tmp_path / "overall.png")
+    assert out.read_bytes()[:4] == b"\x89PNG"
+    assert seen["ticks"] == ["base", "0 (SFT)"] and seen["ylim"] == (0.0, 100.0)
+    assert "base policy (before SFT)" in seen["labels"]

@@ -327,3 +327,21 @@ def test_slurm_up_is_a_noop_when_the_cluster_is_up(slurm_cluster):
     assert out.returncode == 0, out.stderr
     assert "already up" in out.stderr and "sbatch run_round.sh" in out.stdout
     assert time.monotonic() - started < 10
+
+
+def test_the_driver_flags_from_config_are_accepted_by_real_sbatch(slurm_cluster, tmp_path):
+    """`sbatch $(bat config sbatch CONFIG) run_round.sh`: the driver's resources come from the config."""
+    from bat.config import load_config
+    from bat.orchestrate.executors import driver_sbatch_flags
+
+    cfg = load_config(None, ["orchestrate.resources.driver.time_min=7", "orchestrate.resources.driver.mem_gb=0.5"])
+    flags = driver_sbatch_flags(cfg)
+    assert "--mem=512M" in flags and "--time=7" in flags
+    out = subprocess.run(
+        ["sbatch", "--test-only", *flags, "-o", str(tmp_path / "x.out"), "run_round.sh"],
+        cwd=REPO,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert out.returncode == 0 and "to start at" in out.stderr, out.stderr
