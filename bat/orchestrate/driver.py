@@ -2,7 +2,7 @@
 
 Slurm: every phase of a round is submitted up front; the route job queues round r+1 (`after_route`).
 local/debug: phases run one after another and `run` loops over rounds in this process.
-Reads: DONE.json markers, job records, the lease. Writes: job records, leases, events, run.json.
+Reads: DONE.json markers, the route's decision.json, job records, the lease. Writes: job records, leases, events, run.json.
 """
 
 from __future__ import annotations
@@ -26,6 +26,7 @@ from bat.orchestrate.jobrecords import job_active, read_job_record, write_job_re
 from bat.orchestrate.preempt import install_signal_handlers, interruption_kind, run_flush_hooks
 from bat.orchestrate.preflight import preflight
 from bat.phase.events import log_event
+from bat.state.atomic import read_json
 from bat.state.layout import RunLayout
 from bat.state.lease import Lease, LeaseHeld
 from bat.state.markers import read_done
@@ -123,7 +124,7 @@ def route_stopped(layout: RunLayout, round_index: int) -> bool:
     run (`next_round` null)."""
     if read_done(layout.phase_dir(round_index, "route")) is None or not layout.round(round_index).decision.exists():
         return False
-    decision = json.loads(layout.round(round_index).decision.read_text(encoding="utf-8"))
+    decision = read_json(layout.round(round_index).decision)  # a torn file: StateFileError naming it
     return "next_round" in decision and decision["next_round"] is None
 
 
