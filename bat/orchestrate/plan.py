@@ -181,29 +181,54 @@ def _engine(config: BatConfig, shape: ModelShape, plan: PhasePlan) -> tuple[list
     if rc.engine == "openai":
         plan.notes.append(f"engine openai: the server at {rc.openai.base_url} is started outside bat and not counted")
         return (probe_items, []) if on_cuda else ([], probe_items)
-    plan.busy += 1
     if res.gpus == 0:
+        plan.busy += 1
         kv = rc.vllm.cpu_kvcache_gib * GIB
         plan.checks.append(Check("vLLM KV space for one sequence", per_sequence, kv, "rollout.vllm.cpu_kvcache_gib"))
         host = [weights, Item("KV cache", kv, "rollout.vllm.cpu_kvcache_gib"), *probe_items]
         return [], [Item("vLLM process", PROCESS_HOST_BYTES), *host]
+    gpu, host = _managed_server(config, shape, plan, weights.bytes)
+    return gpu + (probe_items if on_cuda else []), host + ([] if on_cuda else probe_items)
+
+
+def _managed_server(
+    config: BatConfig, shape: ModelShape, plan: PhasePlan, weight_bytes: float
+) -> tuple[list[Item], list[Item]]:
+    """The server bat starts on the phase's GPUs (`rollout.vllm`): `data_parallel_size` copies of the model, each
+    split over `tensor_parallel_size` GPUs. Per GPU it reserves its share (`gpu_memory_utilization` x GPU), which must
+    hold 1/tp of the weights, the profiled prefill activations (not split: an upper bound) and 1/tp of one
+    full-context sequence's KV cache (kv heads split over tp, at least one per GPU). Returns the busiest GPU's items
+    and the host's (one worker process per GPU); adds the check, a note on how many sequences the rest holds, and a config problem when tp x dp > the phase's GPUs."""
+    rc, res = config.rollout, plan.resources
+    tp, dp, key = rc.vllm.tensor_parallel_size, rc.vllm.data_parallel_size, "rollout.vllm"
+    used = tp * dp
+    if used > res.gpus:
+        plan.config_problems.append(
+            f"{key}.tensor_parallel_size {tp} x data_parallel_size {dp} = {used} GPUs, but the phase asks "
+            f"gpus={res.gpus}; valid: tensor x data parallel <= {res.gpus}"
+        )
     share = rc.vllm.gpu_memory_utilization * _gpu_mem(config, plan)[0]
-    batched = max(ctx, 8192)  # prefill of whole prompts: max-num-batched-tokens (bat.rollout.vllm_server)
-    vllm = [
-        weights,
-        Item("runtime", VLLM_RUNTIME_BYTES + layer_activation_bytes(shape, batched, rc.dtype), f"{batched} tokens"),
-        Item("KV cache", per_sequence, f"one {ctx}-token sequence (the least vLLM starts with)"),
+    heads_per_gpu = max(shape.kv_heads / tp, 1)
+    per_sequence = rc.budgets.max_context_tokens * kv_bytes_per_token(shape, rc.dtype) * heads_per_gpu / shape.kv_heads
+    batched = max(rc.budgets.max_context_tokens, 8192)  # whole-prompt prefill: max-num-batched-tokens
+    runtime = VLLM_RUNTIME_BYTES + layer_activation_bytes(shape, batched, rc.dtype)
+    split = f", 1/{tp} per GPU (tensor parallel {tp})" if tp > 1 else ""
+    items = [
+        Item("weights", weight_bytes / tp, f"rollout.dtype {rc.dtype}{split}"),
+        Item("runtime", runtime, f"prefill of {batched} tokens + context"),
+        Item("KV cache", per_sequence, f"one {rc.budgets.max_context_tokens}-token sequence{split}"),
     ]
-    fits = int(max(share - total(vllm[:2]), 0) // per_sequence)
+    fits = int(max(share - total(items[:2]), 0) // per_sequence)
+    copies = f"{dp} cop{'y' if dp == 1 else 'ies'} x tensor parallel {tp}"
     plan.notes.append(
-        f"vLLM on GPU 0 at tensor parallel 1 (bat starts it without --tensor-parallel-size): "
-        f"{share / GIB:.1f} GiB share holds {fits} full-context sequences (max_num_seqs {rc.vllm.max_num_seqs})"
+        f"vLLM on {used} of the {res.gpus} GPUs ({copies}): each GPU's {share / GIB:.1f} GiB share holds "
+        f"{fits} full-context sequences per copy, {fits * dp} in all (max_num_seqs {rc.vllm.max_num_seqs} per copy)"
     )
-    source = f"rollout.vllm.gpu_memory_utilization {rc.vllm.gpu_memory_utilization:g} x GPU"
-    plan.checks.append(Check("vLLM share of GPU 0", total(vllm), share, source))
-    gpu = [Item("vLLM reservation", share, source), *(probe_items if on_cuda else [])]
-    host = [Item("vLLM process", GPU_PROCESS_HOST_BYTES), *([] if on_cuda else probe_items)]
-    return gpu, host
+    source = f"{key}.gpu_memory_utilization {rc.vllm.gpu_memory_utilization:g} x GPU"
+    plan.checks.append(Check("vLLM share of each GPU", total(items), share, source))
+    plan.busy += used
+    host = [Item("vLLM processes", used * GPU_PROCESS_HOST_BYTES, f"{used} GPU workers")]
+    return [Item("vLLM reservation", share, source)], host
 
 
 def _serving(config: BatConfig, shape: ModelShape, plan: PhasePlan) -> None:

@@ -67,7 +67,7 @@ def build_engine(kind: str, model: Path) -> Any:
     from bat.config.rollout import VllmEngineConfig
     from bat.rollout.engine_vllm import VllmServerEngine
 
-    return VllmServerEngine(model, VllmEngineConfig(max_num_seqs=256))
+    return VllmServerEngine(model, VllmEngineConfig(max_num_seqs=256, enforce_eager=True))
 
 
 def timed(engine: Any, batch: list[list[int]], new_tokens: int) -> tuple[int, float]:

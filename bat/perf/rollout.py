@@ -289,7 +289,7 @@ def _vllm_rows(model: Path, tt: Any, cfg: Any, args: argparse.Namespace, tmp: Pa
     from bat.config.rollout import VllmEngineConfig
     from bat.rollout.engine_vllm import VllmServerEngine
 
-    engine = VllmServerEngine(model, VllmEngineConfig(max_num_seqs=max(8, args.rollouts)))
+    engine = VllmServerEngine(model, VllmEngineConfig(max_num_seqs=max(8, args.rollouts), enforce_eager=True))
     try:
         rows = []
         engine.reset_prefix_cache()

@@ -38,9 +38,11 @@ class _VllmSettings:
         top_k: int = 0,
         max_context_tokens: int = 8192,
         dtype: str = "float32",
+        device: str = "cpu",
     ) -> None:
         self.cfg, self.top_p, self.top_k = cfg, top_p, top_k
-        self.max_context_tokens, self.dtype = max_context_tokens, dtype
+        self.max_context_tokens, self.dtype, self.device = max_context_tokens, dtype, device
+        """`device`: where the probe loads the checkpoint (`rollout.device`); `dtype` also the served weights'."""
         self.checkpoint = ""
         self.max_context: int | None = None
 
@@ -95,6 +97,8 @@ class VllmServerEngine(_VllmSettings):
                     self.client,
                     path,
                     where=f"vLLM server {self.server.base_url}",
+                    dtype=self.dtype,
+                    device=self.device,
                     tolerance=self.cfg.probe_tolerance or default_tolerance(self.dtype),
                 )
             except BaseException:
@@ -163,6 +167,7 @@ class VllmEngine(_VllmSettings):
             model=str(path),
             tokenizer=str(path),
             gpu_memory_utilization=self.cfg.gpu_memory_utilization,
+            tensor_parallel_size=self.cfg.tensor_parallel_size,
             enforce_eager=self.cfg.enforce_eager,
             enable_prefix_caching=self.cfg.enable_prefix_caching,
             seed=0,

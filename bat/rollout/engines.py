@@ -37,6 +37,7 @@ def make_engine(cfg: RolloutConfig, model_path: str | Path) -> Engine:
             top_k=cfg.top_k,
             max_context_tokens=cfg.budgets.max_context_tokens,
             dtype=cfg.dtype,
+            device=cfg.device,
         )
     if cfg.engine == "vllm":
         return VllmEngine(

@@ -148,6 +148,10 @@ class VllmServer:
             "vllm",
             "--gpu-memory-utilization",
             str(self.cfg.gpu_memory_utilization),
+            "--tensor-parallel-size",
+            str(self.cfg.tensor_parallel_size),
+            "--data-parallel-size",
+            str(self.cfg.data_parallel_size),
             "--uvicorn-log-level",
             "warning",
         ]

@@ -65,7 +65,7 @@ def vllm_models(tmp_path_factory):
 def engine(vllm_models):
     cfg = RolloutConfig(
         engine="vllm",
-        vllm=VllmEngineConfig(cpu_kvcache_gib=1, max_num_seqs=16),
+        vllm=VllmEngineConfig(cpu_kvcache_gib=1, max_num_seqs=16, enforce_eager=True),
         budgets=RolloutBudgets(max_context_tokens=2048),
     )
     eng = make_engine(cfg, vllm_models[0])
@@ -152,7 +152,9 @@ def test_set_weights_serves_the_new_checkpoint(engine, vllm_models):
 
 def test_server_that_dies_at_start_is_reported_with_its_log(tmp_path):
     model = _tiny64(tmp_path / "m", seed=0)
-    cfg = VllmEngineConfig(python=sys.executable, start_timeout_s=60)  # this interpreter has no vllm module
+    cfg = VllmEngineConfig(
+        python=sys.executable, start_timeout_s=60, enforce_eager=True
+    )  # this interpreter has no vllm module
     server = VllmServer(model, cfg, max_model_len=512)
     with pytest.raises(VllmServerError, match="exited with code") as info:
         server.start()
@@ -167,7 +169,7 @@ from bat.rollout.engine import GenRequest
 from bat.rollout.engine_vllm import VllmEngine
 
 if __name__ == "__main__":  # vLLM spawns its engine core
-    eng = VllmEngine(sys.argv[1], VllmEngineConfig(process="inprocess", gpu_memory_utilization=0.3))
+    eng = VllmEngine(sys.argv[1], VllmEngineConfig(process="inprocess", gpu_memory_utilization=0.3, enforce_eager=True))
     try:
         res = eng.generate([GenRequest(prompt_ids=[5, 6, 7, 8], max_new_tokens=6, seed=1, temperature=0.7)])[0]
         print("RESULT " + json.dumps({"ids": res.token_ids, "logprobs": res.logprobs, "checkpoint": eng.checkpoint}))
