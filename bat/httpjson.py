@@ -20,6 +20,11 @@ def post_json(url: str, body: dict[str, Any], *, timeout_s: float, api_key_env: 
     if key:
         headers["Authorization"] = f"Bearer {key}"
     request = urllib.request.Request(url, data=json.dumps(body).encode("utf-8"), headers=headers, method="POST")
+    return _json_reply(request, url, timeout_s)
+
+
+def _json_reply(request: urllib.request.Request | str, url: str, timeout_s: float) -> Any:
+    """Send `request` (a URL string is a GET) and decode its JSON reply; raises HttpError naming `url`."""
     try:
         with urllib.request.urlopen(request, timeout=timeout_s) as response:
             raw = response.read()
@@ -49,3 +54,8 @@ def post_empty(url: str, *, timeout_s: float, api_key_env: str | None = None) ->
         raise HttpError(f"{url}: HTTP {exc.code}") from exc
     except (urllib.error.URLError, TimeoutError, OSError) as exc:
         raise HttpError(f"{url}: {type(exc).__name__}: {getattr(exc, 'reason', exc)}") from exc
+
+
+def get_json(url: str, *, timeout_s: float) -> Any:
+    """GET `url`; returns the decoded JSON reply or raises HttpError."""
+    return _json_reply(url, url, timeout_s)

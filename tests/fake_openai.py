@@ -4,7 +4,8 @@ server on 127.0.0.1 whose answers a `respond(request)` function decides. Its use
 * `JudgeServer`: /v1/chat/completions with scripted judge replies (and failure modes);
 * `ChatServer`: /v1/chat/completions replying with given payloads in order (the LLM teacher);
 * `CompletionsServer`: `vllm serve` (/v1/completions, token ids) and SGLang (/generate), generating with a real
-  engine, plus /reset_prefix_cache.
+  engine, plus /reset_prefix_cache;
+* `tests/fake_sglang.py`: the stand-in for `python -m sglang.launch_server` that the `sglang` engine starts.
 """
 
 from __future__ import annotations
@@ -32,9 +33,10 @@ Reply = tuple[int, "bytes | dict[str, Any]"]
 
 
 class FakeOpenAIServer:
-    """Serves POSTs with `respond(request) -> (status, payload)` on a free local port; records every request."""
+    """Serves POSTs (and GETs, with body None) with `respond(request) -> (status, payload)` on `port` (0 = a free
+    local port); records every request."""
 
-    def __init__(self, respond: Callable[[Request], Reply]) -> None:
+    def __init__(self, respond: Callable[[Request], Reply], port: int = 0) -> None:
         self.received: list[Request] = []
         server = self
 
@@ -42,12 +44,18 @@ class FakeOpenAIServer:
             def log_message(self, *args) -> None:  # keep test output quiet
                 pass
 
+            def do_GET(self) -> None:
+                self._answer(None)
+
             def do_POST(self) -> None:
                 raw = self.rfile.read(int(self.headers.get("Content-Length") or 0))
                 try:
                     body = json.loads(raw) if raw else None
                 except ValueError:
                     body = raw
+                self._answer(body)
+
+            def _answer(self, body: Any) -> None:
                 request = Request(self.path, body, self.headers.get("Authorization"))
                 server.received.append(request)
                 status, payload = respond(request)
@@ -61,7 +69,7 @@ class FakeOpenAIServer:
                 except (BrokenPipeError, ConnectionResetError):  # the client gave up (a timeout test)
                     pass
 
-        self.httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.httpd = ThreadingHTTPServer(("127.0.0.1", port), Handler)
         self.url = f"http://127.0.0.1:{self.httpd.server_address[1]}/v1"
         self.thread = threading.Thread(target=self.httpd.serve_forever, daemon=True)
 
@@ -137,10 +145,10 @@ class CompletionsServer(FakeOpenAIServer):
     SGLang (/generate), generating with `engine` (a real one, e.g. the `hf` engine on the tiny model). `requests` are
     the request bodies; `flushes` counts /reset_prefix_cache calls."""
 
-    def __init__(self, engine, *, ids_as_text: bool = False) -> None:
+    def __init__(self, engine, *, ids_as_text: bool = False, port: int = 0) -> None:
         self.engine, self.ids_as_text, self.flushes = engine, ids_as_text, 0
         self.lock = threading.Lock()
-        super().__init__(self._respond)
+        super().__init__(self._respond, port)
 
     @property
     def requests(self) -> list[Any]:

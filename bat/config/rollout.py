@@ -117,12 +117,51 @@ class VllmEngineConfig(Section):
         return self
 
 
+class SglangEngineConfig(Section):
+    """The `sglang` engine: an SGLang server bat starts on the checkpoint (`python -m sglang.launch_server`), spoken to
+    through SGLang's native `/generate` API (token ids in; ids and log-probs out in `meta_info.output_token_logprobs`:
+    its OpenAI-compatible completions API has no token-id fields), and stops at the end."""
+
+    python: str | None = None
+    """Interpreter of the environment holding SGLang. None = `$BAT_SGLANG_PYTHON`, else this interpreter when it can
+    import sglang."""
+    launcher: str = "sglang.launch_server"
+    """What the interpreter runs: a module (`python -m MODULE`) or, ending in `.py`, a script (`python SCRIPT`, e.g. a
+    site's wrapper). It gets SGLang's launch flags (`--model-path`, `--tp`, `--dp`, `--port`, ...)."""
+    tensor_parallel_size: int = Field(1, ge=1)
+    """GPUs one copy of the model is split across (`--tp`): weights and KV cache per GPU shrink by this factor."""
+    data_parallel_size: int = Field(1, ge=1)
+    """Copies of the model behind the one port (`--dp`), each on `tensor_parallel_size` GPUs; tensor x data parallel
+    GPUs must not exceed the phase's `orchestrate.resources.<phase>.gpus` (`bat config plan` checks it)."""
+    mem_fraction_static: float = Field(0.85, gt=0.0, le=1.0)
+    """Fraction of each GPU for the weights and the KV cache pool (`--mem-fraction-static`); activations and the CUDA
+    context use the rest."""
+    max_running_requests: int = Field(64, ge=1)
+    """Requests one copy runs at once (`--max-running-requests`); bat keeps this times `data_parallel_size` in
+    flight and the server queues the rest."""
+    port: int = Field(0, ge=0, le=65535)
+    """Port on 127.0.0.1; 0 = a free one chosen at each start (two phases on one node never collide)."""
+    extra_args: list[str] = Field(default_factory=list)
+    """Further launch flags appended as given, e.g. `["--attention-backend", "triton"]`."""
+    verify_checkpoint: bool = True
+    """After the server is up (and after every weight reload), score a fixed probe continuation from it against the
+    checkpoint loaded locally (`bat.rollout.probe`) and refuse a mismatch; `/get_model_info` is checked in any case."""
+    probe_tolerance: float | None = Field(None, gt=0)
+    """Largest accepted probe log-prob difference; None = 2e-3 for float32, 5e-2 for 16-bit `rollout.dtype`."""
+    start_timeout_s: float = Field(900.0, gt=0)
+    """Seconds to wait for the server to answer `/health` before the phase fails (a 9B loads and captures CUDA graphs
+    in a few minutes)."""
+    request_timeout_s: float = Field(600.0, gt=0)
+    """Per-request timeout against the server."""
+
+
 class RolloutConfig(Section):
     """How the rollout phase samples K continuations per Stage Bank state."""
 
-    engine: Literal["hf", "vllm", "openai"] = "hf"
+    engine: Literal["hf", "vllm", "sglang", "openai"] = "hf"
     """Generation engine: `hf` (transformers in this process), `vllm` (vLLM: a server bat starts on the
-    checkpoint, or in-process), `openai` (a server someone else runs)."""
+    checkpoint, or in-process), `sglang` (an SGLang server bat starts on the checkpoint), `openai` (a server someone
+    else runs: bat can only probe it, not start it on the round's checkpoint)."""
     k: int = Field(4, ge=1)
     """Rollouts per state (one GRPO group per state_id); reference 4."""
     temperature: float = Field(0.7, ge=0.0, le=2.0)
@@ -169,6 +208,8 @@ class RolloutConfig(Section):
     """Settings of the `openai` engine."""
     vllm: VllmEngineConfig = VllmEngineConfig()
     """Settings of the `vllm` engine."""
+    sglang: SglangEngineConfig = SglangEngineConfig()
+    """Settings of the `sglang` engine."""
 
     @model_validator(mode="after")
     def _fits(self) -> RolloutConfig:

@@ -18,7 +18,7 @@ only slows a phase down: noted, not refused.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from bat.config.deepspeed import training_precision
 from bat.config.model_shape import ModelShape
@@ -166,7 +166,7 @@ def _engine(config: BatConfig, shape: ModelShape, plan: PhasePlan) -> tuple[list
     weights = Item("weights", params * PRECISION_BYTES[rc.dtype], f"rollout.dtype {rc.dtype}")
     per_sequence = ctx * kv_bytes_per_token(shape, rc.dtype)
     on_cuda = rc.device.startswith("cuda")
-    probe = rc.vllm.verify_checkpoint if rc.engine == "vllm" else rc.openai.verify_checkpoint
+    probe = {"vllm": rc.vllm, "sglang": rc.sglang}.get(rc.engine, rc.openai).verify_checkpoint
     probe_items = (
         [Item("probe copy", weights.bytes, f"checkpoint check on rollout.device {rc.device}")] if probe else []
     )
@@ -181,6 +181,12 @@ def _engine(config: BatConfig, shape: ModelShape, plan: PhasePlan) -> tuple[list
     if rc.engine == "openai":
         plan.notes.append(f"engine openai: the server at {rc.openai.base_url} is started outside bat and not counted")
         return (probe_items, []) if on_cuda else ([], probe_items)
+    if rc.engine == "sglang" and res.gpus == 0:
+        plan.config_problems.append(
+            "rollout.engine=sglang starts SGLang on the phase's GPUs, but the phase asks gpus=0; valid: gpus >= "
+            "rollout.sglang.tensor_parallel_size x data_parallel_size, or engine hf / vllm on the CPU"
+        )
+        return [], probe_items
     if res.gpus == 0:
         plan.busy += 1
         kv = rc.vllm.cpu_kvcache_gib * GIB
@@ -194,20 +200,21 @@ def _engine(config: BatConfig, shape: ModelShape, plan: PhasePlan) -> tuple[list
 def _managed_server(
     config: BatConfig, shape: ModelShape, plan: PhasePlan, weight_bytes: float
 ) -> tuple[list[Item], list[Item]]:
-    """The server bat starts on the phase's GPUs (`rollout.vllm`): `data_parallel_size` copies of the model, each
-    split over `tensor_parallel_size` GPUs. Per GPU it reserves its share (`gpu_memory_utilization` x GPU), which must
-    hold 1/tp of the weights, the profiled prefill activations (not split: an upper bound) and 1/tp of one
+    """The server bat starts on the phase's GPUs (`rollout.vllm` or `rollout.sglang`): `data_parallel_size` copies of
+    the model, each split over `tensor_parallel_size` GPUs. Per GPU it reserves its share (vLLM's
+    `gpu_memory_utilization`, SGLang's `mem_fraction_static` x GPU), which must hold 1/tp of the weights, the profiled prefill activations (not split: an upper bound) and 1/tp of one
     full-context sequence's KV cache (kv heads split over tp, at least one per GPU). Returns the busiest GPU's items
     and the host's (one worker process per GPU); adds the check, a note on how many sequences the rest holds, and a config problem when tp x dp > the phase's GPUs."""
     rc, res = config.rollout, plan.resources
-    tp, dp, key = rc.vllm.tensor_parallel_size, rc.vllm.data_parallel_size, "rollout.vllm"
+    label, key, section, fraction, fraction_key, scheduled = _server_settings(config)
+    tp, dp = section.tensor_parallel_size, section.data_parallel_size
     used = tp * dp
     if used > res.gpus:
         plan.config_problems.append(
             f"{key}.tensor_parallel_size {tp} x data_parallel_size {dp} = {used} GPUs, but the phase asks "
             f"gpus={res.gpus}; valid: tensor x data parallel <= {res.gpus}"
         )
-    share = rc.vllm.gpu_memory_utilization * _gpu_mem(config, plan)[0]
+    share = fraction * _gpu_mem(config, plan)[0]
     heads_per_gpu = max(shape.kv_heads / tp, 1)
     per_sequence = rc.budgets.max_context_tokens * kv_bytes_per_token(shape, rc.dtype) * heads_per_gpu / shape.kv_heads
     batched = max(rc.budgets.max_context_tokens, 8192)  # whole-prompt prefill: max-num-batched-tokens
@@ -221,14 +228,34 @@ def _managed_server(
     fits = int(max(share - total(items[:2]), 0) // per_sequence)
     copies = f"{dp} cop{'y' if dp == 1 else 'ies'} x tensor parallel {tp}"
     plan.notes.append(
-        f"vLLM on {used} of the {res.gpus} GPUs ({copies}): each GPU's {share / GIB:.1f} GiB share holds "
-        f"{fits} full-context sequences per copy, {fits * dp} in all (max_num_seqs {rc.vllm.max_num_seqs} per copy)"
+        f"{label} on {used} of the {res.gpus} GPUs ({copies}): each GPU's {share / GIB:.1f} GiB share holds "
+        f"{fits} full-context sequences per copy, {fits * dp} in all ({scheduled} per copy)"
     )
-    source = f"{key}.gpu_memory_utilization {rc.vllm.gpu_memory_utilization:g} x GPU"
-    plan.checks.append(Check("vLLM share of each GPU", total(items), share, source))
+    source = f"{key}.{fraction_key} {fraction:g} x GPU"
+    plan.checks.append(Check(f"{label} share of each GPU", total(items), share, source))
     plan.busy += used
-    host = [Item("vLLM processes", used * GPU_PROCESS_HOST_BYTES, f"{used} GPU workers")]
-    return [Item("vLLM reservation", share, source)], host
+    host = [Item(f"{label} processes", used * GPU_PROCESS_HOST_BYTES, f"{used} GPU workers")]
+    return [Item(f"{label} reservation", share, source)], host
+
+
+def _server_settings(config: BatConfig) -> tuple[str, str, Any, float, str, str]:
+    """The managed server of `rollout.engine` (vllm or sglang): its label, config key, config section, memory
+    fraction, the fraction's field name and what it schedules at once per copy."""
+    rc = config.rollout
+    if rc.engine == "sglang":
+        sg = rc.sglang
+        fraction = sg.mem_fraction_static
+        return (
+            "SGLang",
+            "rollout.sglang",
+            sg,
+            fraction,
+            "mem_fraction_static",
+            f"max_running_requests {sg.max_running_requests}",
+        )
+    vl = rc.vllm
+    fraction = vl.gpu_memory_utilization
+    return "vLLM", "rollout.vllm", vl, fraction, "gpu_memory_utilization", f"max_num_seqs {vl.max_num_seqs}"
 
 
 def _serving(config: BatConfig, shape: ModelShape, plan: PhasePlan) -> None:
@@ -236,7 +263,7 @@ def _serving(config: BatConfig, shape: ModelShape, plan: PhasePlan) -> None:
     rc = config.rollout
     scripted = plan.phase != "rollout" and config.evaluate.agent != "policy"
     gpu, host = ([], []) if scripted else _engine(config, shape, plan)
-    uses_gpu = bool(gpu) and rc.engine != "vllm"
+    uses_gpu = bool(gpu) and rc.engine not in ("vllm", "sglang")
     process = GPU_PROCESS_HOST_BYTES if uses_gpu else PROCESS_HOST_BYTES
     plan.host = [Item("process", process), *host]
     if config.benchmark.runtime == "sandbox":

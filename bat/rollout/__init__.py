@@ -18,8 +18,10 @@ Public API (record types in `bat.schemas.rollout`):
   ``release(cache_key)``, ``close()``; ``bat.rollout.engines.make_engine(cfg: RolloutConfig, model_path)`` builds
   `hf` (transformers generate, per-request seeded sampling; batched or per-rollout prefix KV cache),
   `vllm` (vLLM's OpenAI server started by bat on the checkpoint from vLLM's own environment,
-  `bat.rollout.vllm_server`; or the offline `LLM` in-process with `rollout.vllm.process: inprocess`) or
-  `openai` (a served policy: vLLM /v1/completions with token ids, or SGLang's native /generate with
+  `bat.rollout.vllm_server`; or the offline `LLM` in-process with `rollout.vllm.process: inprocess`),
+  `sglang` (SGLang's server started by bat on the checkpoint, `bat.rollout.sglang_server`, spoken to through its
+  native /generate; both servers share `bat.rollout.server_process` and `bat.rollout.engine_server`) or
+  `openai` (a served policy someone else runs: vLLM /v1/completions with token ids, or SGLang's native /generate with
   `rollout.openai.api: sglang`; `flush_cache_url` on weight change).
 * Loop (`bat.rollout.loop`; its inputs and outputs in `bat.rollout.spec`, one rollout in flight in
   `bat.rollout.live`): ``run_rollouts(engine, specs: list[RolloutSpec], TurnTokens, LoopSettings)

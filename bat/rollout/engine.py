@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING, Literal, Protocol
 if TYPE_CHECKING:
     pass
 
-ENGINES = ("hf", "vllm", "openai")
+ENGINES = ("hf", "vllm", "sglang", "openai")
 
 
 @dataclass(frozen=True)

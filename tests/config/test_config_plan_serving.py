@@ -52,3 +52,14 @@ def test_more_server_gpus_than_the_phase_asks_is_refused_naming_the_numbers():
 def test_a_share_too_small_for_the_weights_does_not_fit():
     config = load_config(RECIPE, ["rollout.vllm.gpu_memory_utilization=0.2"])
     assert any(p.startswith("rollout: vLLM share of each GPU needs") for p in plan_problems(config))
+
+
+def test_sglang_is_planned_like_vllm_with_its_own_memory_fraction():
+    config = load_config(RECIPE, ["rollout.engine=sglang", "rollout.sglang.mem_fraction_static=0.5"])
+    shape = plan_run(config)[0]
+    rollout = plan_phase(config, shape, "rollout")
+    share = _check(rollout, "SGLang share of each GPU")
+    assert share.ok and share.limit == 0.5 * 80 * 2**30 and "rollout.sglang.mem_fraction_static 0.5" in share.source
+    assert any("SGLang on 8 of the 8 GPUs (8 copies x tensor parallel 1)" in note for note in rollout.notes)
+    cpu_only = load_config(RECIPE, ["rollout.engine=sglang", "orchestrate.resources.rollout.gpus=0"])
+    assert any(p.startswith("rollout: rollout.engine=sglang starts SGLang") for p in plan_problems(cpu_only))

@@ -31,7 +31,7 @@ def test_bad_values_are_rejected_with_what_is_valid():
         ValidationError, match="max_tool_calls \\(30\\) cannot exceed budgets.max_assistant_turns \\(24\\)"
     ):
         RolloutConfig.model_validate({"budgets": {"max_tool_calls": 30}})
-    with pytest.raises(ValidationError, match="'hf', 'vllm' or 'openai'"):
+    with pytest.raises(ValidationError, match="'hf', 'vllm', 'sglang' or 'openai'"):
         RolloutConfig(engine="tgi")
     with pytest.raises(ValidationError, match="Extra inputs"):
         VerifyConfig.model_validate({"judge": {"url": "x"}})
