@@ -13,6 +13,8 @@
 #   export BAT_CONFIG=configs/cluster/qwen9b_8xgpu.yaml BAT_STATE=state/qwen9b
 #   sbatch $(.venv/bin/bat config sbatch "$BAT_CONFIG") run_round.sh [--set k=v ...]
 #   ./run_round.sh                      # configs/local.yaml into state/local; `bat status --state state/local`
+# This driver runs on the host with the checkout's venv; with `orchestrate.container.enabled` the phases run in the
+# image (config paths bound, their Slurm commands relayed to the host side: docs/cluster.md).
 set -euo pipefail
 # under sbatch this script runs from a spool copy: find the checkout via BAT_HOME or the submit dir
 REPO=${BAT_HOME:-${SLURM_SUBMIT_DIR:-$(dirname "$(readlink -f "$0")")}}

@@ -63,22 +63,49 @@ def _default_resources() -> dict[str, PhaseResources]:
 
 
 class ContainerConfig(Section):
-    """Run phases inside an Apptainer image (`apptainer exec --nv --containall --bind ...`)."""
+    """Run phases inside an Apptainer image (`apptainer exec --nv --containall --bind ...`).
+
+    Every path the config names is bound at the same path (the state dir, `model.path`, `model.cache_dir`,
+    `leakage.index_path`, `sandbox.code_paths`, the environments of `rollout.vllm.python`, `rollout.sglang.python` and
+    `sandbox.python`, the folder of a `rollout.sglang.launcher` script), node-local `scratch` over /tmp, plus `binds`;
+    they must be absolute and exist on the host (checked before queueing). Slurm commands inside the container (the
+    route queueing the next round, submitit's requeue on USR2) are relayed to the job's host side, which runs them
+    with the site's own Slurm client (docs/cluster.md)."""
 
     enabled: bool = False
     """Wrap every phase's python in `apptainer exec` (needs Apptainer on the compute nodes)."""
     image: str = "containers/bat.sif"
-    """Path of the .sif image built by `containers/build.sh`."""
+    """Path of the .sif image built by `containers/build.sh`; absolute when `enabled` (jobs run from other
+    directories)."""
     apptainer: str = "apptainer"
-    """Apptainer (or singularity) executable."""
+    """Apptainer (or singularity) executable on the compute nodes (a name on PATH or an absolute path)."""
     nv: bool = True
     """Pass `--nv` (bind the host NVIDIA driver)."""
     scratch: str = "${SLURM_TMPDIR:-/tmp}"
-    """Node-local scratch bound over /tmp in the container (shell-expanded in the job); HF_HOME lives here."""
+    """Node-local scratch bound over /tmp in the container (shell-expanded in the job); HF_HOME and the Slurm
+    relay's folder live here."""
     binds: list[str] = Field(default_factory=list)
-    """Extra binds `src[:dst[:opts]]` (the state dir and scratch are always bound)."""
+    """Extra binds `src[:dst[:opts]]` (e.g. a dataset folder; the paths named above are bound already); `src`
+    absolute and existing on the host."""
     python: str = "python"
     """Python executable inside the image (submitit must be installed there)."""
+    slurm_relay: bool = True
+    """Relay `sbatch scontrol squeue sacct scancel sinfo srun` from inside the container to the job's host side (the
+    route queues the next round, USR2 requeues). False: the image must reach Slurm itself (the site binds its
+    Slurm client, libslurm, config and munge socket through `binds`; docs/cluster.md)."""
+    pass_env: list[str] = Field(
+        default_factory=lambda: ["SLURM_*", "SUBMITIT_*", "BAT_*", "CUDA_VISIBLE_DEVICES", "NCCL_*", "OMP_NUM_THREADS"]
+    )
+    """Names (bash glob patterns) of the job's environment variables passed into the container, which
+    `--containall` otherwise empties: submitit needs `SLURM_*` (job id, tasks, restart count)."""
+
+    @field_validator("pass_env")
+    @classmethod
+    def _check_pass_env(cls, value: list[str]) -> list[str]:
+        for name in value:
+            if not name or not all(c.isalnum() or c in "_*?" for c in name):
+                raise ValueError(f"pass_env entry {name!r} is not a variable name or a glob of one (A-Z, 0-9, _, *, ?)")
+        return value
 
 
 class OrchestrateConfig(Section):

@@ -40,8 +40,10 @@ Public API (for the CLI, jobs/ and tests)
 * `executors.make_executor(config, layout, round, phase, dependency=None) -> submitit.AutoExecutor`;
   `executors.executor_kind(config)` resolves `auto`.
 * `driver.PhaseJob` (the Checkpointable submitted per phase), `preempt.on_interrupt(fn)` flush hooks.
-* `container.apptainer_argv(container_cfg, state_root, command, scratch=None) -> list[str]`,
-  `container.submitit_python(container_cfg, state_root) -> str` (submitit's `python=` hook).
+* `container.apptainer_argv(container_cfg, state_root, command, scratch=None, paths=()) -> list[str]`,
+  `container.submitit_python(config, layout) -> str` (submitit's `python=` hook through the wrapper
+  `container_exec`, which relays Slurm commands to the job's host side), `container_paths.configured_paths(config)`
+  and `container_paths.container_problems(config)` (relative or missing paths, checked by preflight).
 * `status.collect_status(layout) -> dict` (what `bat status --json` prints).
 * `bat.phase.events.log_event(layout, round, phase, message)`: one line in `events.log` and `round_NN/events.log`.
 """

@@ -89,7 +89,7 @@ def make_executor(
     if kind in ("slurm", "local"):
         init[f"{kind}_max_num_timeout"] = config.orchestrate.max_timeouts
     if kind == "slurm" and config.orchestrate.container.enabled:
-        init["slurm_python"] = submitit_python(config.orchestrate.container, layout.root)
+        init["slurm_python"] = submitit_python(config, layout)
     executor = submitit.AutoExecutor(folder=folder, cluster=kind, **init)
     params = resource_parameters(config, phase, kind, round_index)
     if dependency and kind == "slurm":

@@ -5,10 +5,10 @@ from __future__ import annotations
 
 import shutil
 import subprocess
-from pathlib import Path
 from typing import TYPE_CHECKING
 
 from bat.config.load import ConfigError
+from bat.orchestrate.container_paths import container_problems
 from bat.orchestrate.executors import executor_kind
 from bat.orchestrate.graph import ASYNC_ORDER, PHASES, check_round, round_phases
 from bat.orchestrate.plan import plan_problems
@@ -52,11 +52,7 @@ def preflight_problems(config: BatConfig, round_index: int) -> list[str]:
                 if part and valid and part not in valid:
                     problems.append(f"orchestrate.resources.{key}.partition={part!r} does not exist; valid: {valid}")
         problems += plan_problems(config)
-        container = config.orchestrate.container
-        if container.enabled and not Path(container.image).is_file():
-            problems.append(
-                f"orchestrate.container.image={container.image!r} not found; build it with containers/build.sh"
-            )
+        problems += container_problems(config)
     return problems
 
 

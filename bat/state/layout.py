@@ -98,6 +98,12 @@ class RunLayout:
         return self.root / "jobs"
 
     @property
+    def container_exec(self) -> Path:
+        """Host-side wrapper of containerised phase jobs (`bat.orchestrate.container_exec`): runs `apptainer exec`
+        and relays the phase's Slurm commands; under the state dir so its path is the same inside the container."""
+        return self.jobs_dir / "container_exec.sh"
+
+    @property
     def scratch_dir(self) -> Path:
         return self.root / "scratch"
 

@@ -2,13 +2,13 @@
 
 import shlex
 import subprocess
-from pathlib import Path
 
 import pytest
 
 from bat.config import load_config
 from bat.config.orchestrate import ContainerConfig
 from bat.orchestrate.container import apptainer_argv, submitit_python
+from bat.orchestrate.container_paths import container_problems
 from bat.orchestrate.executors import make_executor
 from bat.state.layout import RunLayout
 
@@ -22,8 +22,13 @@ def test_argv_binds_state_and_scratch_and_sets_env(tmp_path):
     argv = apptainer_argv(cfg, tmp_path / "state", ["python", "-m", "x"], scratch="/local/scratch")
     state = str((tmp_path / "state").resolve())
     assert argv[:4] == ["apptainer", "exec", "--nv", "--containall"]
-    assert _pairs(argv, "--bind") == [f"{state}:{state}", "/local/scratch:/tmp", "/data:/data:ro"]
-    assert _pairs(argv, "--env") == ["PYTHONNOUSERSITE=1", "HF_HOME=/tmp/hf_home", "HF_HUB_OFFLINE=1"]
+    assert _pairs(argv, "--bind") == ["/local/scratch:/tmp", f"{state}:{state}", "/data:/data:ro"]
+    assert _pairs(argv, "--env") == [
+        "PYTHONNOUSERSITE=1",
+        "HF_HOME=/tmp/hf_home",
+        "HF_HUB_OFFLINE=1",
+        "BAT_CONTAINER_IMAGE=/img/bat.sif",
+    ]
     assert argv[argv.index("/img/bat.sif") + 1 :] == ["python", "-m", "x"]
     assert _pairs(argv, "--pwd") == [state]
 
@@ -37,32 +42,59 @@ def test_no_nv_and_bad_bind_and_empty_command(tmp_path):
         apptainer_argv(ContainerConfig(), tmp_path, [])
 
 
-def test_submitit_python_hook_expands_scratch_in_bash(tmp_path):
-    cfg = ContainerConfig(enabled=True, image="/img/my image.sif", apptainer="/bin/echo")
-    hook = submitit_python(cfg, tmp_path)
-    # run the hook line through bash exactly as sbatch would (apptainer replaced by echo)
-    out = subprocess.run(
-        ["bash", "-c", f"export SLURM_TMPDIR=/node/tmp; {hook} -u -m submitit.core._submit DIR"],
-        capture_output=True,
-        text=True,
-        check=True,
-    ).stdout.split()
-    assert "/node/tmp:/tmp" in out and "--containall" in out
-    assert out[-5:] == ["python", "-u", "-m", "submitit.core._submit", "DIR"]
-    assert shlex.quote("/img/my image.sif") in hook
-
-
-def test_slurm_executor_uses_the_container_hook(tmp_path):
-    cfg = load_config(
+def _container_config(tmp_path, *extra):
+    image = tmp_path / "my image.sif"
+    image.write_text("")
+    model = tmp_path / "models" / "m"
+    model.mkdir(parents=True, exist_ok=True)
+    return load_config(
         None,
         [
             "orchestrate.executor=slurm",
             "orchestrate.container.enabled=true",
-            "orchestrate.container.image=/img/bat.sif",
+            f"orchestrate.container.image={image}",
+            f"model.path={model}",
+            *extra,
         ],
     )
-    executor = make_executor(cfg, RunLayout(tmp_path), 1, "grpo")
+
+
+def test_submitit_python_hook_runs_the_wrapper_and_expands_scratch_in_bash(tmp_path):
+    cfg = _container_config(tmp_path, "orchestrate.container.apptainer=/bin/echo")
+    layout = RunLayout(tmp_path / "state")
+    hook = submitit_python(cfg, layout)
+    assert layout.container_exec.is_file()
+    # run the hook line through bash exactly as sbatch would (apptainer replaced by echo, no relay needed by echo)
+    out = subprocess.run(
+        ["bash", "-c", f"export SLURM_TMPDIR={tmp_path}; {hook} -u -m submitit.core._submit DIR"],
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout.split()
+    assert f"{tmp_path}:/tmp" in out and "--containall" in out
+    assert f"{tmp_path}/models/m:{tmp_path}/models/m" in out  # model.path bound at the same path
+    assert out[-5:] == ["python", "-u", "-m", "submitit.core._submit", "DIR"]
+    assert any(word.startswith("BAT_SLURM_RELAY=/tmp/bat-slurm-relay.") for word in out)
+    assert shlex.quote(f"{tmp_path}/my image.sif") in hook
+    assert not list(tmp_path.glob("bat-slurm-relay.*"))  # the relay folder is removed when the container exits
+
+
+def test_relative_or_missing_configured_paths_are_refused_naming_the_field(tmp_path):
+    cfg = _container_config(tmp_path, f"orchestrate.container.binds=['{tmp_path}/nope:/data']")
+    assert container_problems(cfg) == [
+        f"orchestrate.container.binds[0]='{tmp_path}/nope' does not exist on this host; create it or fix the path"
+    ]
+    cfg = _container_config(tmp_path, "model.path=models/m", "sandbox.code_paths=['/no/such']")
+    problems = container_problems(cfg)
+    assert len(problems) == 2 and problems[0].startswith("model.path='models/m' is relative")
+    assert problems[1].startswith("sandbox.code_paths[0]='/no/such' does not exist on this host")
+    assert container_problems(load_config(None, ["model.path=rel"])) == []  # container off: nothing to bind
+
+
+def test_slurm_executor_uses_the_container_hook(tmp_path):
+    cfg = _container_config(tmp_path)
+    executor = make_executor(cfg, RunLayout(tmp_path / "state"), 1, "grpo")
     python = executor._executor.python
-    assert python.startswith("apptainer exec --nv --containall --bind ")
-    assert python.endswith("/img/bat.sif python")
-    assert Path(tmp_path).resolve().as_posix() in python
+    assert python.startswith("env 'BAT_CONTAINER_PASS_ENV=SLURM_* SUBMITIT_* ")
+    assert " apptainer exec --nv --containall --bind " in python
+    assert python.endswith('/bin/sh -c \'PATH="$BAT_SLURM_RELAY/bin:$PATH"; export PATH; exec "$@"\' bat-relay python')

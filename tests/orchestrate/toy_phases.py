@@ -68,12 +68,30 @@ def _run(ctx: PhaseContext) -> PhaseResult:
         ]
         write_jsonl(path, rows)
     total = sum(len(read_jsonl(p)) for p in outputs)
+    if os.environ.get("BAT_TOY_PROBE"):  # container tests: what this phase sees (paths, its job via squeue)
+        _probe(ctx, os.environ["BAT_TOY_PROBE"].split(os.pathsep))
     if ctx.phase == "route":  # the curriculum router's decision record; next_round null ends the run
         stop = os.environ.get("BAT_TOY_STOP_AT") == str(ctx.round)
         decision = ctx.layout.round(ctx.round).decision
         decision.write_text(json.dumps({"next_round": None if stop else ctx.round + 1}), encoding="utf-8")
         outputs.append(decision)
     return PhaseResult(outputs=outputs, inputs=[upstream] if upstream else [], counts={"rows": total})
+
+
+def _probe(ctx: PhaseContext, paths: list[str]) -> None:
+    """Write `probe.json` in the phase folder: which of `paths` exist here and `squeue`'s answer for this job."""
+    import shutil
+    import subprocess
+
+    job = os.environ.get("SLURM_JOB_ID", "")
+    out = subprocess.run(["squeue", "-h", "-j", job, "-o", "%i %T"], capture_output=True, text=True, check=False)
+    probe = {
+        "exists": {path: os.path.exists(path) for path in paths},
+        "sbatch": shutil.which("sbatch"),
+        "squeue": out.stdout.strip(),
+        "squeue_rc": out.returncode,
+    }
+    (ctx.phase_dir / "probe.json").write_text(json.dumps(probe), encoding="utf-8")
 
 
 synthesize = scan = sft = rollout = verify = grpo = evaluate = route = final_test = _run
