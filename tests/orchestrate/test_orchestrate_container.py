@@ -1,16 +1,20 @@
 """The `apptainer exec` argv (Apptainer itself cannot run on these machines: only the argv is tested)."""
 
+import os
 import shlex
 import subprocess
+from pathlib import Path
 
 import pytest
 
 from bat.config import load_config
 from bat.config.orchestrate import ContainerConfig
-from bat.orchestrate.container import apptainer_argv, submitit_python
+from bat.orchestrate.container import apptainer_argv, container_argv, submitit_python
 from bat.orchestrate.container_paths import container_problems
 from bat.orchestrate.executors import make_executor
 from bat.state.layout import RunLayout
+
+REPO = Path(__file__).resolve().parents[2]
 
 
 def _pairs(argv, flag):
@@ -98,3 +102,37 @@ def test_slurm_executor_uses_the_container_hook(tmp_path):
     assert python.startswith("env 'BAT_CONTAINER_PASS_ENV=SLURM_* SUBMITIT_* ")
     assert " apptainer exec --nv --containall --bind " in python
     assert python.endswith('/bin/sh -c \'PATH="$BAT_SLURM_RELAY/bin:$PATH"; export PATH; exec "$@"\' bat-relay python')
+
+
+def test_the_relay_replays_host_slurm_commands_inside_the_container_stand_in(tmp_path):
+    """Inside the bubblewrap stand-in for `apptainer exec` (no Slurm client, no network), `sbatch` and `scontrol`
+    run on the host side: argv with spaces, stdout, stderr and exit codes come back; SLURM_* (commas kept) is passed."""
+    fake_bin = tmp_path / "host_bin"
+    fake_bin.mkdir()
+    (fake_bin / "sbatch").write_text('#!/bin/sh\necho "Submitted batch job 42 ($# args: $2)"; echo warn >&2\n')
+    (fake_bin / "scontrol").write_text("#!/bin/sh\necho boom >&2; exit 3\n")
+    for tool in fake_bin.iterdir():
+        tool.chmod(0o755)
+    (tmp_path / "scratch").mkdir()
+    cfg = _container_config(
+        tmp_path,
+        f"orchestrate.container.apptainer={REPO / 'tests' / 'slurm' / 'fake_apptainer'}",
+        f"orchestrate.container.scratch={tmp_path / 'scratch'}",
+    )
+    (tmp_path / "my image.sif").write_text("/usr\n/etc/passwd\n/etc/group\n/etc/ld.so.cache\n")
+    inside = 'sbatch --x "a b"; echo "rc=$?"; scontrol requeue 7; echo "rc=$?"; echo "job=$SLURM_JOB_NODELIST"'
+    inside += '; test -e /etc/slurm || echo "no slurm config"; test -e /run/munge || echo "no munge"'
+    argv = container_argv(cfg, RunLayout(tmp_path / "state"), ["bash", "-c", inside])
+    env = {**os.environ, "PATH": f"{fake_bin}:{os.environ['PATH']}", "SLURM_JOB_NODELIST": "n[1-2],n5"}
+    out = subprocess.run(argv, env=env, capture_output=True, text=True, timeout=60)
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.splitlines() == [
+        "Submitted batch job 42 (2 args: a b)",
+        "rc=0",
+        "rc=3",
+        "job=n[1-2],n5",
+        "no slurm config",
+        "no munge",
+    ]
+    assert "warn" in out.stderr and "boom" in out.stderr
+    assert not list((tmp_path / "scratch").glob("bat-slurm-relay.*"))
