@@ -1,6 +1,7 @@
 """Gather per-arm results from training-side files only: end-of-run aggregates, controller curves, counts, wall.
 
-Reads, per arm x seed state dir: `experiment_arm.json`, `round_NN/final_test/aggregate_<split>.json`,
+Reads, per arm x seed state dir (or, where that dir holds no finished run, the arm x seed's committed record under
+`<out_dir>/runs/`, `bat.experiment.pieces`): `experiment_arm.json`, `round_NN/final_test/aggregate_<split>.json`,
 `round_NN/evaluate/aggregate_controller.json`, `round_NN/route/best.json`, DONE.json counts and the training
 rewards of `round_NN/verify/` (mean reward and identical GRPO groups per pool). Writes nothing.
 Across seeds: per-track values are averaged over seeds, then the arm mean is the mean of track means with a t
@@ -10,6 +11,7 @@ half-width across tracks (the track is the statistical unit); the seed spread is
 from __future__ import annotations
 
 import statistics
+from pathlib import Path
 from typing import Any
 
 from scipy import stats
@@ -19,8 +21,9 @@ from bat.curriculum.history import load_best_after
 from bat.evaluate.aggregate import half_width
 from bat.evaluate.store import load_aggregate
 from bat.experiment.execute import FINAL_PHASE, read_arm_record
+from bat.experiment.pieces import read_arm_piece, read_shared_piece
 from bat.experiment.share import ROUND0_PHASES, arm_dir, shared_dir
-from bat.experiment.spec import ExperimentSpec, arm_config, budget_signature
+from bat.experiment.spec import ExperimentSpec, arm_config, bootstrap_seed_of, budget_signature
 from bat.schemas.evaluation import METRICS, EvalAggregate
 from bat.state.atomic import read_json
 from bat.state.experiment_layout import SHARED_RECORD_NAME
@@ -98,10 +101,12 @@ def _curve(layout: RunLayout) -> dict[str, list]:
 
 
 def seed_result(spec: ExperimentSpec, arm_name: str, seed: int) -> dict[str, Any]:
-    """Everything about one arm x seed (status, end-of-run aggregate, curve, counts, shared SFT digests)."""
+    """Everything about one arm x seed read from its state dir (status, end-of-run aggregate, curve, counts, shared
+    SFT digests); `source: state`."""
     record = read_arm_record(spec, seed, arm_name) or {"status": "not run"}
     out: dict[str, Any] = {
         "seed": seed,
+        "source": "state",
         "status": record.get("status"),
         "error": record.get("error"),
         "wall_s": record.get("wall_s"),
@@ -126,6 +131,15 @@ def seed_result(spec: ExperimentSpec, arm_name: str, seed: int) -> dict[str, Any
             out["aggregates"][split] = agg.model_dump(mode="json")
     out["aggregate"] = out["aggregates"].get(spec.report_split)
     return out
+
+
+def merged_seed_result(spec: ExperimentSpec, arm_name: str, seed: int, out_dir: Path) -> dict[str, Any]:
+    """The arm x seed from its state dir when that holds a finished run, else its committed record, else what the
+    state dir says (not run, failed, running)."""
+    local = seed_result(spec, arm_name, seed)
+    if local.get("status") == "done":
+        return local
+    return read_arm_piece(out_dir, arm_name, seed) or local
 
 
 def arm_summary(aggs: list[EvalAggregate], stage_keys: list[str], confidence: float) -> dict[str, Any]:
@@ -206,10 +220,28 @@ def _budget(spec: ExperimentSpec, arms: dict[str, Any]) -> dict[str, Any]:
                 if s["plan_unique_rows"] < s["plan_rows"]
             },
         }
-    matched = not differing and all(len(v["rollouts"]) <= 1 and len(v["grpo_steps"]) <= 1 for v in per_seed.values())
+    # every trained arm x seed served by one bootstrap must have trained from the same SFT checkpoint (a bootstrap
+    # rebuilt on another CPU kind in a later piece may differ in the last bits)
+    sft_digests: dict[str, dict[str, list[str]]] = {}
+    for a in spec.arms:
+        if a.kind != "trained":
+            continue
+        for s in arms[a.name]["seeds"]:
+            digest = s.get("shared_sft_digest")
+            if s.get("status") == "done" and digest:
+                boot = str(bootstrap_seed_of(spec, s["seed"]))
+                sft_digests.setdefault(boot, {}).setdefault(digest[:16], []).append(f"{a.name}/s{s['seed']}")
+    one_bootstrap = all(len(d) <= 1 for d in sft_digests.values())
+    matched = (
+        not differing
+        and one_bootstrap
+        and all(len(v["rollouts"]) <= 1 and len(v["grpo_steps"]) <= 1 for v in per_seed.values())
+    )
     return {
         "matched": matched,
         "differing_fields": differing,
+        "sft_digests": sft_digests,
+        "one_bootstrap": one_bootstrap,
         "rl_arms": rl,
         "per_seed": per_seed,
         "signature": first,
@@ -219,13 +251,17 @@ def _budget(spec: ExperimentSpec, arms: dict[str, Any]) -> dict[str, Any]:
     }
 
 
-def collect(spec: ExperimentSpec) -> dict[str, Any]:
-    """The content of results.json: per-arm summaries, per-seed runs, comparisons vs the reference, budget audit."""
+def collect(spec: ExperimentSpec, out_dir: Path | None = None) -> dict[str, Any]:
+    """The content of results.json: per-arm summaries, per-seed runs, comparisons vs the reference, budget audit.
+
+    Arm x seeds finished in earlier pieces come from their committed records under `<out_dir>/runs/` (default
+    `spec.out_dir`) where this disk has no finished state for them."""
+    out = Path(out_dir or spec.out_dir)
     cfg = arm_config(spec, spec.arms[0], spec.seeds[0])
     stage_keys, confidence = list(cfg.stage_keys), cfg.evaluate.confidence
     arms: dict[str, Any] = {}
     for arm in spec.arms:
-        seeds = [seed_result(spec, arm.name, s) for s in spec.seeds]
+        seeds = [merged_seed_result(spec, arm.name, s, out) for s in spec.seeds]
         summaries = {}
         for split in END_SPLITS:
             aggs = [
@@ -252,8 +288,11 @@ def collect(spec: ExperimentSpec) -> dict[str, Any]:
     shared = {}
     for seed in spec.seeds:
         rec = shared_dir(spec, seed) / SHARED_RECORD_NAME
+        committed = read_shared_piece(out, bootstrap_seed_of(spec, seed))
         if rec.exists():
             shared[str(seed)] = read_json(rec)
+        elif committed is not None:
+            shared[str(seed)] = {**committed, "source": "committed"}
     return {
         "schema_version": 1,
         "experiment": spec.name,

@@ -1,6 +1,8 @@
 """The experiment loop: per seed, the shared bootstrap, then every selected arm; then collect and write results.
 
-Reads the experiment spec. Writes the state dirs under `<state_dir>/<name>/` and the results under `out_dir`.
+Reads the experiment spec. Writes the state dirs under `<state_dir>/<name>/`, the results under `out_dir`, and there
+under `runs/` the record of each finished arm x seed and shared bootstrap (`bat.experiment.pieces`), to be committed
+so that a later piece of the experiment, on a fresh disk, merges them.
 """
 
 from __future__ import annotations
@@ -9,10 +11,11 @@ from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
-from bat.experiment.collect import collect
+from bat.experiment.collect import collect, seed_result
 from bat.experiment.execute import run_arm
+from bat.experiment.pieces import digest_check, write_arm_piece, write_shared_piece
 from bat.experiment.share import run_shared
-from bat.experiment.spec import ExperimentError, ExperimentSpec
+from bat.experiment.spec import ExperimentError, ExperimentSpec, bootstrap_seed_of
 from bat.experiment.write import stamp, write_results
 
 
@@ -41,7 +44,9 @@ def run_experiment(
     `allow_config_change` lets an arm run resume under a changed resolved config (see `bat.config.run_record`).
     """
     arms, chosen = select(spec, only, seeds)
+    out = Path(out_dir or spec.out_dir)
     failures: dict[str, str] = {}
+    warnings: list[str] = []
     if not collect_only:
         for seed in chosen:
             try:
@@ -50,8 +55,20 @@ def run_experiment(
                 failures[str(seed)] = f"{type(exc).__name__}: {exc}"
                 print(f"bat experiment: seed {seed} shared bootstrap FAILED: {failures[str(seed)]}", flush=True)
                 continue
+            boot = bootstrap_seed_of(spec, seed)
+            mismatch = digest_check(out, boot, shared.sft_digest)
+            if mismatch and mismatch not in warnings:
+                warnings.append(mismatch)
+                print(f"bat experiment: WARNING: {mismatch}", flush=True)
+            write_shared_piece(out, boot, {"sft_digest": shared.sft_digest, "wall_s": shared.wall_s})
             for arm in arms:
-                run_arm(spec, arm, seed, shared, allow_config_change=allow_config_change)
-    results = stamp({**collect(spec), "shared_failures": failures}, command)
+                record = run_arm(spec, arm, seed, shared, allow_config_change=allow_config_change)
+                if record.get("status") == "done" and write_arm_piece(
+                    out, arm.name, seed, seed_result(spec, arm.name, seed)
+                ):
+                    print(
+                        f"bat experiment: arm {arm.name} seed {seed} recorded under {out}/runs/ (commit it)", flush=True
+                    )
+    results = stamp({**collect(spec, out), "shared_failures": failures, "bootstrap_warnings": warnings}, command)
     write_results(spec, results, out_dir)
     return results

@@ -15,6 +15,7 @@ from bat.config.curriculum import POOL_NAMES
 from bat.evaluate.aggregate import pct
 from bat.experiment.plots import plot_curves, plot_stage_staircase, stage_curve
 from bat.experiment.spec import ExperimentSpec
+from bat.perf.machine import isa_kind
 from bat.state.atomic import atomic_write_json, atomic_write_text
 
 
@@ -188,6 +189,9 @@ def _budget_section(results: dict[str, Any]) -> list[str]:
     ]
     for seed, rec in results["shared"].items():
         out.append(f"* seed {seed}: SFT digest `{rec['sft_digest'][:16]}`, bootstrap wall {rec['wall_s']:.0f} s")
+    if not budget.get("one_bootstrap", True):
+        out += ["", f"**Trained arms did not all start from one SFT checkpoint**: {budget['sft_digests']}."]
+    out += [f"* WARNING: {w}" for w in results.get("bootstrap_warnings") or []]
     return out
 
 
@@ -200,8 +204,9 @@ def _runs_table(results: dict[str, Any]) -> list[str]:
         "Training signal per RL round: mean reward of the round's rollouts, and GRPO groups whose K rewards were "
         "all equal (zero advantage, no gradient) out of all groups.",
         "",
-        "| arm | seed | status | Overall | final round | rollouts | train reward by round | identical groups | wall s | error |",
-        "|---|---|---|---|---|---|---|---|---|---|",
+        "| arm | seed | status | Overall | final round | rollouts | train reward by round | identical groups | wall s | "
+        "from | error |",
+        "|---|---|---|---|---|---|---|---|---|---|---|",
     ]
     for name, arm in results["arms"].items():
         for x in arm["seeds"]:
@@ -213,9 +218,17 @@ def _runs_table(results: dict[str, Any]) -> list[str]:
             out.append(
                 f"| {name} | {x['seed']} | {x.get('status')} | {pct(agg.get('overall'))} | "
                 f"{x.get('final_round', '-')} | {x.get('rollouts', '-')} | {rewards or '-'} | {same or '-'} | "
-                f"{x.get('wall_s', '-')} | {err} |"
+                f"{x.get('wall_s', '-')} | {_provenance(x)} | {err} |"
             )
     return out
+
+
+def _provenance(seed_run: dict[str, Any]) -> str:
+    """Where an arm x seed's numbers come from: this disk's state, or a committed piece (its commit and CPU kind)."""
+    if seed_run.get("source") != "committed":
+        return "state"
+    cpu = seed_run.get("cpu") or {}
+    return f"piece `{str(seed_run.get('commit', '?'))[:7]}` ({isa_kind(cpu)}, {cpu.get('model', '?')})"
 
 
 def _pool_signal_table(results: dict[str, Any]) -> list[str]:

@@ -10,7 +10,8 @@ The script has two roles, chosen by the name it is called under:
   relay folder on node-local SCRATCH (bound over /tmp in the container), links the relayed Slurm
   commands into its `bin/`, serves requests from that folder in the background, runs `APPTAINER exec` with
   `BAT_SLURM_RELAY` (the folder's path inside), waits for it through USR2/TERM (the phase checkpoints and requeues meanwhile) and
-  removes the folder.
+  removes the folder. A folder whose wrapper was killed before that (SIGKILL after Slurm's KillWait) is removed by
+  the next wrapper on the same host and scratch (its `owner` file names host, pid and the pid's start time).
 * `sbatch|scontrol|squeue|sacct|scancel|sinfo|srun ARGS...` (inside the container, first on PATH): writes the argv and
   working directory as a request, waits for the host side to run the same command with the host's own Slurm
   client, config and munge, and replays its stdout, stderr and exit code. stdin is not relayed.
@@ -56,11 +57,32 @@ serve() {  # poll the relay folder for requests until killed
   done
 }
 
+started() {  # start time of process $1 in clock ticks since boot (field 22 of /proc/PID/stat), empty when gone
+  local stat
+  stat=$(cat "/proc/$1/stat" 2>/dev/null) || return 0
+  stat=${stat##*) }  # the command name may hold spaces: fields after its closing parenthesis
+  set -- $stat
+  echo "${20:-}"
+}
+
+sweep_stale() {  # remove relay folders on SCRATCH whose wrapper on this host is gone (killed before its cleanup)
+  local dir host pid start
+  for dir in "$1"/bat-slurm-relay.*; do
+    [ -f "$dir/owner" ] || continue
+    read -r host pid start < "$dir/owner" || continue
+    [ "$host" = "$(hostname)" ] || continue
+    [ -n "$pid" ] && [ "$(started "$pid")" = "$start" ] && continue
+    rm -rf "$dir"
+  done
+}
+
 host_main() {  # container_exec.sh SCRATCH RELAY(0|1) APPTAINER exec ARGS...
   local scratch=$1 relay_on=$2 app=$3 verb=$4 relay="" name var server="" child rc
   shift 4
   if [ "$relay_on" = 1 ]; then
+    sweep_stale "$scratch"
     relay=$(mktemp -d "$scratch/bat-slurm-relay.XXXXXX") || { echo "container_exec: cannot write to scratch $scratch" >&2; exit 1; }
+    echo "$(hostname) $$ $(started $$)" > "$relay/owner"
     mkdir "$relay/bin"
     for name in $RELAYED; do ln -s "$SELF" "$relay/bin/$name"; done
     set -- --env "BAT_SLURM_RELAY=/tmp/${relay##*/}" "$@"

@@ -19,3 +19,19 @@ ARM_RECORD_NAME = "experiment_arm.json"
 def experiment_secret(root: Path) -> Path:
     """`<experiment root>/HELDOUT_SECRET`."""
     return Path(root) / HELDOUT_SECRET_NAME
+
+
+PIECES_DIR_NAME = "runs"
+"""Folder under an experiment's results dir (`out_dir`) holding the committed record of every finished piece."""
+SHARED_PIECE_DIR_NAME = "_shared"
+"""Sub-folder of `runs/` holding one record per shared bootstrap (not a valid arm name)."""
+
+
+def arm_piece(out_dir: Path, arm: str, seed: int) -> Path:
+    """`<out_dir>/runs/<arm>/seed_<seed>.json`: the committed result of one finished arm x seed."""
+    return Path(out_dir) / PIECES_DIR_NAME / arm / f"seed_{seed}.json"
+
+
+def shared_piece(out_dir: Path, seed: int) -> Path:
+    """`<out_dir>/runs/_shared/seed_<seed>.json`: the committed record of the shared bootstrap built with `seed`."""
+    return Path(out_dir) / PIECES_DIR_NAME / SHARED_PIECE_DIR_NAME / f"seed_{seed}.json"

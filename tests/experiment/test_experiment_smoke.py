@@ -5,6 +5,7 @@ Real phases (tiny model, local executor): one shared bootstrap, arms seeded from
 
 import json
 import os
+import shutil
 from pathlib import Path
 
 import pytest
@@ -80,3 +81,19 @@ def test_two_arm_experiment_matched_budget_shared_sft(tmp_path: Path) -> None:
     assert main(["experiment", "--config", str(exp)]) == 0
     again = json.loads((out / "results.json").read_text())
     assert all(arm["seeds"][0]["attempts"] == 1 for arm in again["arms"].values())
+
+    # every finished piece was recorded beside the results, stamped with the commit and the CPU
+    piece = read_json(out / "runs" / "grpo" / "seed_3.json")
+    assert piece["status"] == "done" and piece["aggregate"] == runs["grpo"]["aggregate"]
+    assert piece["commit"] == results["commit"] and piece["cpu"]["cores"] >= 1
+    assert read_json(out / "runs" / "_shared" / "seed_3.json")["sft_digest"] == digest
+
+    # a later piece on a fresh disk: no state dirs, the committed records give the same table
+    shutil.move(tmp_path / "state", tmp_path / "gone")
+    assert main(["experiment", "--config", str(exp), "--collect-only"]) == 0
+    merged = json.loads((out / "results.json").read_text())
+    for name, arm in merged["arms"].items():
+        assert arm["seeds"][0]["source"] == "committed"
+        assert arm["summary"]["mean"]["overall"] == pytest.approx(results["arms"][name]["summary"]["mean"]["overall"])
+    assert merged["budget"]["matched"] and merged["shared"]["3"]["sft_digest"] == digest
+    assert "| grpo | 3 | done |" in (out / "README.md").read_text() and "piece `" in (out / "README.md").read_text()

@@ -136,3 +136,32 @@ def test_the_relay_replays_host_slurm_commands_inside_the_container_stand_in(tmp
     ]
     assert "warn" in out.stderr and "boom" in out.stderr
     assert not list((tmp_path / "scratch").glob("bat-slurm-relay.*"))
+
+
+def test_a_relay_folder_left_by_a_killed_wrapper_is_swept_by_the_next_one(tmp_path):
+    """A wrapper SIGKILLed before its cleanup leaves its relay folder; the next wrapper on this host removes folders
+    whose owner process is gone (or whose pid was reused: another start time), and keeps a live wrapper's."""
+    cfg = _container_config(tmp_path, "orchestrate.container.apptainer=/bin/true")
+    layout = RunLayout(tmp_path / "state")
+    hook = submitit_python(cfg, layout)
+    host = os.uname().nodename
+    dead = subprocess.Popen(["true"])
+    dead.wait()
+    live = subprocess.Popen(["sleep", "60"])
+    try:
+        live_start = Path(f"/proc/{live.pid}/stat").read_text().rsplit(") ", 1)[1].split()[19]
+        folders = {
+            "dead": f"{host} {dead.pid} 123",
+            "reused": f"{host} {live.pid} 1",
+            "live": f"{host} {live.pid} {live_start}",
+            "other-host": f"not-{host} {dead.pid} 1",
+        }
+        for name, owner in folders.items():
+            (tmp_path / f"bat-slurm-relay.{name}").mkdir()
+            (tmp_path / f"bat-slurm-relay.{name}" / "owner").write_text(owner + "\n")
+        subprocess.run(["bash", "-c", f"export SLURM_TMPDIR={tmp_path}; {hook} -c pass"], check=True, timeout=60)
+    finally:
+        live.kill()
+        live.wait()
+    left = sorted(p.name.split(".", 1)[1] for p in tmp_path.glob("bat-slurm-relay.*"))
+    assert left == ["live", "other-host"]

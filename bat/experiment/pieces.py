@@ -1,0 +1,98 @@
+"""Committed pieces of an experiment: the record of every finished arm x seed and of every shared bootstrap, kept
+beside the results (`<out_dir>/runs/`) so that a later session, on a fresh disk, merges what earlier ones finished.
+
+An experiment too long for one session runs in pieces: each piece finishes whole arm x seeds, and its records are
+committed with the code that produced them. `collect` takes an arm x seed from its state dir when that dir holds a
+finished run, else from its committed record. The shared bootstrap is rebuilt deterministically on the next disk;
+its SFT digest is checked against the committed one, and arms trained from different bootstraps are named in the
+budget audit (fp32 kernels round differently across CPU kinds, so a rebuild on another kind may differ).
+
+Reads and writes `<out_dir>/runs/<arm>/seed_<s>.json` and `<out_dir>/runs/_shared/seed_<b>.json`
+(`bat.state.experiment_layout`). A written record is never overwritten.
+"""
+
+from __future__ import annotations
+
+import datetime as _dt
+from pathlib import Path
+from typing import Any
+
+from bat.perf.machine import cpu_facts, isa_kind
+from bat.state.atomic import atomic_write_json, read_json
+from bat.state.experiment_layout import PIECES_DIR_NAME, SHARED_PIECE_DIR_NAME, arm_piece, shared_piece
+
+PIECE_SCHEMA = 1
+"""Version of a piece record's layout."""
+
+
+def _stamp(body: dict[str, Any]) -> dict[str, Any]:
+    from bat.experiment.write import git_commit
+
+    return {
+        "piece_schema": PIECE_SCHEMA,
+        **body,
+        "commit": git_commit(),
+        "cpu": cpu_facts(),
+        "recorded_at": _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds"),
+    }
+
+
+def write_arm_piece(out_dir: Path, arm: str, seed: int, result: dict[str, Any]) -> Path | None:
+    """Record a finished arm x seed's collected `result` once; returns the path written, None when one exists
+    already or the run is not finished (status other than `done`)."""
+    path = arm_piece(out_dir, arm, seed)
+    if path.exists() or result.get("status") != "done":
+        return None
+    return atomic_write_json(path, _stamp({"arm": arm, **result}))
+
+
+def read_arm_piece(out_dir: Path, arm: str, seed: int) -> dict[str, Any] | None:
+    """The committed result of `arm` x `seed` (with `source: committed`), or None."""
+    path = arm_piece(out_dir, arm, seed)
+    if not path.exists():
+        return None
+    record = read_json(path)
+    return {**record, "source": "committed"}
+
+
+def write_shared_piece(out_dir: Path, seed: int, record: dict[str, Any]) -> Path | None:
+    """Record the shared bootstrap built with `seed` once (SFT digest, wall); None when one exists already."""
+    path = shared_piece(out_dir, seed)
+    if path.exists():
+        return None
+    return atomic_write_json(path, _stamp({"seed": seed, **record}))
+
+
+def read_shared_piece(out_dir: Path, seed: int) -> dict[str, Any] | None:
+    """The committed record of the bootstrap built with `seed`, or None."""
+    path = shared_piece(out_dir, seed)
+    return read_json(path) if path.exists() else None
+
+
+def digest_check(out_dir: Path, seed: int, digest: str) -> str | None:
+    """None when the bootstrap's SFT `digest` equals the committed one (or none is committed); else a message naming
+    both digests and CPUs, for the log and the results."""
+    committed = read_shared_piece(out_dir, seed)
+    if committed is None or committed.get("sft_digest") == digest:
+        return None
+    then, now = committed.get("cpu", {}), cpu_facts()
+    return (
+        f"the shared bootstrap (seed {seed}) rebuilt with SFT digest {digest[:16]}, not the committed "
+        f"{str(committed.get('sft_digest'))[:16]} ({shared_piece(out_dir, seed)}): built on {then.get('model')!r} "
+        f"{isa_kind(then)}, now on {now.get('model')!r} {isa_kind(now)}. Arms run now train from another SFT checkpoint than "
+        "the committed ones; the results' budget audit names them. To keep one bootstrap, continue on the CPU kind "
+        "that built it, or copy its state dir here."
+    )
+
+
+def committed_arms(out_dir: Path) -> dict[str, list[int]]:
+    """Arm name -> seeds with a committed record under `<out_dir>/runs/` (for listings)."""
+    root = Path(out_dir) / PIECES_DIR_NAME
+    out: dict[str, list[int]] = {}
+    if not root.is_dir():
+        return out
+    for arm_dir in sorted(p for p in root.iterdir() if p.is_dir() and p.name != SHARED_PIECE_DIR_NAME):
+        seeds = sorted(int(p.stem.split("_", 1)[1]) for p in arm_dir.glob("seed_*.json") if p.stem[5:].isdigit())
+        if seeds:
+            out[arm_dir.name] = seeds
+    return out
