@@ -66,7 +66,11 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     )
     parser.add_argument("--seeds", type=_seeds, help="comma-separated subset of the experiment's seeds")
     parser.add_argument("--out", help="results directory (default: the experiment's out_dir)")
-    parser.add_argument("--collect-only", action="store_true", help="only re-collect results from the state dirs and the committed pieces under OUT/runs/")
+    parser.add_argument(
+        "--collect-only",
+        action="store_true",
+        help="only re-collect results from the state dirs and the committed pieces under OUT/runs/",
+    )
     parser.add_argument(
         "--allow-config-change",
         action="store_true",
