@@ -13,7 +13,7 @@ from typing import Any
 
 from bat.experiment.collect import collect, seed_result
 from bat.experiment.execute import run_arm
-from bat.experiment.pieces import digest_check, write_arm_piece, write_shared_piece
+from bat.experiment.pieces import digest_check, read_arm_piece, write_arm_piece, write_shared_piece
 from bat.experiment.share import run_shared
 from bat.experiment.spec import ExperimentError, ExperimentSpec, bootstrap_seed_of
 from bat.experiment.write import stamp, write_results
@@ -39,7 +39,9 @@ def run_experiment(
     collect_only: bool = False,
     allow_config_change: bool = False,
 ) -> dict[str, Any]:
-    """Run the selected arms x seeds (finished ones are skipped), then write results for the whole experiment.
+    """Run the selected arms x seeds, then write results for the whole experiment. Finished ones are skipped: those
+    finished in their state dir, and those with a committed piece under `<out>/runs/` (a seed whose selected arms are
+    all committed does not rebuild its bootstrap).
 
     `allow_config_change` lets an arm run resume under a changed resolved config (see `bat.config.run_record`).
     """
@@ -49,6 +51,15 @@ def run_experiment(
     warnings: list[str] = []
     if not collect_only:
         for seed in chosen:
+            pending = [arm for arm in arms if read_arm_piece(out, arm.name, seed) is None]
+            for arm in arms:
+                if arm not in pending:
+                    print(
+                        f"bat experiment: arm {arm.name} seed {seed} is committed under {out}/runs/: skipped",
+                        flush=True,
+                    )
+            if not pending:  # nothing left to run for this seed: its bootstrap is not rebuilt
+                continue
             try:
                 shared = run_shared(spec, seed)
             except Exception as exc:  # reported in results; the other seeds still run
@@ -61,7 +72,7 @@ def run_experiment(
                 warnings.append(mismatch)
                 print(f"bat experiment: WARNING: {mismatch}", flush=True)
             write_shared_piece(out, boot, {"sft_digest": shared.sft_digest, "wall_s": shared.wall_s})
-            for arm in arms:
+            for arm in pending:
                 record = run_arm(spec, arm, seed, shared, allow_config_change=allow_config_change)
                 if record.get("status") == "done" and write_arm_piece(
                     out, arm.name, seed, seed_result(spec, arm.name, seed)

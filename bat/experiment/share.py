@@ -156,7 +156,8 @@ def shared_paths(shared: RunLayout, target: RunLayout) -> list[tuple[Path, Path]
 def seed_arm_state(shared: SharedInfo, root: Path, *, models_only: bool = False) -> RunLayout:
     """Create the arm state dir `root` from the shared bootstrap (no-op when already seeded); returns its layout.
 
-    `models_only` (base arm): only the base model directory, so its evaluation shares no held-out files.
+    `models_only` (base arm): only the base model directory (when the bootstrap built one; a pretrained policy is
+    read from the model cache), so its evaluation shares no held-out files.
     """
     root = Path(root)
     if (root / SEED_MARKER).exists():
@@ -164,6 +165,7 @@ def seed_arm_state(shared: SharedInfo, root: Path, *, models_only: bool = False)
     with atomic_dir(root) as tmp:
         target = RunLayout(tmp)
         pairs = [(shared.layout.models_dir, target.models_dir)] if models_only else shared_paths(shared.layout, target)
+        pairs = [(src, dst) for src, dst in pairs if src.exists()]  # a pretrained policy has no locally built model
         for src, dst in pairs:
             dst.parent.mkdir(parents=True, exist_ok=True)
             _link_tree(src, dst)

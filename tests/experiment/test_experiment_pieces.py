@@ -72,3 +72,19 @@ def test_budget_audit_names_arms_trained_from_another_bootstrap(tmp_path: Path) 
     audit = _budget(spec, mixed)
     assert not audit["one_bootstrap"] and not audit["matched"]
     assert audit["sft_digests"] == {"1": {"a" * 16: ["grpo/s1", "bicurl/s1"], "b" * 16: ["grpo/s2"]}}
+
+
+def test_the_base_arm_is_seeded_from_a_bootstrap_without_a_locally_built_model(tmp_path: Path) -> None:
+    """A pretrained policy is read from the model cache, so the shared bootstrap has no `models/` to link."""
+    from bat.experiment.share import SharedInfo, seed_arm_state
+    from bat.state.atomic import read_json
+    from bat.state.layout import RunLayout
+
+    shared = RunLayout(tmp_path / "_shared")
+    shared.root.mkdir()
+    info = SharedInfo(seed=1, layout=shared, sft_checkpoint="", sft_digest="d" * 64, wall_s=0.0, compute_s=0.0)
+    arm = seed_arm_state(info, tmp_path / "base", models_only=True)
+    assert not arm.models_dir.exists()
+    assert arm.heldout_secret.read_bytes() == shared.heldout_secret.read_bytes()  # the same held-out suite
+    marker = next(p for p in (tmp_path / "base").iterdir() if p.suffix == ".json")
+    assert read_json(marker)["copied"] == [] and read_json(marker)["models_only"] is True

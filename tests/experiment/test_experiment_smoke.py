@@ -97,3 +97,8 @@ def test_two_arm_experiment_matched_budget_shared_sft(tmp_path: Path) -> None:
         assert arm["summary"]["mean"]["overall"] == pytest.approx(results["arms"][name]["summary"]["mean"]["overall"])
     assert merged["budget"]["matched"] and merged["shared"]["3"]["sft_digest"] == digest
     assert "| grpo | 3 | done |" in (out / "README.md").read_text() and "piece `" in (out / "README.md").read_text()
+    # running the experiment there does not redo committed arm x seeds, nor rebuild their bootstrap
+    assert main(["experiment", "--config", str(exp)]) == 0
+    assert not (tmp_path / "state" / "t2" / "seed_3").exists()
+    rerun = json.loads((out / "results.json").read_text())
+    assert all(arm["seeds"][0]["source"] == "committed" for arm in rerun["arms"].values())
