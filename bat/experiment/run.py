@@ -13,7 +13,7 @@ from typing import Any
 
 from bat.experiment.collect import collect, seed_result
 from bat.experiment.execute import run_arm
-from bat.experiment.pieces import digest_check, read_arm_piece, write_arm_piece, write_shared_piece
+from bat.experiment.pieces import committed_arms, digest_check, write_arm_piece, write_shared_piece
 from bat.experiment.share import run_shared
 from bat.experiment.spec import ExperimentError, ExperimentSpec, bootstrap_seed_of
 from bat.experiment.write import stamp, write_results
@@ -50,14 +50,17 @@ def run_experiment(
     failures: dict[str, str] = {}
     warnings: list[str] = []
     if not collect_only:
+        committed = committed_arms(out)
         for seed in chosen:
-            pending = [arm for arm in arms if read_arm_piece(out, arm.name, seed) is None]
+            pending = []
             for arm in arms:
-                if arm not in pending:
+                if seed in committed.get(arm.name, []):
                     print(
                         f"bat experiment: arm {arm.name} seed {seed} is committed under {out}/runs/: skipped",
                         flush=True,
                     )
+                else:
+                    pending.append(arm)
             if not pending:  # nothing left to run for this seed: its bootstrap is not rebuilt
                 continue
             try:

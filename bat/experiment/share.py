@@ -140,16 +140,20 @@ def _link_tree(src: Path, dst: Path) -> None:
     shutil.copytree(src, dst, copy_function=link, symlinks=True)
 
 
-def shared_paths(shared: RunLayout, target: RunLayout) -> list[tuple[Path, Path]]:
-    """(source, destination) pairs an arm takes from the shared bootstrap; missing optional ones are skipped."""
-    pairs = [
-        (shared.bank_root, target.bank_root),
-        (shared.models_dir, target.models_dir),
-        (shared.sft_checkpoints, target.sft_checkpoints),
-        (shared.fingerprint_index, target.fingerprint_index),
-        (shared.heldout_runs(0, "controller"), target.heldout_runs(0, "controller")),
-    ]
-    pairs += [(shared.phase_dir(0, p), target.phase_dir(0, p)) for p in ROUND0_PHASES]
+def shared_paths(shared: RunLayout, target: RunLayout, *, models_only: bool = False) -> list[tuple[Path, Path]]:
+    """(source, destination) pairs an arm takes from the shared bootstrap (`models_only`: the locally built base
+    model alone); missing ones are skipped (a pretrained policy has no locally built model)."""
+    if models_only:
+        pairs = [(shared.models_dir, target.models_dir)]
+    else:
+        pairs = [
+            (shared.bank_root, target.bank_root),
+            (shared.models_dir, target.models_dir),
+            (shared.sft_checkpoints, target.sft_checkpoints),
+            (shared.fingerprint_index, target.fingerprint_index),
+            (shared.heldout_runs(0, "controller"), target.heldout_runs(0, "controller")),
+        ]
+        pairs += [(shared.phase_dir(0, p), target.phase_dir(0, p)) for p in ROUND0_PHASES]
     return [(s, d) for s, d in pairs if s.exists()]
 
 
@@ -164,8 +168,7 @@ def seed_arm_state(shared: SharedInfo, root: Path, *, models_only: bool = False)
         return RunLayout(root)
     with atomic_dir(root) as tmp:
         target = RunLayout(tmp)
-        pairs = [(shared.layout.models_dir, target.models_dir)] if models_only else shared_paths(shared.layout, target)
-        pairs = [(src, dst) for src, dst in pairs if src.exists()]  # a pretrained policy has no locally built model
+        pairs = shared_paths(shared.layout, target, models_only=models_only)
         for src, dst in pairs:
             dst.parent.mkdir(parents=True, exist_ok=True)
             _link_tree(src, dst)
