@@ -193,16 +193,20 @@ class StagedEnv:
                 text += "\n(blocked: outside the workspace; recorded as a sandbox breach)"
         return text if len(text) <= limit else text[: limit - 20] + "\n...[truncated]"
 
-    def settlement(self, ids: Sequence[str], horizon: int, *, judged: Collection[str] = ()) -> Any:
+    def settlement(
+        self, ids: Sequence[str], horizon: int, *, judged: Collection[str] = (), own_records: bool = False
+    ) -> Any:
         """Which of `ids` (a stage row's rubric item and evidence ids) could still change if the episode went on for
         at most `horizon` more calls (fewer when this episode's own call limit is closer; none once it is done).
-        Reads the records, the workspace and the grader side's metadata; see `bat.benchmark.settled.settlement`."""
+        Reads the records (with `own_records`, this episode's only, without the prior records: how the verifier
+        confirms a stage row's evidence), the workspace and the grader side's metadata; see
+        `bat.benchmark.settled.settlement`."""
         from bat.benchmark.instance import load_grader_meta
         from bat.benchmark.settled import settlement
 
         left = 0 if self.done else min(horizon, self.config.benchmark.max_tool_calls - len(self.records))
         return settlement(
-            self.all_records,
+            self.records if own_records else self.all_records,
             self.workspace,
             load_grader_meta(self.grader_dir),
             ids,

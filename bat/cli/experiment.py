@@ -1,4 +1,5 @@
-"""`bat experiment --config FILE [--only ARM ...] [--seeds 1,2] [--out DIR] [--collect-only] [--allow-config-change]`.
+"""`bat experiment --config FILE [--only ARM ...] [--seeds 1,2] [--out DIR] [--collect-only] [--allow-config-change]
+[--supersede TAG --reason TEXT]`.
 
 Arm comparison.
 
@@ -22,16 +23,45 @@ def _seeds(text: str) -> list[int]:
 
 
 def _handler(args: argparse.Namespace) -> int:
-    from bat.experiment.run import run_experiment, select
+    from bat.experiment.pieces import SupersedeError
+    from bat.experiment.run import select
     from bat.experiment.spec import ExperimentError, load_experiment
 
     try:
         spec = load_experiment(args.config)
         arms, seeds = select(spec, args.only, args.seeds)
+        supersede_as = _supersede_as(args)
     except ExperimentError as exc:
         print(f"bat experiment: {exc}", file=sys.stderr)
         return 2
-    results = run_experiment(
+    try:
+        results = _run(spec, args, supersede_as)
+    except SupersedeError as exc:
+        print(f"bat experiment: {exc}", file=sys.stderr)
+        return 2
+    return _report(args, spec, arms, seeds, results)
+
+
+def _supersede_as(args: argparse.Namespace) -> tuple[str, str] | None:
+    """(tag, reason) of `--supersede TAG --reason TEXT`, None without them; ExperimentError when one comes without
+    the other or without an explicit `--only` and `--seeds` (superseding every arm x seed by accident is refused)."""
+    from bat.experiment.spec import ExperimentError
+
+    if args.supersede is None and args.reason is None:
+        return None
+    if args.supersede is None or not (args.reason or "").strip():
+        raise ExperimentError("--supersede TAG and --reason TEXT go together")
+    if not args.only or not args.seeds or args.collect_only:
+        raise ExperimentError(
+            "--supersede needs --only ARM and --seeds N (the arm x seeds to run again), not --collect-only"
+        )
+    return args.supersede, args.reason
+
+
+def _run(spec, args: argparse.Namespace, supersede_as: tuple[str, str] | None):
+    from bat.experiment.run import run_experiment
+
+    return run_experiment(
         spec,
         only=args.only,
         seeds=args.seeds,
@@ -39,7 +69,12 @@ def _handler(args: argparse.Namespace) -> int:
         out_dir=args.out,
         collect_only=args.collect_only,
         allow_config_change=args.allow_config_change,
+        supersede_as=supersede_as,
     )
+
+
+def _report(args: argparse.Namespace, spec, arms: list, seeds: list[int], results: dict) -> int:
+    """Print where the results went and every selected arm x seed that did not finish; the exit status."""
     out = args.out or spec.out_dir
     print(f"bat experiment: wrote {out}/README.md, {out}/results.json, {out}/curves.png")
     selected = {a.name for a in arms}
@@ -77,6 +112,13 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         help="resume arm runs whose resolved config changed (e.g. new config fields of a newer bat); finished phases "
         "are kept, the previous run.json is kept as run.<hash>.json",
     )
+    parser.add_argument(
+        "--supersede",
+        metavar="TAG",
+        help="run the --only ARM x --seeds N again: their committed records move to OUT/superseded/TAG/ and their "
+        "state dirs aside, listed in the results as superseded (needs --reason)",
+    )
+    parser.add_argument("--reason", metavar="TEXT", help="why the superseded runs are redone (with --supersede)")
     parser.set_defaults(handler=_handler)
 
 
@@ -93,4 +135,6 @@ def _command(args: argparse.Namespace) -> str:
         words.append("--collect-only")
     if args.allow_config_change:
         words.append("--allow-config-change")
+    if args.supersede:
+        words += ["--supersede", args.supersede, "--reason", args.reason or ""]
     return " ".join(shlex.quote(w) for w in words)

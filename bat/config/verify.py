@@ -33,9 +33,16 @@ class JudgeConfig(Section):
 class VerifyConfig(Section):
     """Rubric verifier: r = eta * mean(v) for stage rows (Eq. 4); E2E rows by `e2e_reward`."""
 
-    reward_version: str = Field("bat-rubric-v2", pattern=r"^[A-Za-z0-9_.-]+$")
+    reward_version: str = Field("bat-rubric-v3", pattern=r"^[A-Za-z0-9_.-]+$")
     """Recorded in every RewardRecord and the round report; bump when reward logic changes (v2: E2E rows use the
-    union rubric by default)."""
+    union rubric by default; v3: a stage row's evidence comes from the rollout's own calls, `stage_evidence`)."""
+    stage_evidence: Literal["rollout", "trajectory"] = "rollout"
+    """Whose execution records confirm a stage row's evidence (eta of Eq. 4). `rollout`: only the calls the rollout
+    made, so a state whose replayed prefix already holds the stage's records (a recovery state's failed pilot and
+    check) earns no eta for them and a rollout that does nothing scores 0. `trajectory` (reward v2): prefix +
+    rollout. Item verdicts always read the whole trajectory (s3c_failure_fixed needs the prefix's failing pilot);
+    artifact evidence (plan.md, outputs/, submission/) reads the final workspace either way. E2E rows start from
+    an empty prefix, so both read the same."""
     e2e_reward: Literal["union_rubric", "stage_mix"] = "union_rubric"
     """Reward of an E2E row. `union_rubric` (the paper: Eq. 4 over the union of the stage contracts, Eq. 14):
     r = eta * mean of every applicable item's verdict, eta the fraction of the union's evidence confirmed.

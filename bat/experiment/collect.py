@@ -21,7 +21,7 @@ from bat.curriculum.history import load_best_after
 from bat.evaluate.aggregate import half_width
 from bat.evaluate.store import load_aggregate
 from bat.experiment.execute import FINAL_PHASE, read_arm_record
-from bat.experiment.pieces import read_arm_piece, read_shared_piece
+from bat.experiment.pieces import read_arm_piece, read_shared_piece, superseded_records
 from bat.experiment.share import ROUND0_PHASES, arm_dir, shared_dir
 from bat.experiment.spec import ExperimentSpec, arm_config, bootstrap_seed_of, budget_signature
 from bat.schemas.evaluation import METRICS, EvalAggregate
@@ -308,4 +308,5 @@ def collect(spec: ExperimentSpec, out_dir: Path | None = None) -> dict[str, Any]
         "comparisons": comparisons,
         "budget": _budget(spec, arms),
         "shared": shared,
+        "superseded": superseded_records(out),
     }

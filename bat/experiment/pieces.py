@@ -8,7 +8,9 @@ its SFT digest is checked against the committed one, and arms trained from diffe
 budget audit (fp32 kernels round differently across CPU kinds, so a rebuild on another kind may differ).
 
 Reads and writes `<out_dir>/runs/<arm>/seed_<s>.json` and `<out_dir>/runs/_shared/seed_<b>.json`
-(`bat.state.experiment_layout`). A written record is never overwritten.
+(`bat.state.experiment_layout`). A written record is never overwritten. An arm x seed rerun under a later change (a
+new reward, a fix) is *superseded*: its record moves to `<out_dir>/superseded/<tag>/<arm>/seed_<s>.json` with the
+reason, and is listed beside the results, never merged into them.
 """
 
 from __future__ import annotations
@@ -19,7 +21,14 @@ from typing import Any
 
 from bat.perf.machine import cpu_facts, isa_kind
 from bat.state.atomic import atomic_write_json, read_json
-from bat.state.experiment_layout import PIECES_DIR_NAME, SHARED_PIECE_DIR_NAME, arm_piece, shared_piece
+from bat.state.experiment_layout import (
+    PIECES_DIR_NAME,
+    SHARED_PIECE_DIR_NAME,
+    SUPERSEDED_DIR_NAME,
+    arm_piece,
+    shared_piece,
+    superseded_piece,
+)
 
 PIECE_SCHEMA = 1
 """Version of a piece record's layout."""
@@ -96,3 +105,38 @@ def committed_arms(out_dir: Path) -> dict[str, list[int]]:
         if seeds:
             out[arm_dir.name] = seeds
     return out
+
+
+class SupersedeError(ValueError):
+    """An arm x seed cannot be superseded under the given tag (no committed record, or the tag holds one already)."""
+
+
+def supersede_arm_piece(out_dir: Path, arm: str, seed: int, tag: str, reason: str) -> Path:
+    """Move the committed record of `arm` x `seed` to `<out_dir>/superseded/<tag>/`, stamped with `reason`, the time
+    and the commit that superseded it; returns the new path. Raises SupersedeError when there is no committed record
+    or `tag` already holds one for this arm x seed (nothing is moved then)."""
+    src, dst = arm_piece(out_dir, arm, seed), superseded_piece(out_dir, tag, arm, seed)
+    if not src.exists():
+        raise SupersedeError(f"{src}: no committed record of arm {arm} seed {seed} to supersede")
+    if dst.exists():
+        raise SupersedeError(f"{dst} exists: arm {arm} seed {seed} was superseded under tag {tag!r} already")
+    from bat.experiment.write import git_commit
+
+    record = read_json(src)
+    record["superseded"] = {
+        "tag": tag,
+        "reason": reason,
+        "by_commit": git_commit(),
+        "at": _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds"),
+    }
+    atomic_write_json(dst, record)
+    src.unlink()
+    return dst
+
+
+def superseded_records(out_dir: Path) -> list[dict[str, Any]]:
+    """Every superseded arm x seed record under `<out_dir>/superseded/`, ordered by tag, arm and seed."""
+    root = Path(out_dir) / SUPERSEDED_DIR_NAME
+    if not root.is_dir():
+        return []
+    return [{**read_json(p), "source": "committed"} for p in sorted(root.glob("*/*/seed_*.json"))]

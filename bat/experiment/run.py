@@ -7,16 +7,28 @@ so that a later piece of the experiment, on a fresh disk, merges them.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
 from bat.experiment.collect import collect, seed_result
 from bat.experiment.execute import run_arm
-from bat.experiment.pieces import committed_arms, digest_check, write_arm_piece, write_shared_piece
-from bat.experiment.share import run_shared
+from bat.experiment.pieces import (
+    SupersedeError,
+    committed_arms,
+    digest_check,
+    supersede_arm_piece,
+    write_arm_piece,
+    write_shared_piece,
+)
+from bat.experiment.share import arm_dir, run_shared, seed_dir
 from bat.experiment.spec import ExperimentError, ExperimentSpec, bootstrap_seed_of
 from bat.experiment.write import stamp, write_results
+from bat.state.experiment_layout import superseded_state
+
+TAG_PATTERN = re.compile(r"^[a-z0-9][a-z0-9._-]{0,63}$")
+"""A supersede tag: lower-case letters, digits, `.`, `_`, `-` (a folder name), at most 64 characters."""
 
 
 def select(spec: ExperimentSpec, only: Iterable[str] | None, seeds: Iterable[int] | None) -> tuple[list, list[int]]:
@@ -29,6 +41,42 @@ def select(spec: ExperimentSpec, only: Iterable[str] | None, seeds: Iterable[int
     return arms, chosen
 
 
+def supersede(spec: ExperimentSpec, arms: list, seeds: list[int], tag: str, reason: str, out: Path) -> list[str]:
+    """Set the selected arm x seeds aside so that they run again: each committed record moves to
+    `<out>/superseded/<tag>/` (`supersede_arm_piece`) and each state dir to `<seed dir>/_superseded/<tag>/<arm>`.
+    Checks every pair before moving anything; raises SupersedeError (naming what is valid) when the tag is malformed,
+    a pair has neither a record nor a state dir, or the tag holds one already. Returns one line per move."""
+    if not TAG_PATTERN.match(tag):
+        raise SupersedeError(f"supersede tag {tag!r}: use lower-case letters, digits, '.', '_' or '-' (<= 64)")
+    if not reason.strip():
+        raise SupersedeError("superseding needs a reason (what changed, why the runs are redone)")
+    moves: list[tuple[str, int, bool, Path | None]] = []
+    committed = committed_arms(out)
+    for seed in seeds:
+        for arm in arms:
+            state = arm_dir(spec, seed, arm.name)
+            target = superseded_state(seed_dir(spec, seed), tag, arm.name)
+            has_record = seed in committed.get(arm.name, [])
+            if not has_record and not state.exists():
+                raise SupersedeError(
+                    f"arm {arm.name} seed {seed}: nothing to supersede (no committed record under {out}/runs/, no "
+                    f"state dir {state}); committed: {committed or 'none'}"
+                )
+            if state.exists() and target.exists():
+                raise SupersedeError(f"{target} exists: arm {arm.name} seed {seed} was superseded under {tag!r}")
+            moves.append((arm.name, seed, has_record, state if state.exists() else None))
+    lines = []
+    for name, seed, has_record, state in moves:
+        if has_record:
+            lines.append(f"record -> {supersede_arm_piece(out, name, seed, tag, reason)}")
+        if state is not None:
+            target = superseded_state(seed_dir(spec, seed), tag, name)
+            target.parent.mkdir(parents=True, exist_ok=True)
+            state.rename(target)
+            lines.append(f"state {state} -> {target}")
+    return lines
+
+
 def run_experiment(
     spec: ExperimentSpec,
     *,
@@ -38,15 +86,20 @@ def run_experiment(
     out_dir: Path | None = None,
     collect_only: bool = False,
     allow_config_change: bool = False,
+    supersede_as: tuple[str, str] | None = None,
 ) -> dict[str, Any]:
     """Run the selected arms x seeds, then write results for the whole experiment. Finished ones are skipped: those
     finished in their state dir, and those with a committed piece under `<out>/runs/` (a seed whose selected arms are
     all committed does not rebuild its bootstrap).
 
     `allow_config_change` lets an arm run resume under a changed resolved config (see `bat.config.run_record`).
+    `supersede_as` = (tag, reason) first sets the selected arm x seeds aside (`supersede`), so they run afresh.
     """
     arms, chosen = select(spec, only, seeds)
     out = Path(out_dir or spec.out_dir)
+    if supersede_as is not None and not collect_only:
+        for line in supersede(spec, arms, chosen, *supersede_as, out):
+            print(f"bat experiment: superseded {line}", flush=True)
     failures: dict[str, str] = {}
     warnings: list[str] = []
     if not collect_only:

@@ -104,7 +104,7 @@ def _ordering(results: dict[str, Any]) -> str:
 def render_readme(results: dict[str, Any]) -> str:
     """The readable report: command, commit, table, per-stage table, budget, per-seed runs, closing note."""
     out = _headline_table(results) + _stage_means_table(results) + _budget_section(results)
-    out += _runs_table(results) + _pool_signal_table(results)
+    out += _runs_table(results) + _pool_signal_table(results) + _superseded_table(results)
     out += [
         "",
         "## Curves",
@@ -212,14 +212,49 @@ def _runs_table(results: dict[str, Any]) -> list[str]:
         for x in arm["seeds"]:
             agg = x.get("aggregate") or {}
             err = (x.get("error") or "").replace("|", "/")[:120]
-            signal = x.get("signal") or []
-            rewards = " / ".join("-" if s.get("reward_mean") is None else f"{s['reward_mean']:.3f}" for s in signal)
-            same = " / ".join(f"{_count(s.get('groups_identical'))}/{_count(s.get('groups'))}" for s in signal)
+            rewards, same = _signal_cells(x)
             out.append(
                 f"| {name} | {x['seed']} | {x.get('status')} | {pct(agg.get('overall'))} | "
                 f"{x.get('final_round', '-')} | {x.get('rollouts', '-')} | {rewards or '-'} | {same or '-'} | "
                 f"{x.get('wall_s', '-')} | {_provenance(x)} | {err} |"
             )
+    return out
+
+
+def _signal_cells(seed_run: dict[str, Any]) -> tuple[str, str]:
+    """(train reward by round, identical groups by round) of an arm x seed, rounds joined by ' / '."""
+    signal = seed_run.get("signal") or []
+    rewards = " / ".join("-" if s.get("reward_mean") is None else f"{s['reward_mean']:.3f}" for s in signal)
+    same = " / ".join(f"{_count(s.get('groups_identical'))}/{_count(s.get('groups'))}" for s in signal)
+    return rewards, same
+
+
+def _superseded_table(results: dict[str, Any]) -> list[str]:
+    """Arm x seeds rerun under a later change: their numbers, who superseded them and why (never in the table)."""
+    records = results.get("superseded") or []
+    if not records:
+        return []
+    out = [
+        "",
+        "## Superseded runs",
+        "",
+        "Arm x seeds that were run again after a change (`bat experiment --supersede TAG --reason ...`); kept as "
+        "measured, listed here, never merged into the tables above.",
+        "",
+        "| tag | arm | seed | Overall (final) | Overall (test) | train reward by round | identical groups | run at | "
+        "superseded by | reason |",
+        "|---|---|---|---|---|---|---|---|---|---|",
+    ]
+    for x in records:
+        why = x.get("superseded") or {}
+        test = (x.get("aggregates") or {}).get("test") or {}
+        rewards, same = _signal_cells(x)
+        reason = str(why.get("reason", "")).replace("|", "/")
+        out.append(
+            f"| {why.get('tag', '?')} | {x.get('arm', '?')} | {x.get('seed', '?')} | "
+            f"{pct((x.get('aggregate') or {}).get('overall'))} | {pct(test.get('overall'))} | {rewards or '-'} | "
+            f"{same or '-'} | `{str(x.get('commit', '?'))[:7]}` | `{str(why.get('by_commit', '?'))[:7]}` | {reason} |"
+        )
     return out
 
 

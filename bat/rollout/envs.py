@@ -48,12 +48,19 @@ def judged_ids(row: BankRow, config: BatConfig) -> set[str]:
 
 def stage_exit_check(env: Any, row: BankRow, config: BatConfig) -> Callable[[int], bool] | None:
     """The row's settled check for the loop (`RolloutSpec.stage_exit`): calls left -> True when every rubric item
-    and evidence id of the row is settled in `env` (`StagedEnv.settlement`); None for an E2E row."""
+    and evidence id of the row is settled in `env` (`StagedEnv.settlement`); None for an E2E row. Evidence ids are
+    settled on the records the verifier confirms them from (`verify.stage_evidence`: the rollout's own, once the
+    state has a prefix), item ids on the whole trajectory."""
     if row.stage == E2E:
         return None
-    ids = [c.id for c in row.rubric] + [g.id for g in row.evidence]
+    items, evidence = [c.id for c in row.rubric], [g.id for g in row.evidence]
     judged = judged_ids(row, config)
-    return lambda horizon: env.settlement(ids, horizon, judged=judged).settled
+    if config.verify.stage_evidence == "trajectory" or not getattr(env, "prior_records", None):
+        return lambda horizon: env.settlement(items + evidence, horizon, judged=judged).settled
+    return lambda horizon: (
+        env.settlement(items, horizon, judged=judged).settled
+        and env.settlement(evidence, horizon, judged=judged, own_records=True).settled
+    )
 
 
 def bank_opener(bank: Any, config: BatConfig):

@@ -35,3 +35,20 @@ def arm_piece(out_dir: Path, arm: str, seed: int) -> Path:
 def shared_piece(out_dir: Path, seed: int) -> Path:
     """`<out_dir>/runs/_shared/seed_<seed>.json`: the committed record of the shared bootstrap built with `seed`."""
     return Path(out_dir) / PIECES_DIR_NAME / SHARED_PIECE_DIR_NAME / f"seed_{seed}.json"
+
+
+SUPERSEDED_DIR_NAME = "superseded"
+"""Folder under an experiment's results dir holding the records of arm x seeds rerun under a later change; kept and
+listed, never merged into the results."""
+SUPERSEDED_STATE_DIR_NAME = "_superseded"
+"""Folder under a seed's state dir where a superseded arm run's state dir is moved (not a valid arm name)."""
+
+
+def superseded_piece(out_dir: Path, tag: str, arm: str, seed: int) -> Path:
+    """`<out_dir>/superseded/<tag>/<arm>/seed_<seed>.json`: the record of an arm x seed superseded under `tag`."""
+    return Path(out_dir) / SUPERSEDED_DIR_NAME / tag / arm / f"seed_{seed}.json"
+
+
+def superseded_state(seed_dir: Path, tag: str, arm: str) -> Path:
+    """`<seed state dir>/_superseded/<tag>/<arm>`: where a superseded arm run's state dir is kept."""
+    return Path(seed_dir) / SUPERSEDED_STATE_DIR_NAME / tag / arm

@@ -117,7 +117,7 @@ class Verifier:
             return RewardRecord(**self._base(rec), reward=0.0, eta=0.0, valid=True, **extra)
         if truth.stage == E2E:
             return self._e2e(rec, score, truth, extra)
-        evidence = dict(score.evidence.get(truth.stage, {}))
+        evidence = self._stage_evidence(view, truth, records, score, judge_fn)
         eta = eta_from(evidence, truth.evidence_ids) if truth.evidence_ids else score.eta.get(truth.stage, 1.0)
         reward = stage_reward({i: v.verdict for i, v in items.items()}, eta)
         if reward is None:
@@ -131,6 +131,18 @@ class Verifier:
             valid=True,
             **extra,
         )
+
+    def _stage_evidence(
+        self, view: Path, truth: StateTruth, records: Sequence[Any], score: Any, judge_fn: Any
+    ) -> dict[str, bool]:
+        """The row stage's evidence: from the whole trajectory's grade `score`, or (`verify.stage_evidence:
+        rollout` with a non-empty prefix) from a grade of the rollout's own records on the same workspace view."""
+        if self.config.verify.stage_evidence == "trajectory" or not truth.prior_records:
+            return dict(score.evidence.get(truth.stage, {}))
+        own = self.grade(
+            view, truth.grader_dir, list(records), judge=judge_fn, judge_name=self.judge_identity if judge_fn else ""
+        )
+        return dict(own.evidence.get(truth.stage, {}))
 
     def _prejudge(self, truth: StateTruth, rec: RolloutRecord, view: Path) -> tuple[set[str], Any, str | None]:
         """Ask the judge once for every judgment item in scope; returns (ids, grader hook, error)."""

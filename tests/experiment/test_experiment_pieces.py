@@ -44,16 +44,8 @@ def test_isa_kind_orders_amx_over_avx512_over_avx2() -> None:
 
 def test_budget_audit_names_arms_trained_from_another_bootstrap(tmp_path: Path) -> None:
     from bat.experiment.collect import _budget
-    from bat.experiment.spec import load_experiment
 
-    repo = Path(__file__).resolve().parents[2]
-    exp = tmp_path / "exp.yaml"
-    exp.write_text(
-        f"name: t\nbase_config: {repo / 'configs' / 'smoke.yaml'}\nseeds: [1, 2]\nbootstrap_seed: 1\n"
-        f"state_dir: {tmp_path / 'state'}\nout_dir: {tmp_path / 'out'}\n"
-        "arms:\n  - {name: grpo, overrides: [curriculum.arm=grpo]}\n  - {name: bicurl, overrides: [curriculum.arm=bicurl]}\n"
-    )
-    spec = load_experiment(exp)
+    spec = _two_arm_spec(tmp_path)
 
     def run(seed: int, digest: str) -> dict:
         return {
@@ -88,3 +80,72 @@ def test_the_base_arm_is_seeded_from_a_bootstrap_without_a_locally_built_model(t
     assert arm.heldout_secret.read_bytes() == shared.heldout_secret.read_bytes()  # the same held-out suite
     marker = next(p for p in (tmp_path / "base").iterdir() if p.suffix == ".json")
     assert read_json(marker)["copied"] == [] and read_json(marker)["models_only"] is True
+
+
+def _two_arm_spec(tmp_path: Path):
+    from bat.experiment.spec import load_experiment
+
+    repo = Path(__file__).resolve().parents[2]
+    exp = tmp_path / "exp.yaml"
+    exp.write_text(
+        f"name: t\nbase_config: {repo / 'configs' / 'smoke.yaml'}\nseeds: [1, 2]\nbootstrap_seed: 1\n"
+        f"state_dir: {tmp_path / 'state'}\nout_dir: {tmp_path / 'out'}\n"
+        "arms:\n  - {name: grpo, overrides: [curriculum.arm=grpo]}\n  - {name: bicurl, overrides: [curriculum.arm=bicurl]}\n"
+    )
+    return load_experiment(exp)
+
+
+def test_a_superseded_arm_seed_is_set_aside_listed_and_run_again(tmp_path: Path) -> None:
+    import pytest
+
+    from bat.experiment.pieces import SupersedeError, superseded_records
+    from bat.experiment.run import select, supersede
+    from bat.experiment.share import arm_dir
+    from bat.experiment.write import _superseded_table
+
+    spec = _two_arm_spec(tmp_path)
+    out = spec.out_dir
+    write_arm_piece(out, "bicurl", 1, {"seed": 1, "status": "done", "aggregate": {"overall": 0.197}})
+    write_arm_piece(out, "grpo", 1, {"seed": 1, "status": "done"})
+    state = arm_dir(spec, 1, "bicurl")
+    (state / "round_01").mkdir(parents=True)
+    arms, seeds = select(spec, ["bicurl"], [1])
+    with pytest.raises(SupersedeError, match="lower-case"):
+        supersede(spec, arms, seeds, "Reward V2!", "x", out)
+    with pytest.raises(SupersedeError, match="reason"):
+        supersede(spec, arms, seeds, "rubric-v2", " ", out)
+    lines = supersede(spec, arms, seeds, "rubric-v2", "reward v3 credits only the rollout's own evidence", out)
+    assert len(lines) == 2 and not state.exists()
+    assert (spec.state_dir / "t" / "seed_1" / "_superseded" / "rubric-v2" / "bicurl" / "round_01").is_dir()
+    assert committed_arms(out) == {"grpo": [1]}  # bicurl seed 1 runs again; grpo is untouched
+    (record,) = superseded_records(out)
+    assert record["arm"] == "bicurl" and record["superseded"]["tag"] == "rubric-v2"
+    assert "own evidence" in record["superseded"]["reason"] and "by_commit" in record["superseded"]
+    # nothing is left to supersede under the same selection, and a tag is used once per arm x seed
+    with pytest.raises(SupersedeError, match="nothing to supersede"):
+        supersede(spec, arms, seeds, "rubric-v2b", "again", out)
+    write_arm_piece(out, "bicurl", 1, {"seed": 1, "status": "done"})
+    with pytest.raises(SupersedeError, match="superseded under tag"):
+        supersede(spec, arms, seeds, "rubric-v2", "again", out)
+    assert committed_arms(out) == {"bicurl": [1], "grpo": [1]}  # a refused supersede moves nothing
+    # the README lists the superseded run with its numbers and reason, apart from the arms' tables
+    table = "\n".join(_superseded_table({"superseded": superseded_records(out)}))
+    assert "## Superseded runs" in table and "| rubric-v2 | bicurl | 1 | 19.7 |" in table and "own evidence" in table
+    assert _superseded_table({"superseded": []}) == []
+
+
+def test_supersede_flags_are_checked_before_anything_moves(tmp_path: Path, capsys) -> None:
+    from bat.cli.main import main
+
+    spec = _two_arm_spec(tmp_path)
+    write_arm_piece(spec.out_dir, "bicurl", 1, {"seed": 1, "status": "done"})
+    config = str(tmp_path / "exp.yaml")
+    for argv, message in (
+        (["--supersede", "v2"], "go together"),
+        (["--supersede", "v2", "--reason", "r"], "needs --only ARM and --seeds N"),
+        (["--supersede", "v2", "--reason", "r", "--only", "grpo", "--seeds", "1"], "nothing to supersede"),
+    ):
+        assert main(["experiment", "--config", config, *argv]) == 2
+        err = capsys.readouterr().err
+        assert message in err and "Traceback" not in err
+    assert committed_arms(spec.out_dir) == {"bicurl": [1]}

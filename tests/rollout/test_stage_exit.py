@@ -125,13 +125,16 @@ def open_row(row: Row, workdir: Path) -> StagedEnv:
 
 
 def row_reward(env: StagedEnv, row: Row) -> float | None:
-    """The verifier's stage-row reward (`Verifier.verify`): 0 after a breach, else eta * mean of the row's items."""
+    """The verifier's stage-row reward (`Verifier.verify`): 0 after a breach, else eta * mean of the row's items,
+    the verdicts from the whole trajectory and eta from the rollout's own records once the row has a prefix
+    (`verify.stage_evidence: rollout`, the default)."""
     items, evidence = row.ids
     score = grade(env.workspace, env.grader_dir, env.all_records, CFG)
     if score.breach:
         return 0.0
     verdicts = {i: v for i, v in score.items[row.stage].items() if i in items}
-    return stage_reward(verdicts, eta_from(score.evidence[row.stage], evidence))
+    own = grade(env.workspace, env.grader_dir, env.records, CFG) if env.prior_records else score
+    return stage_reward(verdicts, eta_from(own.evidence[row.stage], evidence))
 
 
 def all_ids(track: str) -> list[str]:
@@ -181,12 +184,16 @@ def play(
     env = open_row(row, workdir)
     env.reset()
     items, evidence = row.ids
+    exit_check = stage_exit_check(env, _bank_row(row), CFG) if ids is None else None
     ids = ids if ids is not None else items + evidence
     cut, settled, asks, seen = None, [], [], []
     for k, c in enumerate(calls[:budget], start=1):
         env.step(c)
         asked = not env.done and k < budget
-        pending = env.settlement(ids, budget - k).pending if asked else {}
+        if exit_check is not None:  # the row's own ids, asked the way the loop asks (`stage_exit_check`)
+            pending = {} if not asked or exit_check(budget - k) else dict.fromkeys(ids, "the row is not settled")
+        else:
+            pending = env.settlement(ids, budget - k).pending if asked else {}
         settled.append(frozenset(i for i in ids if i not in pending))
         asks.append(asked)
         if trace:
@@ -503,3 +510,38 @@ def test_a_failing_check_ends_the_rollout_as_an_infrastructure_failure(tokenizer
     (out,) = run_rollouts(engine, [spec], tt, LoopSettings(budgets=RolloutBudgets(), stage_exit=True))
     assert out.record.end_reason == "error" and not out.record.valid
     assert "stage_exit check failed: FileNotFoundError" in out.record.invalid_reason and len(out.record.turns) == 1
+
+
+def _verify_with(outcome: Any, env: StagedEnv, row: Row, workdir: Path, config: BatConfig) -> float | None:
+    """`_verify` under another config (the real verifier's reward of one loop outcome)."""
+    items, evidence = row.ids
+    rec = outcome.record.model_copy(update={"evidence_dir": env.workspace.name})
+    truth = StateTruth("s", row.stage, row.inst.track, env.grader_dir, items, evidence, list(env.prior_records))
+    records = execution_records(rec, outcome.timings)
+    return make_verifier(config).verify(rec, env.workspace.parent, truth, records, workdir).reward
+
+
+def test_a_recovery_row_pays_only_for_the_evidence_its_rollout_confirms(rows, tokenizer, tmp_path):
+    """A recovery state's prefix already holds the failed pilot and the check (s3a, s3b true): with
+    `verify.stage_evidence: rollout` a rollout that stops at once earns 0, one that re-pilots and fixes earns 1; with
+    `trajectory` (reward v2) both earn at least 0.667 and the lazy one exactly that, so a group carries no gradient."""
+    row = next(r for r in rows if r.label.startswith("recovery/classification/") and r.label.endswith("/S3-recovery"))
+    assert any(c["name"] == "run_model" for c in row.prefix) and any(c["name"] == "check_outputs" for c in row.prefix)
+    tt = TurnTokens(tokenizer)
+    scripts = {0: ["The pilot failed, so I stop here."], 1: _scripts(row, 1)[0]}
+    trajectory = CFG.model_copy(update={"verify": CFG.verify.model_copy(update={"stage_evidence": "trajectory"})})
+    got: dict[str, list[float | None]] = {}
+    for name, config in (("rollout", CFG), ("trajectory", trajectory)):
+        envs = [open_row(row, tmp_path / f"{name}-{i}") for i in range(2)]
+        specs = [_spec(i, env, "S3", stage_exit_check(env, _bank_row(row), config)) for i, env in enumerate(envs)]
+        engine = ScriptedEngine(tokenizer, scripts, end_id=tt.stop_ids[0])
+        outcomes = run_rollouts(engine, specs, tt, LoopSettings(budgets=RolloutBudgets(), stage_exit=True))
+        assert outcomes[0].record.end_reason == "no_tool_call" and outcomes[1].record.end_reason == "stage_exit"
+        got[name] = [
+            _verify_with(o, env, row, tmp_path / f"verify-{name}-{i}", config)
+            for i, (o, env) in enumerate(zip(outcomes, envs))
+        ]
+        for env in envs:
+            env.close()
+    assert got["rollout"] == [0.0, 1.0]
+    assert got["trajectory"][0] == pytest.approx(2 / 3) and got["trajectory"][1] == 1.0
