@@ -187,8 +187,15 @@ def _budget_section(results: dict[str, Any]) -> list[str]:
         ),
         "",
     ]
-    for seed, rec in results["shared"].items():
-        out.append(f"* seed {seed}: SFT digest `{rec['sft_digest'][:16]}`, bootstrap wall {rec['wall_s']:.0f} s")
+    if results.get("bootstrap_seed") is None:
+        for seed, rec in results["shared"].items():
+            out.append(f"* seed {seed}: SFT digest `{rec['sft_digest'][:16]}`, bootstrap wall {rec['wall_s']:.0f} s")
+    else:  # one bootstrap read once per seed: list each distinct build once
+        builds = dict.fromkeys((rec["sft_digest"], rec["wall_s"]) for rec in results["shared"].values())
+        for digest, wall in builds:
+            out.append(
+                f"* run seed {results['bootstrap_seed']}: SFT digest `{digest[:16]}`, bootstrap wall {wall:.0f} s"
+            )
     if not budget.get("one_bootstrap", True):
         out += ["", f"**Trained arms did not all start from one SFT checkpoint**: {budget['sft_digests']}."]
     out += [f"* WARNING: {w}" for w in results.get("bootstrap_warnings") or []]

@@ -149,3 +149,16 @@ def test_supersede_flags_are_checked_before_anything_moves(tmp_path: Path, capsy
         err = capsys.readouterr().err
         assert message in err and "Traceback" not in err
     assert committed_arms(spec.out_dir) == {"bicurl": [1]}
+
+
+def test_one_shared_bootstrap_is_listed_once_not_once_per_seed() -> None:
+    from bat.experiment.write import _budget_section
+
+    budget = {"matched": True, "signature": {}, "differing_fields": [], "rl_arms": [], "per_seed": {}, "note": ""}
+    shared = {str(s): {"sft_digest": "a" * 64, "wall_s": 1457.0} for s in (1, 2, 3)}
+    lines = _budget_section({"budget": budget, "shared": shared, "bootstrap_seed": 1})
+    assert [x for x in lines if "bootstrap wall" in x] == [
+        f"* run seed 1: SFT digest `{'a' * 16}`, bootstrap wall 1457 s"
+    ]
+    per_seed = _budget_section({"budget": budget, "shared": shared, "bootstrap_seed": None})
+    assert sum("bootstrap wall" in x for x in per_seed) == 3
