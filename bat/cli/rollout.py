@@ -1,4 +1,5 @@
-"""`bat rollout` and `bat verify`: run the rollout / verify phase of one round plan (resumable, DONE-marked)."""
+"""`bat rollout` and `bat verify`: run the rollout / verify phase of one round plan (resumable, DONE-marked);
+`bat verify --rescore`: verify a finished round's rollouts again under another reward config, writing nothing."""
 
 from __future__ import annotations
 
@@ -13,6 +14,8 @@ def _run(phase: str, args: argparse.Namespace) -> int:
     from bat.state.layout import RunLayout
     from bat.state.markers import read_done
 
+    if getattr(args, "rescore", False):
+        return _rescore(args)
     cfg = load_config(args.config, args.overrides)
     layout = RunLayout.of(args.state, cfg.run.name)
     try:
@@ -33,14 +36,76 @@ def _run(phase: str, args: argparse.Namespace) -> int:
     return 0
 
 
-def _add(sub: argparse._SubParsersAction, phase: str, help_text: str) -> None:
+def _rescore_config(args: argparse.Namespace):
+    """The config to rescore under: `--config` when given, else the run's own resolved config (run.json), else the
+    defaults; `--set` overrides on top."""
+    from bat.config import load_config
+    from bat.config.load import apply_overrides, parse_config
+    from bat.state.atomic import read_json
+    from bat.state.layout import RunLayout
+
+    if args.config or args.state is None:
+        return load_config(args.config, args.overrides)
+    run_json = RunLayout(args.state).run_json
+    if not run_json.exists():
+        return load_config(None, args.overrides)
+    data = apply_overrides(read_json(run_json)["config"], args.overrides)
+    return parse_config(data, f"{run_json} + --set" if args.overrides else str(run_json))
+
+
+def _rescore(args: argparse.Namespace) -> int:
+    """Print each pool's training signal as recorded and as rescored, then every group's rewards both ways."""
+    from bat.config.load import ConfigError
+    from bat.state.layout import RunLayout
+    from bat.verify.rescore import compare_signal, rescore_round
+    from bat.verify.shards import read_rewards
+
+    try:
+        cfg = _rescore_config(args)
+        layout = RunLayout.of(args.state, cfg.run.name)
+        rescored = rescore_round(cfg, layout, args.round)
+    except (ConfigError, FileNotFoundError) as exc:
+        print(f"bat verify --rescore: {exc}")
+        return 2
+    recorded = read_rewards(layout.phase_dir(args.round, "verify"))
+    table = compare_signal(recorded, rescored)
+    print(
+        f"round {args.round}: {len(recorded)} recorded rewards vs rescored under verify.stage_evidence="
+        f"{cfg.verify.stage_evidence}, verify.e2e_reward={cfg.verify.e2e_reward}; identical groups / groups, mean reward"
+    )
+    for pool, both in table["pools"].items():
+        cells = [
+            "-" if s is None else f"{s['groups_identical']}/{s['groups']} identical, mean {s['reward_mean']:.3f}"
+            for s in (both["recorded"], both["rescored"])
+        ]
+        print(f"  {pool:8s} recorded {cells[0]:32s} rescored {cells[1]}")
+    for g in table["groups"]:
+        print(f"  {g['pool']:8s} {g['state_id']}: {_rewards_text(g['recorded'])} -> {_rewards_text(g['rescored'])}")
+    return 0
+
+
+def _rewards_text(rewards: list[float | None] | None) -> str:
+    """`[0.667, inv, 0.000]` (inv = an invalid rollout), or `-` for a group that was not recorded."""
+    if rewards is None:
+        return "-"
+    return "[" + ", ".join("inv" if r is None else f"{r:.3f}" for r in rewards) + "]"
+
+
+def _add(sub: argparse._SubParsersAction, phase: str, help_text: str) -> argparse.ArgumentParser:
     parser = sub.add_parser(phase, help=help_text)
     add_config_arguments(parser)
     parser.add_argument("--state", help="run state directory (default: state/<run.name>)")
     parser.add_argument("--round", type=int, required=True, help="round index whose plan.json to use (>= 1)")
     parser.set_defaults(handler=lambda args: _run(phase, args))
+    return parser
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
     _add(subparsers, "rollout", "K multi-turn rollouts per state of a round plan -> round_NN/rollout/ shards")
-    _add(subparsers, "verify", "rubric rewards for a round's rollout shards -> round_NN/verify/ shards")
+    verify = _add(subparsers, "verify", "rubric rewards for a round's rollout shards -> round_NN/verify/ shards")
+    verify.add_argument(
+        "--rescore",
+        action="store_true",
+        help="verify the round's finished rollouts again under this config (default: the run's run.json, with --set "
+        "on top) and print each pool's identical groups recorded vs rescored; writes nothing in the run",
+    )

@@ -132,6 +132,30 @@ def test_cli_reports_done_and_missing_plan(run, capsys):
     assert code == 2 and "no round plan for round 5" in out
 
 
+def test_rescore_reverifies_a_round_without_writing_in_the_run(run, capsys):
+    from bat.verify.rescore import compare_signal, rescore_round
+
+    cfg, layout, _ = run
+    verify_dir = layout.phase_dir(1, "verify")
+    before = {p: p.stat().st_mtime_ns for p in verify_dir.rglob("*")}
+    recorded = read_rewards(verify_dir)
+    assert recorded, "test_rollout_then_verify_phases runs first and verifies round 1"
+    # under the run's own reward config the round's rewards come back exactly
+    again = rescore_round(cfg, layout, 1)
+    assert [(r.rollout_id, r.reward, r.valid) for r in again] == [(r.rollout_id, r.reward, r.valid) for r in recorded]
+    table = compare_signal(recorded, again)
+    assert set(table["pools"]) == {r.pool for r in recorded if r.valid}
+    assert all(g["recorded"] == g["rescored"] for g in table["groups"])
+    sets = ["--set", "benchmark.runtime=inprocess", "--set", "benchmark.tracks=[classification]"]
+    sets += ["--set", "benchmark.cases_per_instance=3", "--set", "verify.stage_evidence=trajectory"]
+    assert main(["verify", "--state", str(layout.root), "--round", "1", "--rescore", *sets]) == 0
+    out = capsys.readouterr().out
+    assert "stage_evidence=trajectory" in out and "S-target" in out and " -> [" in out
+    assert {p: p.stat().st_mtime_ns for p in verify_dir.rglob("*")} == before  # nothing written in the run
+    assert main(["verify", "--state", str(layout.root), "--round", "4", "--rescore", *sets]) == 2
+    assert "no round plan for round 4" in capsys.readouterr().out
+
+
 def test_repeated_plan_rows_keep_their_rollouts_in_one_group():
     from bat.rollout.phase import plan_jobs
 
