@@ -76,8 +76,10 @@ class ExperimentSpec(BaseModel):
     """Run seeds; each seed has one state dir per arm (and its own bank + SFT checkpoint unless `bootstrap_seed`)."""
     bootstrap_seed: int | None = Field(None, ge=0)
     """None: every seed builds its own bootstrap (bank + SFT checkpoint). An integer: one bootstrap, built with this
-    run seed, serves every seed, so the seeds vary only RL sampling, routing and evaluation sampling (a cheaper design
-    whose seed spread leaves out bank/SFT variation; say so when reporting)."""
+    run seed, serves every seed, so the seeds vary only RL sampling and the routing that follows (a cheaper design
+    whose seed spread leaves out bank/SFT variation; say so when reporting). Evaluation sampling seeds derive from
+    the experiment's held-out secret, the same for every arm and seed, so an untrained arm's seeds reproduce each
+    other exactly."""
     arms: tuple[ArmSpec, ...] = Field(min_length=1)
     """Arms in table order."""
     state_dir: Path = Path("state/experiments")

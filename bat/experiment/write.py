@@ -183,7 +183,8 @@ def _budget_section(results: dict[str, Any]) -> list[str]:
             "Shared bootstrap per seed (one bank + SFT checkpoint reused by every trained arm):"
             if results.get("bootstrap_seed") is None
             else f"One shared bootstrap (bank + SFT checkpoint built with run seed {results['bootstrap_seed']}) serves every "
-            "seed, so the seed spread covers RL sampling, routing and evaluation sampling, not bank/SFT variation:"
+            "seed, and evaluation sampling seeds come from the experiment's held-out secret (the same for every arm and seed), "
+            "so the seed spread covers RL sampling and routing only (an untrained arm's seeds reproduce each other):"
         ),
         "",
     ]
