@@ -99,17 +99,22 @@ def verify_shard(verifier: Verifier, shard: Path, bank: Any, config: BatConfig, 
     return rewards
 
 
-def run_verify(ctx: PhaseContext) -> PhaseResult:
-    """Verify every finished rollout shard that has no reward shard yet."""
+def open_round(config: BatConfig, layout: Any, round_index: int) -> tuple[Any, Any, Verifier, list[Any]]:
+    """(plan, bank version pinned by the plan, verifier of the plan's reward mode, finished rollout shards) of a
+    round; FileNotFoundError when the round has no plan or no finished rollout shard."""
     from bat.bank.store import open_bank
 
-    plan = load_plan(ctx.layout, ctx.round)
-    bank = open_bank(ctx.layout, plan.bank_version)
-    verifier = make_verifier(ctx.config, plan.reward_mode)
-    rollout_dir = ctx.layout.phase_dir(ctx.round, "rollout")
+    plan = load_plan(layout, round_index)
+    rollout_dir = layout.phase_dir(round_index, "rollout")
     shards = finished_shards(rollout_dir)
     if not shards:
         raise FileNotFoundError(f"{rollout_dir}: no finished rollout shards to verify (run the rollout phase first)")
+    return plan, open_bank(layout, plan.bank_version), make_verifier(config, plan.reward_mode), shards
+
+
+def run_verify(ctx: PhaseContext) -> PhaseResult:
+    """Verify every finished rollout shard that has no reward shard yet."""
+    plan, bank, verifier, shards = open_round(ctx.config, ctx.layout, ctx.round)
     outputs, metas = [], []
     scratch_root = ctx.layout.phase_scratch(ctx.round, "verify")
     for shard in shards:

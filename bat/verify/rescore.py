@@ -23,17 +23,9 @@ if TYPE_CHECKING:
 def rescore_round(config: BatConfig, layout: RunLayout, round_index: int) -> list[RewardRecord]:
     """The rewards of every finished rollout shard of the round, verified again under `config` (the plan's reward
     mode, its pinned bank version). Raises FileNotFoundError when the round has no plan or no finished shard."""
-    from bat.bank.store import open_bank
-    from bat.phase.plan import load_plan
-    from bat.rollout.shards import finished_shards
-    from bat.verify.phase import make_verifier, verify_shard
+    from bat.verify.phase import open_round, verify_shard
 
-    plan = load_plan(layout, round_index)
-    shards = finished_shards(layout.phase_dir(round_index, "rollout"))
-    if not shards:
-        raise FileNotFoundError(f"{layout.phase_dir(round_index, 'rollout')}: no finished rollout shards to rescore")
-    bank = open_bank(layout, plan.bank_version)
-    verifier = make_verifier(config, plan.reward_mode)
+    _plan, bank, verifier, shards = open_round(config, layout, round_index)
     rewards: list[RewardRecord] = []
     with tempfile.TemporaryDirectory(prefix="bat-rescore-") as scratch:
         for shard in shards:
