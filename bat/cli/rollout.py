@@ -36,32 +36,16 @@ def _run(phase: str, args: argparse.Namespace) -> int:
     return 0
 
 
-def _rescore_config(args: argparse.Namespace):
-    """The config to rescore under: `--config` when given, else the run's own resolved config (run.json), else the
-    defaults; `--set` overrides on top."""
-    from bat.config import load_config
-    from bat.config.load import apply_overrides, parse_config
-    from bat.state.atomic import read_json
-    from bat.state.layout import RunLayout
-
-    if args.config or args.state is None:
-        return load_config(args.config, args.overrides)
-    run_json = RunLayout(args.state).run_json
-    if not run_json.exists():
-        return load_config(None, args.overrides)
-    data = apply_overrides(read_json(run_json)["config"], args.overrides)
-    return parse_config(data, f"{run_json} + --set" if args.overrides else str(run_json))
-
-
 def _rescore(args: argparse.Namespace) -> int:
     """Print each pool's training signal as recorded and as rescored, then every group's rewards both ways."""
     from bat.config.load import ConfigError
+    from bat.config.run_record import config_of_run
     from bat.state.layout import RunLayout
     from bat.verify.rescore import compare_signal, rescore_round
     from bat.verify.shards import read_rewards
 
     try:
-        cfg = _rescore_config(args)
+        cfg = config_of_run(args.state, args.config, args.overrides)
         layout = RunLayout.of(args.state, cfg.run.name)
         rescored = rescore_round(cfg, layout, args.round)
     except (ConfigError, FileNotFoundError) as exc:

@@ -1,4 +1,5 @@
-"""`bat train sft` and `bat train grpo`: run SFT or one GRPO block alone on given files (resumable).
+"""`bat train sft` and `bat train grpo`: run SFT or one GRPO block alone on given files (resumable);
+`bat train lr-probe`: what a finished one-step GRPO round would have given at other learning rates (controller only).
 
 Multi-process: `torchrun --nproc-per-node N -m bat.cli.main train ...` or `srun python -m bat.cli.main train ...`.
 Writes under `--out`: `checkpoints/step_NNNNNN/`, `metrics.jsonl`, `export/` (HF safetensors), `summary.json`.
@@ -25,6 +26,19 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         "--plan",
         help="round_NN/plan.json whose batches the steps train on (needed with grpo.step_batches=plan, the default)",
     )
+    probe = sub.add_parser(
+        "lr-probe",
+        help="scale a finished one-step GRPO round's update to other learning rates (start + s x step, exact for one "
+        "Adam step from a fresh optimizer); KL to the start policy and the controller evaluation of each",
+    )
+    probe.add_argument("--state", required=True, help="the run's state directory")
+    probe.add_argument("--round", type=int, required=True, help="round whose one-step GRPO block to scale (>= 1)")
+    probe.add_argument(
+        "--scales", type=_scales, required=True, help="comma-separated multiples of the round's lr, e.g. 0,1,5,10"
+    )
+    probe.add_argument("--out", required=True, help="output directory (scaled checkpoints, evaluations, lr_probe.json)")
+    add_config_arguments(probe)
+    probe.set_defaults(handler=_usage_errors(_lr_probe))
     for command, handler in ((sft, _sft), (grpo, _grpo)):
         command.add_argument("--model", required=True, help="local HF model directory to start from")
         command.add_argument("--out", required=True, help="output directory (resumes from its checkpoints)")
@@ -32,6 +46,37 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         command.add_argument("--stop-after", type=int, default=None, help="stop after this many steps (testing)")
         add_config_arguments(command)
         command.set_defaults(handler=_usage_errors(handler))
+
+
+def _scales(text: str) -> list[float]:
+    try:
+        scales = [float(x) for x in text.split(",") if x.strip()]
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"--scales takes comma-separated numbers >= 0, got {text!r}") from None
+    if not scales or any(s < 0 for s in scales):
+        raise argparse.ArgumentTypeError(f"--scales takes comma-separated numbers >= 0, got {text!r}")
+    return scales
+
+
+def _lr_probe(args: argparse.Namespace) -> int:
+    """Print one line per scale: lr, KL to the start policy, controller Overall/Task/Agentic and the stage profile."""
+    from bat.config.run_record import config_of_run
+    from bat.evaluate.aggregate import pct
+    from bat.state.layout import RunLayout
+    from bat.train.lr_probe import probe_round
+
+    cfg = config_of_run(args.state, args.config, args.overrides)
+    rows = probe_round(cfg, RunLayout(Path(args.state)), args.round, args.scales, Path(args.out))
+    print(f"round {args.round} of {args.state}: controller split, {rows[0]['n_runs'] if rows else 0} runs per scale")
+    for row in rows:
+        kl = "-" if row["kl_to_start"] is None else f"{row['kl_to_start']:.4f}"
+        stages = " ".join(f"{k} {pct(v)}" for k, v in sorted(row["stages"].items()))
+        print(
+            f"  x{row['scale']:<5g} lr {row['lr']:.1e}  KL {kl:>7s}  Overall {pct(row['overall'])}  "
+            f"Task {pct(row['task'])}  Agentic {pct(row['agentic'])}  ({stages})"
+        )
+    print(f"wrote {Path(args.out) / 'lr_probe.json'}")
+    return 0
 
 
 def _usage_errors(handler):

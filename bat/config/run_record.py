@@ -52,3 +52,17 @@ def open_run(layout: RunLayout, config: BatConfig, *, allow_config_change: bool 
     }
     atomic_write_json(layout.run_json, record)
     return record
+
+
+def config_of_run(state: str | None, config_path: str | None, overrides: list[str]) -> BatConfig:
+    """The config that commands reading a finished run work under: `config_path` when given, else the run's own
+    resolved config (`<state>/run.json`), else the defaults; `overrides` (dotted `key=value`) on top."""
+    from bat.config.load import apply_overrides, load_config, parse_config
+
+    if config_path or state is None:
+        return load_config(config_path, overrides)
+    run_json = RunLayout(state).run_json
+    if not run_json.exists():
+        return load_config(None, overrides)
+    data = apply_overrides(read_json(run_json)["config"], overrides)
+    return parse_config(data, f"{run_json} + --set" if overrides else str(run_json))

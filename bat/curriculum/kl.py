@@ -10,16 +10,18 @@ from bat.phase.events import log_event
 from bat.schemas.routing import BestCheckpoint
 
 if TYPE_CHECKING:
+    from bat.config.root import BatConfig
     from bat.phase.context import PhaseContext
+    from bat.state.layout import RunLayout
 
 
-def probe_prompts(ctx: PhaseContext) -> list[list[dict]]:
-    """Opening messages (system + user) of the KL probe rows of the newest admitted bank."""
+def probe_prompts(layout: RunLayout, config: BatConfig) -> list[list[dict]]:
+    """Opening messages (system + user) of the KL probe rows of the run's newest admitted bank."""
     from bat.bank.store import open_bank
 
-    bank = open_bank(ctx.layout)
+    bank = open_bank(layout)
     rows = {r.state_id: r for r in bank.rows()}
-    ids = kl_probe_ids(sorted(rows), ctx.config.curriculum, ctx.config.run.seed)
+    ids = kl_probe_ids(sorted(rows), config.curriculum, config.run.seed)
     return [[m.model_dump(mode="json", exclude_none=True) for m in rows[sid].prompt] for sid in ids]
 
 
@@ -36,7 +38,7 @@ def measure_kl(ctx: PhaseContext, candidate: str, best: BestCheckpoint) -> float
     if missing:
         log_event(ctx.layout, ctx.round, "route", f"KL not measured: {missing} are not checkpoint directories")
         return None
-    prompts = probe_prompts(ctx)
+    prompts = probe_prompts(ctx.layout, ctx.config)
     if not prompts:
         log_event(ctx.layout, ctx.round, "route", "KL not measured: the bank holds no probe rows")
         return None

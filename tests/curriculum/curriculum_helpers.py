@@ -103,3 +103,23 @@ def make_bank(layout, per_stage=6):
     (bank.path / "leakage.json").write_text(json.dumps({"verdict": "admitted", "rows_scanned": len(rows)}))
     (bank.files.admitted_marker).write_text("")
     return layout
+
+
+def perturbed_copy(base, out, noise: float, seed: int = 0):
+    """A copy of the HF model folder `base` at `out` with Gaussian noise of std `noise` added to every weight (same
+    tokenizer, chat template and model card); returns `out`."""
+    import shutil
+
+    import torch
+    from transformers import AutoModelForCausalLM
+
+    model = AutoModelForCausalLM.from_pretrained(base)
+    torch.manual_seed(seed)
+    with torch.no_grad():
+        for p in model.parameters():
+            p.add_(torch.randn_like(p) * noise)
+    model.save_pretrained(out)
+    for f in base.iterdir():
+        if f.is_file() and not (out / f.name).exists():
+            shutil.copy2(f, out / f.name)
+    return out

@@ -1,7 +1,7 @@
 """Fallback by KL on real checkpoints: route measures KL(candidate || best) on held-back bank probe prompts."""
 
 import pytest
-from curriculum_helpers import build_agg, make_bank
+from curriculum_helpers import build_agg, make_bank, perturbed_copy
 
 from bat.config.root import BatConfig
 from bat.curriculum.phase import run_route
@@ -15,23 +15,11 @@ from bat.state.layout import RunLayout
 @pytest.fixture(scope="module")
 def checkpoints(tmp_path_factory):
     """The tiny model and a copy with perturbed weights (same tokenizer)."""
-    import torch
-    from transformers import AutoModelForCausalLM
-
     from bat.policy.tiny import build_tiny_model
 
     root = tmp_path_factory.mktemp("models")
     base = build_tiny_model(root / "base", BatConfig().model.tiny, 3)
-    model = AutoModelForCausalLM.from_pretrained(base)
-    torch.manual_seed(0)
-    with torch.no_grad():
-        for p in model.parameters():
-            p.add_(torch.randn_like(p) * 0.5)
-    moved = root / "moved"
-    model.save_pretrained(moved)
-    for f in base.iterdir():
-        if "token" in f.name or f.suffix == ".jinja" or f.name == "bat_model.json":
-            (moved / f.name).write_bytes(f.read_bytes())
+    moved = perturbed_copy(base, root / "moved", 0.5)
     return base, moved
 
 
