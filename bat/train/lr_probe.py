@@ -52,11 +52,17 @@ def one_step_block(layout: RunLayout, round_index: int) -> dict[str, Any]:
             "where the step from a fresh optimizer is linear in lr"
         )
     extra = done.extra
-    return {
-        "start": Path(extra["start_checkpoint"]),
-        "candidate": Path(extra["candidate"]),
-        "lr": float(extra["last_step"]["lr"]),
-    }
+    try:
+        return {
+            "start": Path(extra["start_checkpoint"]),
+            "candidate": Path(extra["candidate"]),
+            "lr": float(extra["last_step"]["lr"]),
+        }
+    except (KeyError, TypeError, ValueError):
+        raise ValueError(
+            f"{layout.phase_dir(round_index, 'grpo')}/DONE.json does not record start_checkpoint, candidate and "
+            "last_step.lr (written by an older bat?): rerun the round's grpo phase to probe it"
+        ) from None
 
 
 def write_scaled(start: Path, candidate: Path, scale: float, out: Path, dtype: str = "float32") -> Path:

@@ -47,6 +47,9 @@ def test_lr_probe_refuses_rounds_it_cannot_scale(tmp_path, capsys):
     assert main([*args, str(tmp_path / "probe")]) == 2
     err = capsys.readouterr().err
     assert "round 1 of" in err and "no finished grpo phase" in err
+    write_done(layout.phase_dir(1, "grpo"), phase="grpo", config_hash="x", counts={"step": 1}, extra={})
+    assert main([*args, str(tmp_path / "probe")]) == 2
+    assert "does not record start_checkpoint, candidate and last_step.lr" in capsys.readouterr().err
     extra = {"start_checkpoint": "a", "candidate": "b", "last_step": {"lr": 1e-5}}
     write_done(layout.phase_dir(1, "grpo"), phase="grpo", config_hash="x", counts={"step": 3}, extra=extra)
     assert main([*args, str(tmp_path / "probe")]) == 2
