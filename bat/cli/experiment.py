@@ -86,7 +86,14 @@ def _report(args: argparse.Namespace, spec, arms: list, seeds: list[int], result
         if s["seed"] in seeds and s.get("status") != "done"
     ]
     for name, seed, status in bad:
-        print(f"bat experiment: arm {name} seed {seed}: {status}")
+        hint = ""
+        if status == "stale":
+            fields = next(s for s in results["arms"][name]["seeds"] if s["seed"] == seed)["stale_fields"]
+            hint = (
+                f" (ran under other budget fields: {fields}, [ran under, now]; set it aside with --only {name} "
+                f"--seeds {seed} --supersede TAG --reason TEXT to rerun it)"
+            )
+        print(f"bat experiment: arm {name} seed {seed}: {status}{hint}")
     return 1 if bad or results.get("shared_failures") else 0
 
 

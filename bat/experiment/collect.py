@@ -3,7 +3,9 @@
 Reads, per arm x seed state dir (or, where that dir holds no finished run, the arm x seed's committed record under
 `<out_dir>/runs/`, `bat.experiment.pieces`): `experiment_arm.json`, `round_NN/final_test/aggregate_<split>.json`,
 `round_NN/evaluate/aggregate_controller.json`, `round_NN/route/best.json`, DONE.json counts and the training
-rewards of `round_NN/verify/` (mean reward and identical GRPO groups per pool). Writes nothing.
+rewards of `round_NN/verify/` (mean reward and identical GRPO groups per pool) and `run.json` (the matched-budget
+fields the run actually ran under). Writes nothing. A trained arm x seed that ran under other budget fields than the
+experiment file now resolves to is `stale`: listed, never averaged (supersede it to rerun).
 Across seeds: per-track values are averaged over seeds, then the arm mean is the mean of track means with a t
 half-width across tracks (the track is the statistical unit); the seed spread is the SD/min/max of seed means.
 """
@@ -16,6 +18,7 @@ from typing import Any
 
 from scipy import stats
 
+from bat.config.load import ConfigError, parse_config
 from bat.curriculum.arms import resolve_arm
 from bat.curriculum.history import load_best_after
 from bat.evaluate.aggregate import half_width
@@ -26,6 +29,7 @@ from bat.experiment.share import ROUND0_PHASES, arm_dir, shared_dir
 from bat.experiment.spec import ExperimentSpec, arm_config, bootstrap_seed_of, budget_signature
 from bat.schemas.evaluation import METRICS, EvalAggregate
 from bat.state.atomic import read_json
+from bat.state.errors import StateFileError
 from bat.state.experiment_layout import SHARED_RECORD_NAME
 from bat.state.layout import RunLayout
 from bat.state.markers import read_done
@@ -100,6 +104,42 @@ def _curve(layout: RunLayout) -> dict[str, list]:
     return {"rounds": rounds, "raw": raw, "best": best, "stages": stages}
 
 
+def _run_budget(layout: RunLayout) -> dict[str, Any] | None:
+    """The matched-budget fields (`budget_signature`) of the config the run ran under (its `run.json`), or None when
+    it has no readable one."""
+    if not layout.run_json.exists():
+        return None
+    try:
+        return budget_signature(parse_config(read_json(layout.run_json)["config"], str(layout.run_json)))
+    except (ConfigError, StateFileError, KeyError, TypeError):
+        return None
+
+
+RL_ONLY_FIELDS = ("curriculum.", "rollout.", "grpo.")
+"""Budget fields that only an arm with RL rounds uses (the sft arm's run is held to the others only)."""
+
+
+def expected_budget(cfg: Any) -> dict[str, Any]:
+    """The budget fields an arm x seed under `cfg` must have run under: all of `budget_signature`, less the RL-only
+    fields for an arm without RL rounds."""
+    sig = budget_signature(cfg)
+    if resolve_arm(cfg.curriculum).rl:
+        return sig
+    return {k: v for k, v in sig.items() if not k.startswith(RL_ONLY_FIELDS)}
+
+
+def mark_stale(seed_run: dict[str, Any], expected: dict[str, Any]) -> None:
+    """Set a finished arm x seed whose recorded `budget` differs from `expected` to status `stale`, with
+    `stale_fields` = field -> [recorded, expected]. Runs without a recorded budget are left as they are."""
+    recorded = seed_run.get("budget")
+    if seed_run.get("status") != "done" or recorded is None:
+        return
+    diff = {k: [recorded.get(k), v] for k, v in expected.items() if recorded.get(k) != v}
+    if diff:
+        seed_run["status"] = "stale"
+        seed_run["stale_fields"] = diff
+
+
 def seed_result(spec: ExperimentSpec, arm_name: str, seed: int) -> dict[str, Any]:
     """Everything about one arm x seed read from its state dir (status, end-of-run aggregate, curve, counts, shared
     SFT digests); `source: state`."""
@@ -117,6 +157,7 @@ def seed_result(spec: ExperimentSpec, arm_name: str, seed: int) -> dict[str, Any
     if not layout.root.exists():
         return out
     out.update(_counts(layout))
+    out["budget"] = _run_budget(layout)
     out["curve"] = _curve(layout)
     ctrl0 = load_aggregate(layout, 0, "controller")
     best0 = load_best_after(layout, 0)
@@ -232,14 +273,20 @@ def _budget(spec: ExperimentSpec, arms: dict[str, Any]) -> dict[str, Any]:
                 boot = str(bootstrap_seed_of(spec, s["seed"]))
                 sft_digests.setdefault(boot, {}).setdefault(digest[:16], []).append(f"{a.name}/s{s['seed']}")
     one_bootstrap = all(len(d) <= 1 for d in sft_digests.values())
+    trained = [(a.name, s) for a in spec.arms if a.kind == "trained" for s in arms[a.name]["seeds"]]
+    stale = {f"{n}/s{s['seed']}": s["stale_fields"] for n, s in trained if s.get("status") == "stale"}
+    unverified = [f"{n}/s{s['seed']}" for n, s in trained if s.get("status") == "done" and s.get("budget") is None]
     matched = (
         not differing
+        and not stale
         and one_bootstrap
         and all(len(v["rollouts"]) <= 1 and len(v["grpo_steps"]) <= 1 for v in per_seed.values())
     )
     return {
         "matched": matched,
         "differing_fields": differing,
+        "stale": stale,
+        "unverified": unverified,
         "sft_digests": sft_digests,
         "one_bootstrap": one_bootstrap,
         "rl_arms": rl,
@@ -262,6 +309,9 @@ def collect(spec: ExperimentSpec, out_dir: Path | None = None) -> dict[str, Any]
     arms: dict[str, Any] = {}
     for arm in spec.arms:
         seeds = [merged_seed_result(spec, arm.name, s, out) for s in spec.seeds]
+        if arm.kind == "trained":
+            for seed_run in seeds:
+                mark_stale(seed_run, expected_budget(arm_config(spec, arm, seed_run["seed"])))
         summaries = {}
         for split in END_SPLITS:
             aggs = [

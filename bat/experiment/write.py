@@ -197,6 +197,19 @@ def _budget_section(results: dict[str, Any]) -> list[str]:
             out.append(
                 f"* run seed {results['bootstrap_seed']}: SFT digest `{digest[:16]}`, bootstrap wall {wall:.0f} s"
             )
+    if budget.get("stale"):
+        out += [
+            "",
+            "**Stale runs, left out of every mean**: they ran under other budget fields than this experiment file "
+            "resolves to now (field: [ran under, now]): "
+            + "; ".join(f"{run} {fields}" for run, fields in budget["stale"].items())
+            + ". Set them aside with `--supersede TAG --reason TEXT` to rerun them.",
+        ]
+    if budget.get("unverified"):
+        out += [
+            "",
+            f"Runs recorded before records carried their budget fields (not checked): {', '.join(budget['unverified'])}.",
+        ]
     if not budget.get("one_bootstrap", True):
         out += ["", f"**Trained arms did not all start from one SFT checkpoint**: {budget['sft_digests']}."]
     out += [f"* WARNING: {w}" for w in results.get("bootstrap_warnings") or []]

@@ -82,15 +82,20 @@ def test_the_base_arm_is_seeded_from_a_bootstrap_without_a_locally_built_model(t
     assert read_json(marker)["copied"] == [] and read_json(marker)["models_only"] is True
 
 
-def _two_arm_spec(tmp_path: Path):
+TWO_ARMS = (
+    "  - {name: grpo, overrides: [curriculum.arm=grpo]}\n  - {name: bicurl, overrides: [curriculum.arm=bicurl]}\n"
+)
+
+
+def _two_arm_spec(tmp_path: Path, arms: str = TWO_ARMS, extra: str = ""):
+    """An experiment on the smoke config with seeds 1-2 under `tmp_path`; `arms` the YAML list, `extra` more keys."""
     from bat.experiment.spec import load_experiment
 
     repo = Path(__file__).resolve().parents[2]
     exp = tmp_path / "exp.yaml"
     exp.write_text(
         f"name: t\nbase_config: {repo / 'configs' / 'smoke.yaml'}\nseeds: [1, 2]\nbootstrap_seed: 1\n"
-        f"state_dir: {tmp_path / 'state'}\nout_dir: {tmp_path / 'out'}\n"
-        "arms:\n  - {name: grpo, overrides: [curriculum.arm=grpo]}\n  - {name: bicurl, overrides: [curriculum.arm=bicurl]}\n"
+        f"state_dir: {tmp_path / 'state'}\nout_dir: {tmp_path / 'out'}\n{extra}arms:\n{arms}"
     )
     return load_experiment(exp)
 
@@ -162,3 +167,41 @@ def test_one_shared_bootstrap_is_listed_once_not_once_per_seed() -> None:
     ]
     per_seed = _budget_section({"budget": budget, "shared": shared, "bootstrap_seed": None})
     assert sum("bootstrap wall" in x for x in per_seed) == 3
+
+
+def test_a_piece_run_under_another_budget_is_stale_listed_and_never_averaged(tmp_path: Path, capsys) -> None:
+    from bat.cli.main import main
+    from bat.experiment.collect import collect, expected_budget
+    from bat.experiment.spec import arm_config
+    from bat.experiment.write import _budget_section
+
+    arms = "  - {name: grpo, overrides: [curriculum.arm=grpo]}\n  - {name: sft, overrides: [curriculum.arm=sft]}\n"
+    spec = _two_arm_spec(tmp_path, arms, "overrides: [grpo.lr=5.0e-5]\nreference_arm: grpo\n")
+    exp = tmp_path / "exp.yaml"
+    now = expected_budget(arm_config(spec, "grpo", 1))
+    assert now["grpo.lr"] == 5e-5 and "grpo.lr" not in expected_budget(arm_config(spec, "sft", 1))
+    tracks = {t: {"track": t, "n_runs": 1, "overall": 0.2} for t in ("a", "b")}
+    agg = {"final": {"round": 2, "split": "final", "checkpoint": "c", "checkpoint_digest": "d", "suite_version": "s"}}
+    agg["final"] |= {"harness_version": "h", "manifest_digest": "m", "stage_keys": [], "stages": {}, "task": 0.2}
+    agg["final"] |= {"agentic": 0.2, "overall": 0.2, "tracks": tracks, "n_runs": 2, "routable": True}
+    counts = {"rollouts": 8, "grpo_steps": 1, "plan_rows": 2, "plan_unique_rows": 2}
+    stale = {"seed": 1, "status": "done", "budget": {**now, "grpo.lr": 1e-5}, "aggregates": agg, **counts}
+    write_arm_piece(spec.out_dir, "grpo", 1, stale)
+    write_arm_piece(spec.out_dir, "grpo", 2, {"seed": 2, "status": "done", "budget": now, "aggregates": {}, **counts})
+    # the sft arm never runs GRPO: its lr is not part of what it must match
+    write_arm_piece(spec.out_dir, "sft", 1, {"seed": 1, "status": "done", "budget": {**now, "grpo.lr": 1e-5}})
+    write_arm_piece(spec.out_dir, "sft", 2, {"seed": 2, "status": "done", "aggregates": agg})
+    results = collect(spec)
+    grpo = {s["seed"]: s for s in results["arms"]["grpo"]["seeds"]}
+    assert grpo[1]["status"] == "stale" and grpo[1]["stale_fields"] == {"grpo.lr": [1e-5, 5e-5]}
+    assert grpo[2]["status"] == "done" and [s["status"] for s in results["arms"]["sft"]["seeds"]] == ["done"] * 2
+    assert "final" not in results["arms"]["grpo"]["summaries"] and "final" in results["arms"]["sft"]["summaries"]
+    budget = results["budget"]
+    assert not budget["matched"] and budget["stale"] == {"grpo/s1": {"grpo.lr": [1e-5, 5e-5]}}
+    assert budget["unverified"] == ["sft/s2"]  # recorded before pieces carried their budget
+    text = "\n".join(_budget_section(results))
+    assert "Stale runs, left out of every mean" in text and "grpo/s1 {'grpo.lr': [1e-05, 5e-05]}" in text
+    assert "(not checked): sft/s2" in text
+    assert main(["experiment", "--config", str(exp), "--collect-only"]) == 1
+    printed = capsys.readouterr().out
+    assert "arm grpo seed 1: stale (ran under other budget fields" in printed and "--supersede TAG" in printed
