@@ -61,9 +61,9 @@ def _scales(text: str) -> list[float]:
 def _lr_probe(args: argparse.Namespace) -> int:
     """Print one line per scale: lr, KL to the start policy, controller Overall/Task/Agentic and the stage profile."""
     from bat.config.run_record import config_of_run
+    from bat.curriculum.lr_probe import probe_round
     from bat.evaluate.aggregate import pct
     from bat.state.layout import RunLayout
-    from bat.train.lr_probe import probe_round
 
     cfg = config_of_run(args.state, args.config, args.overrides)
     rows = probe_round(cfg, RunLayout(Path(args.state)), args.round, args.scales, Path(args.out))

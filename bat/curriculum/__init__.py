@@ -18,6 +18,10 @@ Public API:
 * `bat.curriculum.kl.measure_kl(ctx, candidate, best) -> float | None` — mean per-token KL(candidate || best) via
   `bat.train.kl_estimate.estimate_kl` on the bank rows held back as probes (`plan.kl_probe_ids`).
 * `bat.curriculum.shift.detect_domain_shift(prev, cur, cfg) -> DomainShift`.
+* `bat.curriculum.lr_probe.probe_round(cfg, layout, round, scales, out) -> rows` — what a finished one-step GRPO
+  round would have written at `scale x lr` (start + scale x step: exact for Adam's first step from a fresh
+  optimizer), each candidate's KL to the start on the KL probe rows and its controller evaluation, under `out`
+  only (`bat train lr-probe`).
 * `bat.curriculum.decide.decide(...) -> (RouteDecision, BestCheckpoint)` — the auditable decision (inputs = aggregates only,
   rule fired, target stage, mixture, start checkpoint, best checkpoint, drop counter, KL, gate checks).
 * `bat.curriculum.arms.resolve_arm(cfg) -> ArmSpec` — baseline arms as config: `sft` (no RL rounds), `grpo`

@@ -9,11 +9,11 @@ from safetensors.torch import load_file
 from bat.cli.main import main
 from bat.config.deepspeed import DeepSpeedConfig
 from bat.config.grpo import GrpoConfig
+from bat.curriculum.lr_probe import write_scaled
 from bat.state.layout import RunLayout
 from bat.state.markers import write_done
 from bat.train.grpo import train_grpo
 from bat.train.grpo_data import build_items
-from bat.train.lr_probe import write_scaled
 
 
 def _step(tiny_dir, records, lr, out):
