@@ -112,6 +112,11 @@ def probe_round(
     from bat.train.kl_estimate import estimate_kl
 
     block = one_step_block(layout, round_index)
+    if not layout.heldout_secret.exists():
+        raise ValueError(
+            f"{layout.heldout_secret} is missing: the probe evaluates on the run's own held-out suite, and a run "
+            "that finished a GRPO round has one (was the run's heldout/ folder moved?)"
+        )
     prompts = probe_prompts(layout, cfg)
     out.mkdir(parents=True, exist_ok=True)
     rows: list[dict[str, Any]] = []
