@@ -88,7 +88,7 @@ def _report(args: argparse.Namespace, spec, arms: list, seeds: list[int], result
     for name, seed, status in bad:
         hint = ""
         if status == "stale":
-            fields = next(s for s in results["arms"][name]["seeds"] if s["seed"] == seed)["stale_fields"]
+            fields = results["budget"]["stale"][f"{name}/s{seed}"]
             hint = (
                 f" (ran under other budget fields: {fields}, [ran under, now]; set it aside with --only {name} "
                 f"--seeds {seed} --supersede TAG --reason TEXT to rerun it)"

@@ -54,15 +54,23 @@ def open_run(layout: RunLayout, config: BatConfig, *, allow_config_change: bool 
     return record
 
 
+def recorded_config(layout: RunLayout, overrides: list[str] | tuple[str, ...] = ()) -> BatConfig | None:
+    """The resolved config the run at `layout` ran under (its `run.json`) with `overrides` on top, or None when it
+    has no run.json. A malformed one raises (StateFileError / ConfigError naming the file)."""
+    from bat.config.load import apply_overrides, parse_config
+
+    if not layout.run_json.exists():
+        return None
+    data = apply_overrides(read_json(layout.run_json)["config"], list(overrides))
+    return parse_config(data, f"{layout.run_json} + --set" if overrides else str(layout.run_json))
+
+
 def config_of_run(state: str | None, config_path: str | None, overrides: list[str]) -> BatConfig:
     """The config that commands reading a finished run work under: `config_path` when given, else the run's own
     resolved config (`<state>/run.json`), else the defaults; `overrides` (dotted `key=value`) on top."""
-    from bat.config.load import apply_overrides, load_config, parse_config
+    from bat.config.load import load_config
 
     if config_path or state is None:
         return load_config(config_path, overrides)
-    run_json = RunLayout(state).run_json
-    if not run_json.exists():
-        return load_config(None, overrides)
-    data = apply_overrides(read_json(run_json)["config"], overrides)
-    return parse_config(data, f"{run_json} + --set" if overrides else str(run_json))
+    recorded = recorded_config(RunLayout(state), overrides)
+    return recorded if recorded is not None else load_config(None, overrides)

@@ -18,7 +18,8 @@ from typing import Any
 
 from scipy import stats
 
-from bat.config.load import ConfigError, parse_config
+from bat.config.load import ConfigError
+from bat.config.run_record import recorded_config
 from bat.curriculum.arms import resolve_arm
 from bat.curriculum.history import load_best_after
 from bat.evaluate.aggregate import half_width
@@ -107,12 +108,11 @@ def _curve(layout: RunLayout) -> dict[str, list]:
 def _run_budget(layout: RunLayout) -> dict[str, Any] | None:
     """The matched-budget fields (`budget_signature`) of the config the run ran under (its `run.json`), or None when
     it has no readable one."""
-    if not layout.run_json.exists():
-        return None
     try:
-        return budget_signature(parse_config(read_json(layout.run_json)["config"], str(layout.run_json)))
+        cfg = recorded_config(layout)
     except (ConfigError, StateFileError, KeyError, TypeError):
         return None
+    return None if cfg is None else budget_signature(cfg)
 
 
 RL_ONLY_FIELDS = ("curriculum.", "rollout.", "grpo.")
