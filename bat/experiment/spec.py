@@ -209,6 +209,8 @@ BUDGET_FIELDS = (
     "curriculum.batch_size",
     "curriculum.batches_per_round",
     "curriculum.exhausted",
+    "curriculum.gate",
+    "curriculum.fallback",
     "rollout.k",
     "rollout.budgets",
     "grpo.steps",

@@ -143,3 +143,18 @@ def test_arm_state_is_seeded_under_a_relative_state_dir(tmp_path: Path, monkeypa
     assert (tmp_path / "state/seed_1/arm" / SEED_MARKER).is_file()
     assert (layout.models_dir / "tiny" / "config.json").read_text() == "{}"
     assert (layout.bank_root / "v0001").is_dir()
+
+
+def test_outer_loop_rule_is_part_of_the_matched_budget(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The promotion gate and fallback decide how much of each round's training is kept, so an arm x seed run under
+    another gate rule is not budget-matched (the stale check compares these fields)."""
+    monkeypatch.chdir(REPO)
+    spec = load_experiment(REPO / "configs/experiments/arms_cpu.yaml")
+    bicurl = next(a for a in spec.arms if a.name == "bicurl")
+    cfg = arm_config(spec, bicurl, spec.seeds[0])
+    sig = budget_signature(cfg)
+    assert sig["curriculum.gate"]["enabled"] is False and sig["curriculum.fallback"]["kl_tau"] == 0.1
+    gated = cfg.model_copy(
+        update={"curriculum": cfg.curriculum.model_copy(update={"gate": type(cfg.curriculum.gate)()})}
+    )
+    assert budget_signature(gated)["curriculum.gate"] != sig["curriculum.gate"]
