@@ -5,6 +5,7 @@ from pathlib import Path
 import pytest
 
 from bat.experiment.run import select
+from bat.config.curriculum import GateConfig
 from bat.experiment.spec import ExperimentError, arm_config, budget_signature, load_experiment, shared_config
 
 REPO = Path(__file__).resolve().parents[2]
@@ -154,7 +155,5 @@ def test_outer_loop_rule_is_part_of_the_matched_budget(monkeypatch: pytest.Monke
     cfg = arm_config(spec, bicurl, spec.seeds[0])
     sig = budget_signature(cfg)
     assert sig["curriculum.gate"]["enabled"] is False and sig["curriculum.fallback"]["kl_tau"] == 0.1
-    gated = cfg.model_copy(
-        update={"curriculum": cfg.curriculum.model_copy(update={"gate": type(cfg.curriculum.gate)()})}
-    )
+    gated = cfg.model_copy(update={"curriculum": cfg.curriculum.model_copy(update={"gate": GateConfig()})})
     assert budget_signature(gated)["curriculum.gate"] != sig["curriculum.gate"]
