@@ -4,8 +4,8 @@ from pathlib import Path
 
 import pytest
 
-from bat.experiment.run import select
 from bat.config.curriculum import GateConfig
+from bat.experiment.run import select
 from bat.experiment.spec import ExperimentError, arm_config, budget_signature, load_experiment, shared_config
 
 REPO = Path(__file__).resolve().parents[2]
