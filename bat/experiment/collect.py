@@ -2,9 +2,9 @@
 
 Reads, per arm x seed state dir (or, where that dir holds no finished run, the arm x seed's committed record under
 `<out_dir>/runs/`, `bat.experiment.pieces`): `experiment_arm.json`, `round_NN/final_test/aggregate_<split>.json`,
-`round_NN/evaluate/aggregate_controller.json`, `round_NN/route/best.json`, DONE.json counts and the training
-rewards of `round_NN/verify/` (mean reward and identical GRPO groups per pool) and `run.json` (the matched-budget
-fields the run actually ran under). Writes nothing. A trained arm x seed that ran under other budget fields than the
+`round_NN/evaluate/aggregate_controller.json`, `round_NN/route/best.json`, `round_NN/route/decision.json` (the
+action and KL of each RL round), DONE.json counts and the training rewards of `round_NN/verify/` (mean reward and
+identical GRPO groups per pool) and `run.json` (the matched-budget fields the run actually ran under). Writes nothing. A trained arm x seed that ran under other budget fields than the
 experiment file now resolves to is `stale`: listed, never averaged (supersede it to rerun).
 Across seeds: per-track values are averaged over seeds, then the arm mean is the mean of track means with a t
 half-width across tracks (the track is the statistical unit); the seed spread is the SD/min/max of seed means.
@@ -21,7 +21,7 @@ from scipy import stats
 from bat.config.load import ConfigError
 from bat.config.run_record import recorded_config
 from bat.curriculum.arms import resolve_arm
-from bat.curriculum.history import load_best_after
+from bat.curriculum.history import load_best_after, load_decision
 from bat.evaluate.aggregate import half_width
 from bat.evaluate.store import load_aggregate
 from bat.experiment.execute import FINAL_PHASE, read_arm_record
@@ -71,12 +71,17 @@ def _counts(layout: RunLayout) -> dict[str, Any]:
                 signal.setdefault(r, {}).update(
                     groups=done.counts.get("groups"), groups_identical=done.counts.get("groups_identical_rewards")
                 )
+            if phase_dir.name == "route" and r > 0:
+                decision = load_decision(layout, r)
+                if decision is not None:
+                    signal.setdefault(r, {}).update(route=decision.action, kl=decision.kl)
     plan_rows = plan_unique = 0
     for r in layout.rounds():
         if r >= 1 and layout.plan(r).exists():
             ids = [row["state_id"] for batch in read_json(layout.plan(r))["batches"] for row in batch]
             plan_rows, plan_unique = plan_rows + len(ids), plan_unique + len(set(ids))
-    # signal, per RL round: mean training reward, GRPO groups and how many had identical rewards (zero advantage)
+    # signal, per RL round: mean training reward, GRPO groups and how many had identical rewards (zero advantage),
+    # and the route's action on the round's candidate with the KL it measured
     return {
         "rollouts": rollouts,
         "grpo_steps": steps,
@@ -238,6 +243,34 @@ def compare(
     }
 
 
+def held_out_profile(arms: dict[str, Any], stage_keys: list[str], confidence: float) -> dict[str, Any] | None:
+    """Per end-of-run split and RL arm, each stage before RL (the first trained arm without RL rounds, the SFT
+    checkpoint every RL arm starts from) and after (the arm's retained best): both means and the paired per-track
+    change `after - before` with its half-width (`compare`). None when the experiment has no such `before` arm."""
+    before = next((n for n, a in arms.items() if a["kind"] == "trained" and not a["rl"]), None)
+    if before is None:
+        return None
+    out: dict[str, Any] = {"before": before, "splits": {}}
+    for split in END_SPLITS:
+        base = arms[before]["summaries"].get(split)
+        rows = {}
+        for name, arm in arms.items():
+            after = arm["summaries"].get(split)
+            if not arm["rl"] or base is None or after is None:
+                continue
+            rows[name] = {
+                k: {
+                    "before": base["mean"].get(k),
+                    "after": after["mean"].get(k),
+                    "change": compare(after, base, confidence, metric=k),
+                }
+                for k in stage_keys
+            }
+        if rows:
+            out["splits"][split] = rows
+    return out
+
+
 def _budget(spec: ExperimentSpec, arms: dict[str, Any]) -> dict[str, Any]:
     """Matched-budget audit: resolved budget fields equal across trained arms; RL arms' rollouts/steps per seed."""
     sigs = {a.name: budget_signature(arm_config(spec, a, spec.seeds[0])) for a in spec.arms if a.kind == "trained"}
@@ -299,7 +332,8 @@ def _budget(spec: ExperimentSpec, arms: dict[str, Any]) -> dict[str, Any]:
 
 
 def collect(spec: ExperimentSpec, out_dir: Path | None = None) -> dict[str, Any]:
-    """The content of results.json: per-arm summaries, per-seed runs, comparisons vs the reference, budget audit.
+    """The content of results.json: per-arm summaries, per-seed runs, comparisons vs the reference (on the report
+    split, and per end-of-run split), the held-out stage profile before and after RL, budget audit.
 
     Arm x seeds finished in earlier pieces come from their committed records under `<out_dir>/runs/` (default
     `spec.out_dir`) where this disk has no finished state for them."""
@@ -324,6 +358,7 @@ def collect(spec: ExperimentSpec, out_dir: Path | None = None) -> dict[str, Any]
         walls = [s["wall_s"] for s in seeds if s.get("wall_s") is not None]
         arms[arm.name] = {
             "kind": arm.kind,
+            "rl": arm.kind == "trained" and resolve_arm(arm_config(spec, arm, spec.seeds[0]).curriculum).rl,
             "overrides": list(arm.overrides),
             "seeds": seeds,
             "summary": summaries.get(spec.report_split, arm_summary([], stage_keys, confidence)),
@@ -334,6 +369,18 @@ def collect(spec: ExperimentSpec, out_dir: Path | None = None) -> dict[str, Any]
     ref = spec.reference
     comparisons = {
         name: compare(arms[ref]["summary"], data["summary"], confidence) for name, data in arms.items() if name != ref
+    }
+    comparisons_by_split = {
+        split: {
+            name: (
+                compare(arms[ref]["summaries"][split], data["summaries"][split], confidence)
+                if split in arms[ref]["summaries"] and split in data["summaries"]
+                else None
+            )
+            for name, data in arms.items()
+            if name != ref
+        }
+        for split in END_SPLITS
     }
     shared = {}
     for seed in spec.seeds:
@@ -356,6 +403,8 @@ def collect(spec: ExperimentSpec, out_dir: Path | None = None) -> dict[str, Any]
         "reference_arm": ref,
         "arms": arms,
         "comparisons": comparisons,
+        "comparisons_by_split": comparisons_by_split,
+        "held_out_profile": held_out_profile(arms, stage_keys, confidence),
         "budget": _budget(spec, arms),
         "shared": shared,
         "superseded": superseded_records(out),

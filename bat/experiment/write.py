@@ -64,46 +64,71 @@ def _total_wall(results: dict[str, Any]) -> float:
     return arms + sum(distinct.values())
 
 
-def _ordering(results: dict[str, Any]) -> str:
-    """The observed ordering of arms by mean Overall, and the reference arm's margins with uncertainty."""
+def _split_view(results: dict[str, Any], split: str) -> tuple[dict[str, Any], dict[str, Any]]:
+    """(arm -> summary, arm -> comparison vs the reference) on one end-of-run split; the report split's come from
+    `summary`/`comparisons`, another split's from `summaries`/`comparisons_by_split`."""
+    if split == results["report_split"]:
+        return {n: a["summary"] for n, a in results["arms"].items()}, results["comparisons"]
+    summaries = {n: a.get("summaries", {}).get(split) for n, a in results["arms"].items()}
+    return {n: s for n, s in summaries.items() if s}, (results.get("comparisons_by_split") or {}).get(split) or {}
+
+
+def _ordering(results: dict[str, Any], split: str | None = None) -> str:
+    """The observed ordering of arms by mean Overall on `split` (default the report split), and the reference arm's
+    margins with uncertainty."""
+    split = split or results["report_split"]
+    summaries, comparisons = _split_view(results, split)
     ranked = sorted(
-        (
-            (a["summary"]["mean"]["overall"], n)
-            for n, a in results["arms"].items()
-            if a["summary"]["mean"].get("overall") is not None
-        ),
+        ((s["mean"]["overall"], n) for n, s in summaries.items() if s["mean"].get("overall") is not None),
         reverse=True,
     )
     if not ranked:
-        return "No arm finished with a complete end-of-run evaluation, so no ordering can be stated."
+        return (
+            f"No arm finished with a complete end-of-run evaluation on the {split} split, so no ordering can be stated."
+        )
     text = f"{ranked[0][1]} ({pct(ranked[0][0])})"
     for (prev, _), (value, name) in itertools.pairwise(ranked):
         text += (" = " if pct(prev) == pct(value) else " > ") + f"{name} ({pct(value)})"
-    lines = [f"Observed ordering by mean Overall on the {results['report_split']} split: {text}."]
+    lines = [f"Observed ordering by mean Overall on the {split} split: {text}."]
     ref = results["reference_arm"]
-    for name, cmp in results["comparisons"].items():
+    for name, cmp in comparisons.items():
         if cmp is None:
             lines.append(f"* {ref} vs {name}: not comparable (missing or null results).")
             continue
-        hw = cmp["half_width"]
-        verdict = (
-            "within uncertainty"
-            if hw is None or abs(cmp["mean_delta"]) <= hw
-            else ("ahead" if cmp["mean_delta"] > 0 else "behind")
-        )
         p = "n/a" if cmp["p_value"] is None else f"{cmp['p_value']:.3f}"
         lines.append(
-            f"* {ref} − {name}: {100.0 * cmp['mean_delta']:+.1f} points"
-            + (f" ± {100.0 * hw:.1f}" if hw is not None else "")
-            + f" (paired over {cmp['n_tracks']} tracks, "
-            f"p = {p}): {ref} is {verdict}."
+            f"* {ref} − {name}: {_delta(cmp)} (paired over {cmp['n_tracks']} tracks, p = {p}): {ref} is {_verdict(cmp)}."
         )
     return "\n".join(lines)
 
 
+def _delta(cmp: dict[str, Any]) -> str:
+    """`+x.y points ± h.w` of a paired comparison (`bat.experiment.collect.compare`)."""
+    hw = cmp["half_width"]
+    mean = round(100.0 * cmp["mean_delta"], 1) + 0.0  # + 0.0: a change that rounds to zero prints +0.0, not -0.0
+    return f"{mean:+.1f} points" + (f" ± {100.0 * hw:.1f}" if hw is not None else "")
+
+
+def _verdict(cmp: dict[str, Any]) -> str:
+    """`ahead`/`behind` when the paired mean change lies outside its half-width, else `within uncertainty`."""
+    hw = cmp["half_width"]
+    if hw is None or abs(cmp["mean_delta"]) <= hw:
+        return "within uncertainty"
+    return "ahead" if cmp["mean_delta"] > 0 else "behind"
+
+
+def _closing_note(results: dict[str, Any]) -> str:
+    """The ordering and margins on the report split, then on every other end-of-run split that has results."""
+    splits = [results["report_split"]]
+    for a in results["arms"].values():
+        splits += [s for s in a.get("summaries", {}) if s not in splits]
+    return "\n\n".join(_ordering(results, split) for split in splits)
+
+
 def render_readme(results: dict[str, Any]) -> str:
     """The readable report: command, commit, table, per-stage table, budget, per-seed runs, closing note."""
-    out = _headline_table(results) + _stage_means_table(results) + _budget_section(results)
+    out = _headline_table(results) + _stage_means_table(results) + _other_split_tables(results)
+    out += _budget_section(results)
     out += _runs_table(results) + _pool_signal_table(results) + _superseded_table(results)
     out += [
         "",
@@ -114,8 +139,8 @@ def render_readme(results: dict[str, Any]) -> str:
         "Controller split (the routing evaluation): raw Overall per round, and the retained best's score.",
         "",
     ]
-    out += _stage_tables(results)
-    out += ["", "## Closing note", "", _ordering(results), ""]
+    out += _stage_tables(results) + _held_out_profile_table(results)
+    out += ["", "## Closing note", "", _closing_note(results), ""]
     return "\n".join(out)
 
 
@@ -162,6 +187,27 @@ def _stage_means_table(results: dict[str, Any]) -> list[str]:
     ]
     for name, arm in results["arms"].items():
         out.append(f"| {name} | " + " | ".join(_pm(arm["summary"], k) for k in stages) + " |")
+    return out
+
+
+def _other_split_tables(results: dict[str, Any]) -> list[str]:
+    """Per end-of-run split other than the report split: one row per arm with Overall/Agentic/Task and every stage
+    (same aggregation as the headline)."""
+    stages = results["stage_keys"]
+    splits = [s for a in results["arms"].values() for s in a.get("summaries", {}) if s != results["report_split"]]
+    out: list[str] = []
+    for split in dict.fromkeys(splits):
+        summaries, _ = _split_view(results, split)
+        out += [
+            "",
+            f"The same checkpoints on the **{split}** split (also held out; never feeds routing or tuning):",
+            "",
+            "| arm | Overall | Agentic | Task | " + " | ".join(stages) + " | seeds |",
+            "|---|---|---|---|" + "---|" * (len(stages) + 1),
+        ]
+        for name, s in summaries.items():
+            cells = [_pm(s, m) for m in ("overall", "agentic", "task", *stages)]
+            out.append(f"| {name} | " + " | ".join(cells) + f" | {s['n_seeds']} |")
     return out
 
 
@@ -225,9 +271,9 @@ def _runs_table(results: dict[str, Any]) -> list[str]:
         "Training signal per RL round: mean reward of the round's rollouts, and GRPO groups whose K rewards were "
         "all equal (zero advantage, no gradient) out of all groups.",
         "",
-        "| arm | seed | status | Overall | final round | rollouts | train reward by round | identical groups | wall s | "
-        "from | error |",
-        "|---|---|---|---|---|---|---|---|---|---|---|",
+        "| arm | seed | status | Overall | final round | rollouts | train reward by round | identical groups | "
+        "route by round (KL) | wall s | from | error |",
+        "|---|---|---|---|---|---|---|---|---|---|---|---|",
     ]
     for name, arm in results["arms"].items():
         for x in arm["seeds"]:
@@ -237,7 +283,7 @@ def _runs_table(results: dict[str, Any]) -> list[str]:
             out.append(
                 f"| {name} | {x['seed']} | {x.get('status')} | {pct(agg.get('overall'))} | "
                 f"{x.get('final_round', '-')} | {x.get('rollouts', '-')} | {rewards or '-'} | {same or '-'} | "
-                f"{x.get('wall_s', '-')} | {_provenance(x)} | {err} |"
+                f"{_route_cells(x) or '-'} | {x.get('wall_s', '-')} | {_provenance(x)} | {err} |"
             )
     return out
 
@@ -248,6 +294,18 @@ def _signal_cells(seed_run: dict[str, Any]) -> tuple[str, str]:
     rewards = " / ".join("-" if s.get("reward_mean") is None else f"{s['reward_mean']:.3f}" for s in signal)
     same = " / ".join(f"{_count(s.get('groups_identical'))}/{_count(s.get('groups'))}" for s in signal)
     return rewards, same
+
+
+def _route_cells(seed_run: dict[str, Any]) -> str:
+    """The route's action on each RL round's candidate with the KL it measured (`continue (0.026) / fallback
+    (0.136)`), rounds joined by ' / '; '-' for a round recorded without them (records made before they were kept)."""
+    cells = []
+    for s in seed_run.get("signal") or []:
+        if s.get("route") is None:
+            cells.append("-")
+        else:
+            cells.append(s["route"] + ("" if s.get("kl") is None else f" ({s['kl']:.3f})"))
+    return " / ".join(cells)
 
 
 def _superseded_table(results: dict[str, Any]) -> list[str]:
@@ -308,7 +366,7 @@ def _pool_signal_table(results: dict[str, Any]) -> list[str]:
 
 def _stage_tables(results: dict[str, Any]) -> list[str]:
     """The per-stage staircase (controller score of each stage per round, mean over seeds) and each arm's held-out
-    stage profile before RL (round 0, the SFT checkpoint) and after (its last round), with the change."""
+    controller stage profile before RL (round 0, the SFT checkpoint) and after (its last round), with the change."""
     stages = results["stage_keys"]
     out = [
         "## Per-stage staircase",
@@ -335,14 +393,44 @@ def _stage_tables(results: dict[str, Any]) -> list[str]:
             profile.append(f"| {name} | {first} -> {last} | " + " | ".join(cells) + " |")
     out += [
         "",
-        "Held-out stage profile before RL (round 0: the SFT checkpoint) and after (the arm's last round), "
-        "controller split, mean over seeds:",
+        "Stage profile on the controller split (the routing evaluation) before RL (round 0: the SFT checkpoint) "
+        "and after (the arm's last round, retained or not), mean over seeds:",
         "",
     ]
     if profile:
         out += ["| arm | rounds | " + " | ".join(stages) + " |", "|---|---|" + "---|" * len(stages), *profile]
     else:
         out.append("(no arm has evaluated rounds before and after RL yet)")
+    return out
+
+
+def _held_out_profile_table(results: dict[str, Any]) -> list[str]:
+    """Per end-of-run split and RL arm: each stage before RL (the SFT arm) -> after (the arm's retained best), with
+    the paired per-track change and its half-width (`collect.held_out_profile`)."""
+    profile = results.get("held_out_profile")
+    if not profile or not profile["splits"]:
+        return []
+    stages = results["stage_keys"]
+    out = [
+        "",
+        f"Held-out stage profile before RL (`{profile['before']}`, the SFT checkpoint every RL arm starts from) and "
+        "after (the arm's retained best) on the end-of-run splits, mean over seeds; in brackets the paired "
+        "per-track change ± half-width:",
+        "",
+        "| split | arm | " + " | ".join(stages) + " |",
+        "|---|---|" + "---|" * len(stages),
+    ]
+    for split, rows in profile["splits"].items():
+        for name, by_stage in rows.items():
+            cells = []
+            for k in stages:
+                cell, cmp = by_stage[k], by_stage[k]["change"]
+                if cell["before"] is None or cell["after"] is None:
+                    cells.append("-")
+                    continue
+                change = "" if cmp is None else f" ({_delta(cmp).replace(' points', '')})"
+                cells.append(f"{pct(cell['before'])} -> {pct(cell['after'])}{change}")
+            out.append(f"| {split} | {name} | " + " | ".join(cells) + " |")
     return out
 
 

@@ -109,3 +109,43 @@ def test_stage_staircase_table_profile_and_figure(tmp_path) -> None:
     assert "| base |" not in lines  # an arm without rounds has no staircase
     path = plot_stage_staircase(results, tmp_path / "stages.png")
     assert path.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+
+
+def test_held_out_profile_other_split_table_route_cells_and_note_per_split() -> None:
+    from bat.experiment.collect import held_out_profile
+    from bat.experiment.write import _closing_note, _held_out_profile_table, _other_split_tables, _route_cells
+
+    sft = {s: arm_summary([_agg({"a": 0.2, "b": 0.4, "c": 0.3})], STAGES, 0.95) for s in ("final", "test")}
+    rl = {s: arm_summary([_agg({"a": 0.5, "b": 0.6, "c": 0.4})], STAGES, 0.95) for s in ("final", "test")}
+    arms = {
+        "base": {"kind": "base", "rl": False, "summaries": {}, "summary": arm_summary([], STAGES, 0.95)},
+        "sft": {"kind": "trained", "rl": False, "summaries": sft, "summary": sft["final"]},
+        "bicurl": {"kind": "trained", "rl": True, "summaries": rl, "summary": rl["final"]},
+    }
+    profile = held_out_profile(arms, STAGES, 0.95)
+    assert profile["before"] == "sft" and set(profile["splits"]) == {"final", "test"}
+    s1 = profile["splits"]["test"]["bicurl"]["S1"]
+    assert s1["before"] == pytest.approx(0.3) and s1["after"] == pytest.approx(0.5)
+    assert s1["change"]["deltas"] == pytest.approx({"a": 0.3, "b": 0.2, "c": 0.1})
+    assert held_out_profile({"bicurl": arms["bicurl"]}, STAGES, 0.95) is None  # no SFT arm: nothing to start from
+
+    results = {
+        "report_split": "final",
+        "reference_arm": "bicurl",
+        "stage_keys": STAGES,
+        "arms": arms,
+        "comparisons": {"sft": compare(rl["final"], sft["final"], 0.95), "base": None},
+        "comparisons_by_split": {"test": {"sft": compare(rl["test"], sft["test"], 0.95), "base": None}},
+        "held_out_profile": profile,
+    }
+    table = "\n".join(_held_out_profile_table(results))
+    assert "| test | bicurl | 30.0 -> 50.0 (+20.0 ± " in table and "| final | sft |" not in table
+    other = "\n".join(_other_split_tables(results))
+    assert "on the **test** split" in other and "| bicurl | 50.0 ± " in other and "**final**" not in other
+    note = _closing_note(results)
+    assert "on the final split: bicurl (50.0) > sft (30.0)" in note
+    assert "on the test split: bicurl (50.0) > sft (30.0)" in note and note.count("bicurl − sft: +20.0 points") == 2
+
+    seed_run = {"signal": [{"route": "continue", "kl": 0.0262}, {"route": "fallback", "kl": 0.1357}, {}]}
+    assert _route_cells(seed_run) == "continue (0.026) / fallback (0.136) / -"
+    assert _route_cells({"signal": []}) == ""

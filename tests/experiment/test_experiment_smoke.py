@@ -43,10 +43,14 @@ def test_two_arm_experiment_matched_budget_shared_sft(tmp_path: Path) -> None:
     assert runs["grpo"]["rollouts"] == runs["bicurl"]["rollouts"] > 0
     assert runs["grpo"]["grpo_steps"] == runs["bicurl"]["grpo_steps"] > 0
     assert runs["grpo"]["plan_rows"] == runs["grpo"]["plan_unique_rows"]
-    for run in runs.values():  # the training signal of round 1 is recorded (reward mean, zero-advantage groups)
+    for name, run in runs.items():  # round 1's training signal (reward mean, zero-advantage groups) and route
         assert [s["round"] for s in run["signal"]] == [1] and 0.0 <= run["signal"][0]["reward_mean"] <= 1.0
         assert 0 <= run["signal"][0]["groups_identical"] <= run["signal"][0]["groups"]
-    assert "train reward by round" in readme
+        decision = read_json(tmp_path / "state" / "t2" / "seed_3" / name / "round_01" / "route" / "decision.json")
+        assert (run["signal"][0]["route"], run["signal"][0]["kl"]) == (decision["action"], decision["kl"])
+    assert "train reward by round" in readme and "route by round (KL)" in readme
+    assert results["held_out_profile"] is None  # no SFT arm here: no before-RL profile on the held-out splits
+    assert results["comparisons_by_split"]["final"] == results["comparisons"]  # final is the report split
     assert "| grpo | 0 -> 1 |" in readme  # held-out stage profile before and after RL
 
     # one shared SFT checkpoint: evaluated in round 0 and used as round-1 start by both arms
