@@ -38,6 +38,8 @@ def _kl_batch(
     """Sum of per-token KL over the candidate's continuations of `batch` (left-padded) and the token count."""
     import torch
 
+    from bat.train.losses import accepts_logits_to_keep
+
     pad = tokenizer.pad_token_id
     width = max(len(p) for p in batch)
     ids = torch.tensor([[pad] * (width - len(p)) + p for p in batch])
@@ -59,9 +61,16 @@ def _kl_batch(
     keep = ~after_eos
     full_attn = torch.cat([attn, keep.long()], dim=1)
     pos = _position_ids(full_attn)
+    # only the positions that predict a continuation token need vocabulary logits (the prompt's would cost
+    # prompt length x vocabulary floats per row); `logits_to_keep` keeps the last n; the slice is the same without it
+    n = new.shape[1] + 1
     with torch.no_grad():
-        lc = cand(input_ids=out, attention_mask=full_attn, position_ids=pos).logits[:, width - 1 : -1].float()
-        lr = ref(input_ids=out, attention_mask=full_attn, position_ids=pos).logits[:, width - 1 : -1].float()
+        logits = []
+        for model in (cand, ref):
+            keep_kwarg = {"logits_to_keep": n} if accepts_logits_to_keep(model) else {}
+            inputs = {"input_ids": out, "attention_mask": full_attn, "position_ids": pos}
+            logits.append(model(**inputs, **keep_kwarg).logits[:, -n:-1].float())
+        lc, lr = logits
     lpc, lpr = torch.log_softmax(lc / temperature, -1), torch.log_softmax(lr / temperature, -1)
     kl = (lpc.exp() * (lpc - lpr)).sum(-1)
     return float(kl[keep].sum()), int(keep.sum())

@@ -24,3 +24,15 @@ def test_kl_rejects_mismatched_vocabularies_and_empty_prompts(tiny_dir, small_cf
         estimate_kl(bigger, tiny_dir, PROMPTS, tools=[])
     with pytest.raises(ValueError, match="at least one prompt"):
         estimate_kl(tiny_dir, tiny_dir, [])
+
+
+def test_continuation_logits_only_give_the_full_logits_kl(tiny_dir, small_cfg, tiny_model_builder, monkeypatch):
+    import bat.train.losses as losses
+    from bat.policy.loader import load_model
+
+    other = tiny_model_builder(small_cfg, 8)
+    assert losses.accepts_logits_to_keep(load_model(other))  # the fast path is the one under test
+    kept = estimate_kl(other, tiny_dir, PROMPTS, max_new_tokens=8, tools=[], seed=5)
+    monkeypatch.setattr(losses, "accepts_logits_to_keep", lambda model: False)
+    full = estimate_kl(other, tiny_dir, PROMPTS, max_new_tokens=8, tools=[], seed=5)
+    assert kept > 0.0 and kept == pytest.approx(full, rel=1e-5)
