@@ -29,7 +29,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     probe = sub.add_parser(
         "lr-probe",
         help="scale a finished one-step GRPO round's update to other learning rates (start + s x step, exact for one "
-        "Adam step from a fresh optimizer); KL to the start policy and the controller evaluation of each",
+        "AdamW or SGD step from a fresh optimizer); KL to the start policy and the controller evaluation of each",
     )
     probe.add_argument("--state", required=True, help="the run's state directory")
     probe.add_argument("--round", type=int, required=True, help="round whose one-step GRPO block to scale (>= 1)")

@@ -1,9 +1,10 @@
 """Learning-rate probe of a finished one-step GRPO round, without training again.
 
-A GRPO block starts a fresh AdamW (the optimizer reset between rounds), and Adam's first step is
-`lr * g / (|g| + eps)` plus `lr * weight_decay * theta`: linear in lr for a fixed gradient (clipping rescales g,
-which the ratio cancels). So the candidate that the round's step would have written at `scale * lr` is
-`start + scale * (candidate - start)`, exactly up to float rounding. The probe writes those candidates, measures
+A GRPO block starts a fresh optimizer (the optimizer reset between rounds). AdamW's first step is
+`lr * g / (|g| + eps)` plus `lr * weight_decay * theta` (clipping rescales g, which the ratio cancels); SGD's
+(`grpo.optimizer: sgd`) is `lr * (clipped g + weight_decay * theta)`: both linear in lr for a fixed gradient. So
+the candidate that the round's step would have written at `scale * lr` is `start + scale * (candidate - start)`,
+exactly up to float rounding. The probe writes those candidates, measures
 each one's KL to the start policy on the bank's KL probe rows (the route's own measure) and evaluates each on the
 controller split (the routing split; aggregates only) under the run's held-out secret, so every candidate meets
 the same evaluation draws.

@@ -27,7 +27,13 @@ from bat.evaluate.store import load_aggregate
 from bat.experiment.execute import FINAL_PHASE, read_arm_record
 from bat.experiment.pieces import read_arm_piece, read_shared_piece, superseded_records
 from bat.experiment.share import ROUND0_PHASES, arm_dir, shared_dir
-from bat.experiment.spec import ExperimentSpec, arm_config, bootstrap_seed_of, budget_signature
+from bat.experiment.spec import (
+    BUDGET_FIELD_DEFAULTS,
+    ExperimentSpec,
+    arm_config,
+    bootstrap_seed_of,
+    budget_signature,
+)
 from bat.schemas.evaluation import METRICS, EvalAggregate
 from bat.state.atomic import read_json
 from bat.state.errors import StateFileError
@@ -135,11 +141,13 @@ def expected_budget(cfg: Any) -> dict[str, Any]:
 
 def mark_stale(seed_run: dict[str, Any], expected: dict[str, Any]) -> None:
     """Set a finished arm x seed whose recorded `budget` differs from `expected` to status `stale`, with
-    `stale_fields` = field -> [recorded, expected]. Runs without a recorded budget are left as they are."""
+    `stale_fields` = field -> [recorded, expected]; a field the record predates counts as its
+    `BUDGET_FIELD_DEFAULTS` value. Runs without a recorded budget are left as they are."""
     recorded = seed_run.get("budget")
     if seed_run.get("status") != "done" or recorded is None:
         return
-    diff = {k: [recorded.get(k), v] for k, v in expected.items() if recorded.get(k) != v}
+    ran = {k: recorded.get(k, BUDGET_FIELD_DEFAULTS.get(k)) for k in expected}
+    diff = {k: [ran[k], v] for k, v in expected.items() if ran[k] != v}
     if diff:
         seed_run["status"] = "stale"
         seed_run["stale_fields"] = diff

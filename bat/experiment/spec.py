@@ -217,12 +217,17 @@ BUDGET_FIELDS = (
     "grpo.step_batches",
     "grpo.minibatch",
     "grpo.lr",
+    "grpo.optimizer",
     "sft.steps",
     "model",
     "benchmark",
     "evaluate",
 )
 """Resolved config fields that must be identical across trained arms (the matched budget)."""
+
+BUDGET_FIELD_DEFAULTS = {"grpo.optimizer": "adamw"}
+"""Budget fields added after arm x seeds had been recorded, with the value every earlier run ran under: a record
+without the field is compared as if it held this value (not stale merely for predating the field)."""
 
 
 def budget_signature(cfg: BatConfig) -> dict[str, Any]:

@@ -166,6 +166,7 @@ def open_block(
         total_steps=cfg.steps,
         warmup_ratio=cfg.warmup_ratio,
         min_lr_ratio=cfg.min_lr_ratio,
+        optimizer=cfg.optimizer if isinstance(cfg, GrpoConfig) else "adamw",
     )
     block = TrainingBlock(
         kind=kind,

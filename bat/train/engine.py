@@ -1,4 +1,4 @@
-"""DeepSpeed glue: process-group setup from torchrun/srun env, engine with AdamW + warmup-cosine schedule.
+"""DeepSpeed glue: process-group setup from torchrun/srun env, engine with AdamW (or SGD) + warmup-cosine schedule.
 
 Launch: one process per rank via `torchrun --nproc-per-node N -m bat.cli.main train ...` or
 `srun python -m bat.cli.main train ...` (SLURM_PROCID/SLURM_NTASKS/SLURM_LOCALID are mapped to
@@ -187,19 +187,25 @@ def build_engine(
     total_steps: int,
     warmup_ratio: float,
     min_lr_ratio: float,
+    optimizer: str = "adamw",
 ) -> Any:
-    """Wrap `model` in a DeepSpeed engine with torch AdamW and a LambdaLR warmup-cosine schedule, in `precision`
-    (`resolve_precision`; DeepSpeed casts the module's parameters to it); sets up the model for training first
-    (`prepare_training_model`)."""
+    """Wrap `model` in a DeepSpeed engine with a torch optimizer (`adamw`, or `sgd`: plain steps without momentum)
+    and a LambdaLR warmup-cosine schedule, in `precision` (`resolve_precision`; DeepSpeed casts the module's
+    parameters to it); sets up the model for training first (`prepare_training_model`)."""
     import deepspeed
     import torch
 
     prepare_training_model(model, cfg)
     params = [p for p in model.parameters() if p.requires_grad]
-    optimizer = torch.optim.AdamW(params, lr=lr, weight_decay=weight_decay, betas=(0.9, 0.999), eps=1e-8)
-    scheduler = torch.optim.lr_scheduler.LambdaLR(optimizer, warmup_cosine(total_steps, warmup_ratio, min_lr_ratio))
+    if optimizer == "adamw":
+        opt = torch.optim.AdamW(params, lr=lr, weight_decay=weight_decay, betas=(0.9, 0.999), eps=1e-8)
+    elif optimizer == "sgd":
+        opt = torch.optim.SGD(params, lr=lr, weight_decay=weight_decay, momentum=0.0)
+    else:
+        raise ValueError(f"unknown optimizer {optimizer!r}; valid: adamw, sgd")
+    scheduler = torch.optim.lr_scheduler.LambdaLR(opt, warmup_cosine(total_steps, warmup_ratio, min_lr_ratio))
     config = ds_config(cfg, grad_accum, grad_clip, precision)
-    engine, _, _, _ = deepspeed.initialize(model=model, optimizer=optimizer, lr_scheduler=scheduler, config=config)
+    engine, _, _, _ = deepspeed.initialize(model=model, optimizer=opt, lr_scheduler=scheduler, config=config)
     return engine
 
 

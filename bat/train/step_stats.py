@@ -31,17 +31,18 @@ def _tensors(folder: Path) -> dict[str, Any]:
 
 
 def step_stats(before: Path, after: Path, lr: float | None = None) -> dict[str, Any]:
-    """Per-weight |after - before| over every tensor both folders hold: weights, the fraction moved, the 10/50/90%
-    quantiles of the moved weights' step, the step's L2 norm and its ratio to the weights' norm, and (with `lr`)
-    the fraction of weights whose step is within 20% of lr. Raises ValueError when the tensors differ in names or
-    shapes."""
+    """Per-weight |after - before| over every tensor both folders hold (`only_in_one` names the others, e.g. a tied
+    lm_head that one export writes out): weights, the fraction moved, the 10/50/90% quantiles of the moved weights'
+    step, the step's L2 norm and its ratio to the weights' norm, and (with `lr`) the fraction of weights whose step
+    is within 20% of lr. Raises ValueError when the folders share no tensor or a shared one differs in shape."""
     import torch
 
     a, b = _tensors(Path(before)), _tensors(Path(after))
-    if set(a) != set(b) or any(a[k].shape != b[k].shape for k in a):
+    common = sorted(set(a) & set(b))
+    if not common or any(a[k].shape != b[k].shape for k in common):
         raise ValueError(f"{before} and {after} hold different tensors: not two checkpoints of one model")
-    step = torch.cat([(b[k].float() - a[k].float()).flatten() for k in sorted(a)])
-    weights = torch.cat([a[k].float().flatten() for k in sorted(a)])
+    step = torch.cat([(b[k].float() - a[k].float()).flatten() for k in common])
+    weights = torch.cat([a[k].float().flatten() for k in common])
     size = step.abs()
     moved = size[size > 0]
     gen = torch.Generator().manual_seed(0)
@@ -49,6 +50,7 @@ def step_stats(before: Path, after: Path, lr: float | None = None) -> dict[str, 
     quantiles = torch.quantile(sample, torch.tensor([0.1, 0.5, 0.9])).tolist() if sample.numel() else [0.0] * 3
     out: dict[str, Any] = {
         "weights": int(step.numel()),
+        "only_in_one": sorted(set(a) ^ set(b)),
         "moved_fraction": float(moved.numel() / step.numel()),
         "step_q10": quantiles[0],
         "step_median": quantiles[1],

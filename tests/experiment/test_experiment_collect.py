@@ -149,3 +149,19 @@ def test_held_out_profile_other_split_table_route_cells_and_note_per_split() -> 
     seed_run = {"signal": [{"route": "continue", "kl": 0.0262}, {"route": "fallback", "kl": 0.1357}, {}]}
     assert _route_cells(seed_run) == "continue (0.026) / fallback (0.136) / -"
     assert _route_cells({"signal": []}) == ""
+
+
+def test_a_record_predating_a_budget_field_counts_as_the_value_runs_had_then() -> None:
+    from bat.experiment.collect import mark_stale
+    from bat.experiment.spec import BUDGET_FIELD_DEFAULTS, BUDGET_FIELDS
+
+    assert set(BUDGET_FIELD_DEFAULTS) <= set(BUDGET_FIELDS)
+    expected = {"grpo.lr": 5e-5, "grpo.optimizer": "adamw"}
+    earlier = {"status": "done", "budget": {"grpo.lr": 5e-5}}  # recorded before grpo.optimizer existed (AdamW)
+    mark_stale(earlier, expected)
+    assert earlier["status"] == "done" and "stale_fields" not in earlier
+    mark_stale(earlier, {**expected, "grpo.optimizer": "sgd"})
+    assert earlier["status"] == "stale" and earlier["stale_fields"] == {"grpo.optimizer": ["adamw", "sgd"]}
+    unknown = {"status": "done", "budget": {}}  # a field without a recorded default still makes the run stale
+    mark_stale(unknown, {"grpo.lr": 5e-5})
+    assert unknown["stale_fields"] == {"grpo.lr": [None, 5e-5]}

@@ -334,3 +334,26 @@ def test_plan_steps_resume_exactly_and_need_the_plan(tiny_dir, grpo_records, tmp
         torch.testing.assert_close(a[name], b[name], rtol=1e-5, atol=1e-6, msg=name)
     with pytest.raises(ValueError, match="needs the round plan's batches; valid without one: 'shuffle'"):
         _run(tiny_dir, data, cfg, tmp_path / "c", seed=3)
+
+
+def test_an_sgd_step_scales_with_the_gradient_where_adamw_takes_a_sign_step(tiny_dir, grpo_records, tmp_path):
+    """One step from a fresh optimizer: AdamW moves most weights by exactly lr (lr x sign(g)); SGD moves them by
+    lr x the clipped gradient, so its step's L2 norm is lr x min(grad norm, clip) and linear in lr."""
+    from bat.train.step_stats import step_stats
+
+    data = _items(grpo_records)
+
+    def one_step(optimizer, lr, name):
+        out = tmp_path / name
+        cfg = _cfg(1, lr=lr, optimizer=optimizer)
+        train_grpo(
+            tiny_dir, data, cfg, seed=5, ckpt_root=out / "ck", export_dir=out / "hf", metrics_path=out / "m.jsonl"
+        )
+        return step_stats(tiny_dir, out / "hf", lr=lr), read_jsonl(out / "m.jsonl")[0]
+
+    adamw, _ = one_step("adamw", 1e-3, "adamw")
+    sgd, metrics = one_step("sgd", 1e-3, "sgd")
+    sgd_twice, _ = one_step("sgd", 2e-3, "sgd2")
+    assert adamw["at_lr_fraction"] > 0.5 and sgd["at_lr_fraction"] < 0.05
+    assert sgd["step_l2"] == pytest.approx(1e-3 * min(metrics["grad_norm"], 1.0), rel=1e-2)
+    assert sgd_twice["step_l2"] == pytest.approx(2 * sgd["step_l2"], rel=1e-3) and sgd["step_l2"] < adamw["step_l2"]
