@@ -13,8 +13,10 @@ from typing import Any
 
 from bat.config.curriculum import POOL_NAMES
 from bat.evaluate.aggregate import pct
-from bat.experiment.plots import plot_curves, plot_stage_staircase, stage_curve
+from bat.experiment.markdown import delta, pm, split_view, table_head
+from bat.experiment.plots import plot_curves, plot_stage_staircase
 from bat.experiment.spec import ExperimentSpec
+from bat.experiment.stage_report import held_out_profile_table, other_split_tables, stage_means_table, stage_tables
 from bat.perf.machine import isa_kind
 from bat.state.atomic import atomic_write_json, atomic_write_text
 
@@ -38,14 +40,6 @@ def git_commit() -> str:
     return (sha or "unknown") + ("+dirty" if sha and dirty else "")
 
 
-def _pm(summary: dict[str, Any], metric: str) -> str:
-    mean = summary["mean"].get(metric)
-    if mean is None:
-        return "n/a"
-    hw = summary["half_width"].get(metric)
-    return pct(mean) + (f" ± {100.0 * hw:.1f}" if hw is not None else "")
-
-
 def _spread(summary: dict[str, Any]) -> str:
     sd, lo, hi = (summary[k].get("overall") for k in ("seed_sd", "seed_min", "seed_max"))
     if lo is None:
@@ -64,20 +58,11 @@ def _total_wall(results: dict[str, Any]) -> float:
     return arms + sum(distinct.values())
 
 
-def _split_view(results: dict[str, Any], split: str) -> tuple[dict[str, Any], dict[str, Any]]:
-    """(arm -> summary, arm -> comparison vs the reference) on one end-of-run split; the report split's come from
-    `summary`/`comparisons`, another split's from `summaries`/`comparisons_by_split`."""
-    if split == results["report_split"]:
-        return {n: a["summary"] for n, a in results["arms"].items()}, results["comparisons"]
-    summaries = {n: a.get("summaries", {}).get(split) for n, a in results["arms"].items()}
-    return {n: s for n, s in summaries.items() if s}, (results.get("comparisons_by_split") or {}).get(split) or {}
-
-
 def _ordering(results: dict[str, Any], split: str | None = None) -> str:
     """The observed ordering of arms by mean Overall on `split` (default the report split), and the reference arm's
     margins with uncertainty."""
     split = split or results["report_split"]
-    summaries, comparisons = _split_view(results, split)
+    summaries, comparisons = split_view(results, split)
     ranked = sorted(
         ((s["mean"]["overall"], n) for n, s in summaries.items() if s["mean"].get("overall") is not None),
         reverse=True,
@@ -97,16 +82,9 @@ def _ordering(results: dict[str, Any], split: str | None = None) -> str:
             continue
         p = "n/a" if cmp["p_value"] is None else f"{cmp['p_value']:.3f}"
         lines.append(
-            f"* {ref} − {name}: {_delta(cmp)} (paired over {cmp['n_tracks']} tracks, p = {p}): {ref} is {_verdict(cmp)}."
+            f"* {ref} − {name}: {delta(cmp)} (paired over {cmp['n_tracks']} tracks, p = {p}): {ref} is {_verdict(cmp)}."
         )
     return "\n".join(lines)
-
-
-def _delta(cmp: dict[str, Any]) -> str:
-    """`+x.y points ± h.w` of a paired comparison (`bat.experiment.collect.compare`)."""
-    hw = cmp["half_width"]
-    mean = round(100.0 * cmp["mean_delta"], 1) + 0.0  # + 0.0: a change that rounds to zero prints +0.0, not -0.0
-    return f"{mean:+.1f} points" + (f" ± {100.0 * hw:.1f}" if hw is not None else "")
 
 
 def _verdict(cmp: dict[str, Any]) -> str:
@@ -127,7 +105,7 @@ def _closing_note(results: dict[str, Any]) -> str:
 
 def render_readme(results: dict[str, Any]) -> str:
     """The readable report: command, commit, table, per-stage table, budget, per-seed runs, closing note."""
-    out = _headline_table(results) + _stage_means_table(results) + _other_split_tables(results)
+    out = _headline_table(results) + stage_means_table(results) + other_split_tables(results)
     out += _budget_section(results)
     out += _runs_table(results) + _pool_signal_table(results) + _superseded_table(results)
     out += [
@@ -139,7 +117,7 @@ def render_readme(results: dict[str, Any]) -> str:
         "Controller split (the routing evaluation): raw Overall per round, and the retained best's score.",
         "",
     ]
-    out += _stage_tables(results) + _held_out_profile_table(results)
+    out += stage_tables(results) + held_out_profile_table(results)
     out += ["", "## Closing note", "", _closing_note(results), ""]
     return "\n".join(out)
 
@@ -158,8 +136,19 @@ def _headline_table(results: dict[str, Any]) -> list[str]:
         f"**{results['report_split']}** split, which never feeds routing or tuning. Mean of seed-averaged track "
         f"means ± {conf}% t half-width across tracks; seed spread = SD of seed means [min, max]. Scores 0-100.",
         "",
-        "| arm | Overall | Agentic | Task | seed SD [min, max] | seeds ok | rollouts | GRPO steps | wall s (mean) |",
-        "|---|---|---|---|---|---|---|---|---|",
+        *table_head(
+            [
+                "arm",
+                "Overall",
+                "Agentic",
+                "Task",
+                "seed SD [min, max]",
+                "seeds ok",
+                "rollouts",
+                "GRPO steps",
+                "wall s (mean)",
+            ]
+        ),
     ]
     for name, arm in results["arms"].items():
         s = arm["summary"]
@@ -168,46 +157,10 @@ def _headline_table(results: dict[str, Any]) -> list[str]:
         steps = sorted({x.get("grpo_steps", 0) for x in done})
         wall = arm["wall_s_mean"]
         out.append(
-            f"| {name} | {_pm(s, 'overall')} | {_pm(s, 'agentic')} | {_pm(s, 'task')} | {_spread(s)} | "
+            f"| {name} | {pm(s, 'overall')} | {pm(s, 'agentic')} | {pm(s, 'task')} | {_spread(s)} | "
             f"{len(done)}/{len(arm['seeds'])} | {'/'.join(map(str, rollouts)) or '-'} | "
             f"{'/'.join(map(str, steps)) or '-'} | {'-' if wall is None else f'{wall:.0f}'} |"
         )
-    return out
-
-
-def _stage_means_table(results: dict[str, Any]) -> list[str]:
-    """One row per arm: each stage's end-of-run score with its half-width (same aggregation as the headline)."""
-    stages = results["stage_keys"]
-    out = [
-        "",
-        "Per stage (same aggregation):",
-        "",
-        "| arm | " + " | ".join(stages) + " |",
-        "|---|" + "---|" * len(stages),
-    ]
-    for name, arm in results["arms"].items():
-        out.append(f"| {name} | " + " | ".join(_pm(arm["summary"], k) for k in stages) + " |")
-    return out
-
-
-def _other_split_tables(results: dict[str, Any]) -> list[str]:
-    """Per end-of-run split other than the report split: one row per arm with Overall/Agentic/Task and every stage
-    (same aggregation as the headline)."""
-    stages = results["stage_keys"]
-    splits = [s for a in results["arms"].values() for s in a.get("summaries", {}) if s != results["report_split"]]
-    out: list[str] = []
-    for split in dict.fromkeys(splits):
-        summaries, _ = _split_view(results, split)
-        out += [
-            "",
-            f"The same checkpoints on the **{split}** split (also held out; never feeds routing or tuning):",
-            "",
-            "| arm | Overall | Agentic | Task | " + " | ".join(stages) + " | seeds |",
-            "|---|---|---|---|" + "---|" * (len(stages) + 1),
-        ]
-        for name, s in summaries.items():
-            cells = [_pm(s, m) for m in ("overall", "agentic", "task", *stages)]
-            out.append(f"| {name} | " + " | ".join(cells) + f" | {s['n_seeds']} |")
     return out
 
 
@@ -271,9 +224,10 @@ def _runs_table(results: dict[str, Any]) -> list[str]:
         "Training signal per RL round: mean reward of the round's rollouts, and GRPO groups whose K rewards were "
         "all equal (zero advantage, no gradient) out of all groups.",
         "",
-        "| arm | seed | status | Overall | final round | rollouts | train reward by round | identical groups | "
-        "route by round (KL) | wall s | from | error |",
-        "|---|---|---|---|---|---|---|---|---|---|---|---|",
+        *table_head(
+            ["arm", "seed", "status", "Overall", "final round", "rollouts", "train reward by round", "identical groups"]
+            + ["route by round (KL)", "wall s", "from", "error"]
+        ),
     ]
     for name, arm in results["arms"].items():
         for x in arm["seeds"]:
@@ -320,9 +274,10 @@ def _superseded_table(results: dict[str, Any]) -> list[str]:
         "Arm x seeds that were run again after a change (`bat experiment --supersede TAG --reason ...`); kept as "
         "measured, listed here, never merged into the tables above.",
         "",
-        "| tag | arm | seed | Overall (final) | Overall (test) | train reward by round | identical groups | run at | "
-        "superseded by | reason |",
-        "|---|---|---|---|---|---|---|---|---|---|",
+        *table_head(
+            ["tag", "arm", "seed", "Overall (final)", "Overall (test)", "train reward by round", "identical groups"]
+            + ["run at", "superseded by", "reason"]
+        ),
     ]
     for x in records:
         why = x.get("superseded") or {}
@@ -352,8 +307,7 @@ def _pool_signal_table(results: dict[str, Any]) -> list[str]:
         "Training signal per RL round and pool: mean training reward, and identical GRPO groups out of all "
         "groups of that pool.",
         "",
-        "| arm | seed | round | " + " | ".join(POOL_NAMES) + " |",
-        "|---|---|---|" + "---|" * len(POOL_NAMES),
+        *table_head(["arm", "seed", "round", *POOL_NAMES]),
     ]
     for name, arm in results["arms"].items():
         for x in arm["seeds"]:
@@ -362,80 +316,6 @@ def _pool_signal_table(results: dict[str, Any]) -> list[str]:
                 cells = [_pool_cell(pools.get(p)) for p in POOL_NAMES]
                 out.append(f"| {name} | {x['seed']} | {s['round']} | " + " | ".join(cells) + " |")
     return out
-
-
-def _stage_tables(results: dict[str, Any]) -> list[str]:
-    """The per-stage staircase (controller score of each stage per round, mean over seeds) and each arm's held-out
-    controller stage profile before RL (round 0, the SFT checkpoint) and after (its last round), with the change."""
-    stages = results["stage_keys"]
-    out = [
-        "## Per-stage staircase",
-        "",
-        "![stages](stages.png)",
-        "",
-        "Controller split, mean over seeds, 0-100: each stage's score per round.",
-        "",
-        "| arm | round | " + " | ".join(stages) + " |",
-        "|---|---|" + "---|" * len(stages),
-    ]
-    profile = []
-    for name, arm in results["arms"].items():
-        curves = {k: dict(zip(*stage_curve(arm["seeds"], k))) for k in stages}
-        rounds = sorted({r for c in curves.values() for r in c})
-        for r in rounds:
-            out.append(f"| {name} | {r} | " + " | ".join(_num(curves[k].get(r)) for k in stages) + " |")
-        if len(rounds) >= 2:
-            first, last = rounds[0], rounds[-1]
-            cells = []
-            for k in stages:
-                a, b = curves[k].get(first), curves[k].get(last)
-                cells.append("-" if a is None or b is None else f"{a:.1f} -> {b:.1f} ({b - a:+.1f})")
-            profile.append(f"| {name} | {first} -> {last} | " + " | ".join(cells) + " |")
-    out += [
-        "",
-        "Stage profile on the controller split (the routing evaluation) before RL (round 0: the SFT checkpoint) "
-        "and after (the arm's last round, retained or not), mean over seeds:",
-        "",
-    ]
-    if profile:
-        out += ["| arm | rounds | " + " | ".join(stages) + " |", "|---|---|" + "---|" * len(stages), *profile]
-    else:
-        out.append("(no arm has evaluated rounds before and after RL yet)")
-    return out
-
-
-def _held_out_profile_table(results: dict[str, Any]) -> list[str]:
-    """Per end-of-run split and RL arm: each stage before RL (the SFT arm) -> after (the arm's retained best), with
-    the paired per-track change and its half-width (`collect.held_out_profile`)."""
-    profile = results.get("held_out_profile")
-    if not profile or not profile["splits"]:
-        return []
-    stages = results["stage_keys"]
-    out = [
-        "",
-        f"Held-out stage profile before RL (`{profile['before']}`, the SFT checkpoint every RL arm starts from) and "
-        "after (the arm's retained best) on the end-of-run splits, mean over seeds; in brackets the paired "
-        "per-track change ± half-width:",
-        "",
-        "| split | arm | " + " | ".join(stages) + " |",
-        "|---|---|" + "---|" * len(stages),
-    ]
-    for split, rows in profile["splits"].items():
-        for name, by_stage in rows.items():
-            cells = []
-            for k in stages:
-                cell, cmp = by_stage[k], by_stage[k]["change"]
-                if cell["before"] is None or cell["after"] is None:
-                    cells.append("-")
-                    continue
-                change = "" if cmp is None else f" ({_delta(cmp).replace(' points', '')})"
-                cells.append(f"{pct(cell['before'])} -> {pct(cell['after'])}{change}")
-            out.append(f"| {split} | {name} | " + " | ".join(cells) + " |")
-    return out
-
-
-def _num(value: float | None) -> str:
-    return "-" if value is None else f"{value:.1f}"
 
 
 def _pool_cell(stats: dict[str, Any] | None) -> str:

@@ -84,7 +84,7 @@ def test_compare_paired_deltas_and_closing_note() -> None:
 
 def test_stage_staircase_table_profile_and_figure(tmp_path) -> None:
     from bat.experiment.plots import plot_stage_staircase
-    from bat.experiment.write import _stage_tables
+    from bat.experiment.stage_report import stage_tables
 
     def seed(stages_by_round):
         return {"curve": {"rounds": list(range(len(stages_by_round))), "stages": stages_by_round}}
@@ -103,7 +103,7 @@ def test_stage_staircase_table_profile_and_figure(tmp_path) -> None:
             "base": {"seeds": [{"status": "done"}]},
         },
     }
-    lines = "\n".join(_stage_tables(results))
+    lines = "\n".join(stage_tables(results))
     assert "| bicurl | 0 | 30.0 | 0.0 |" in lines and "| bicurl | 1 | 70.0 | 20.0 |" in lines
     assert "| bicurl | 0 -> 1 | 30.0 -> 70.0 (+40.0) | 0.0 -> 20.0 (+20.0) |" in lines
     assert "| base |" not in lines  # an arm without rounds has no staircase
@@ -113,7 +113,8 @@ def test_stage_staircase_table_profile_and_figure(tmp_path) -> None:
 
 def test_held_out_profile_other_split_table_route_cells_and_note_per_split() -> None:
     from bat.experiment.collect import held_out_profile
-    from bat.experiment.write import _closing_note, _held_out_profile_table, _other_split_tables, _route_cells
+    from bat.experiment.stage_report import held_out_profile_table, other_split_tables
+    from bat.experiment.write import _closing_note, _route_cells
 
     sft = {s: arm_summary([_agg({"a": 0.2, "b": 0.4, "c": 0.3})], STAGES, 0.95) for s in ("final", "test")}
     rl = {s: arm_summary([_agg({"a": 0.5, "b": 0.6, "c": 0.4})], STAGES, 0.95) for s in ("final", "test")}
@@ -138,9 +139,9 @@ def test_held_out_profile_other_split_table_route_cells_and_note_per_split() -> 
         "comparisons_by_split": {"test": {"sft": compare(rl["test"], sft["test"], 0.95), "base": None}},
         "held_out_profile": profile,
     }
-    table = "\n".join(_held_out_profile_table(results))
+    table = "\n".join(held_out_profile_table(results))
     assert "| test | bicurl | 30.0 -> 50.0 (+20.0 ± " in table and "| final | sft |" not in table
-    other = "\n".join(_other_split_tables(results))
+    other = "\n".join(other_split_tables(results))
     assert "on the **test** split" in other and "| bicurl | 50.0 ± " in other and "**final**" not in other
     note = _closing_note(results)
     assert "on the final split: bicurl (50.0) > sft (30.0)" in note
