@@ -31,6 +31,8 @@ Public API:
   half_width, seed_sd/min/max, track_means; per-seed runs with rollouts, grpo_steps, plan rows, curve, digests;
   `comparisons` vs the reference arm; `budget` audit), `bat.experiment.write.stamp(results, command) -> dict`,
   `bat.experiment.write.write_results(spec, results, out_dir=None) -> [results.json, curves.png, README.md]`.
+  The README's tables: `write` (headline, budget, every run, signal, superseded, closing note), `stage_report`
+  (stage means, the other held-out split, staircase, stage profiles before/after RL), `markdown` (shared cells).
 * `bat.experiment.run.run_experiment(spec, *, only=None, seeds=None, command="", out_dir=None, collect_only=False)
   -> dict` (what `bat experiment` calls; a failed arm or seed is recorded and the rest still run).
 
