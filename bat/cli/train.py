@@ -37,6 +37,12 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         "--scales", type=_scales, required=True, help="comma-separated multiples of the round's lr, e.g. 0,1,5,10"
     )
     probe.add_argument("--out", required=True, help="output directory (scaled checkpoints, evaluations, lr_probe.json)")
+    probe.add_argument(
+        "--kl-only",
+        action="store_true",
+        help="measure each scale's KL to the start only (seconds per scale), no controller evaluation: a screen "
+        "for the scales worth evaluating",
+    )
     add_config_arguments(probe)
     probe.set_defaults(handler=_usage_errors(_lr_probe))
     for command, handler in ((sft, _sft), (grpo, _grpo)):
@@ -66,10 +72,16 @@ def _lr_probe(args: argparse.Namespace) -> int:
     from bat.state.layout import RunLayout
 
     cfg = config_of_run(args.state, args.config, args.overrides)
-    rows = probe_round(cfg, RunLayout(Path(args.state)), args.round, args.scales, Path(args.out))
-    print(f"round {args.round} of {args.state}: controller split, {rows[0]['n_runs'] if rows else 0} runs per scale")
+    rows = probe_round(
+        cfg, RunLayout(Path(args.state)), args.round, args.scales, Path(args.out), evaluate=not args.kl_only
+    )
+    runs = "KL only" if args.kl_only else f"controller split, {rows[0]['n_runs'] if rows else 0} runs per scale"
+    print(f"round {args.round} of {args.state}: {runs}")
     for row in rows:
         kl = "-" if row["kl_to_start"] is None else f"{row['kl_to_start']:.4f}"
+        if not row.get("evaluated", True):
+            print(f"  x{row['scale']:<5g} lr {row['lr']:.1e}  KL {kl:>7s}")
+            continue
         stages = " ".join(f"{k} {pct(v)}" for k, v in sorted(row["stages"].items()))
         print(
             f"  x{row['scale']:<5g} lr {row['lr']:.1e}  KL {kl:>7s}  Overall {pct(row['overall'])}  "

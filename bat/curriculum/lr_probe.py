@@ -12,7 +12,8 @@ the same evaluation draws.
 Reads the round's grpo DONE marker (start checkpoint, candidate, steps, lr), the two checkpoints, the run's bank
 and held-out secret. Writes under `out` only: `ckpt/x<scale>/` (the scaled weights), `x<scale>/` (a run dir with a
 copy of the secret: the controller evaluation) and `lr_probe.json` (one row per scale). Scales already evaluated in
-`out` are read back, never re-run.
+`out` are read back, never re-run. With `evaluate=False` (a KL screen, seconds per scale) the rows carry the KL only;
+a later evaluating call evaluates those scales.
 """
 
 from __future__ import annotations
@@ -102,11 +103,12 @@ def write_scaled(start: Path, candidate: Path, scale: float, out: Path, dtype: s
 
 
 def probe_round(
-    cfg: BatConfig, layout: RunLayout, round_index: int, scales: Sequence[float], out: Path
+    cfg: BatConfig, layout: RunLayout, round_index: int, scales: Sequence[float], out: Path, *, evaluate: bool = True
 ) -> list[dict[str, Any]]:
     """For each scale: the scaled candidate (scale 0 = the start checkpoint, 1 = the recorded candidate), its KL to
-    the start policy and its controller evaluation. Returns (and writes to `out/lr_probe.json`) one row per scale:
-    scale, lr, kl_to_start, overall, task, agentic, stages, n_runs, seconds."""
+    the start policy and (with `evaluate`) its controller evaluation. Returns (and writes to `out/lr_probe.json`) one
+    row per scale: scale, lr, checkpoint, kl_to_start, evaluated, overall, task, agentic, stages, n_runs, seconds
+    (the evaluation's fields None / empty / 0 when not evaluated)."""
     from bat.benchmark.secret import install_secret
     from bat.curriculum.kl import probe_prompts
     from bat.seeds import derive_seed
@@ -125,7 +127,7 @@ def probe_round(
         name = scale_name(scale)
         probe_layout = RunLayout(out / name)
         recorded = _read_row(out, name)
-        if recorded is not None:
+        if recorded is not None and (recorded.get("evaluated", True) or not evaluate):
             rows.append(recorded)
             continue
         started = time.monotonic()
@@ -150,20 +152,24 @@ def probe_round(
                 )
             )
         probe_layout.ensure()
-        install_secret(layout.heldout_secret, probe_layout.heldout_secret)
-        agg = _evaluate(cfg, probe_layout, round_index, checkpoint)
         row = {
             "scale": scale,
             "lr": scale * block["lr"],
             "checkpoint": str(checkpoint),
             "kl_to_start": kl if prompts else None,
-            "overall": agg.overall,
-            "task": agg.task,
-            "agentic": agg.agentic,
-            "stages": dict(agg.stages),
-            "n_runs": agg.n_runs,
-            "seconds": round(time.monotonic() - started, 1),
+            "evaluated": evaluate,
+            "overall": None,
+            "task": None,
+            "agentic": None,
+            "stages": {},
+            "n_runs": 0,
         }
+        if evaluate:
+            install_secret(layout.heldout_secret, probe_layout.heldout_secret)
+            agg = _evaluate(cfg, probe_layout, round_index, checkpoint)
+            row.update(overall=agg.overall, task=agg.task, agentic=agg.agentic, stages=dict(agg.stages))
+            row["n_runs"] = agg.n_runs
+        row["seconds"] = round(time.monotonic() - started, 1)
         atomic_write_json(probe_layout.root / "lr_probe_row.json", row)
         rows.append(row)
     atomic_write_json(out / RESULTS, {"round": round_index, "run": str(layout.root), "lr": block["lr"], "rows": rows})

@@ -1,5 +1,6 @@
 """`bat train lr-probe` end to end on the tiny policy: scaled candidates, KL to the start on the bank's KL probe rows,
-a controller evaluation of each under the run's held-out secret, resumable, nothing written in the run."""
+a controller evaluation of each under the run's held-out secret (or a KL-only screen), resumable, nothing written
+in the run."""
 
 from __future__ import annotations
 
@@ -38,7 +39,13 @@ def test_lr_probe_scales_evaluates_and_resumes(tmp_path, tiny_model_builder, cap
     args = ["train", "lr-probe", "--state", str(layout.root), "--round", "1", "--out", str(out)]
     args += [a for s in SETTINGS for a in ("--set", s)]
 
-    assert main([*args, "--scales", "0,1,3"]) == 0
+    assert main([*args, "--scales", "3", "--kl-only"]) == 0  # a KL screen: no evaluation
+    assert "KL only" in capsys.readouterr().out
+    (screened,) = read_json(out / "lr_probe.json")["rows"]
+    assert screened["evaluated"] is False and screened["overall"] is None and screened["kl_to_start"] > 0.0
+    assert not (out / "x3" / "round_01").exists()
+
+    assert main([*args, "--scales", "0,1,3"]) == 0  # x3 was only screened: now evaluated
     printed = capsys.readouterr().out
     assert "x3     lr 3.0e-05" in printed and "Overall" in printed
     rows = {r["scale"]: r for r in read_json(out / "lr_probe.json")["rows"]}
@@ -47,6 +54,7 @@ def test_lr_probe_scales_evaluates_and_resumes(tmp_path, tiny_model_builder, cap
     assert 0.0 < rows[1]["kl_to_start"] < rows[3]["kl_to_start"]  # three times the step moves the policy further
     assert all(r["n_runs"] == 1 and 0.0 <= r["overall"] <= 1.0 for r in rows.values())
     assert rows[3]["lr"] == pytest.approx(3e-5)
+    assert rows[3]["evaluated"] and rows[3]["kl_to_start"] == pytest.approx(screened["kl_to_start"])
     for name in ("x0", "x1", "x3"):  # every candidate meets the run's held-out suite
         assert (out / name / "heldout" / "SECRET").read_bytes() == layout.heldout_secret.read_bytes()
         assert (out / name / "round_01" / "evaluate" / "aggregate_controller.json").exists()
