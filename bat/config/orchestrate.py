@@ -29,6 +29,11 @@ class PhaseResources(Section):
     """`single`: one process per job; `tasks`: one srun task per GPU (ranks from submitit.JobEnvironment)."""
     additional: dict[str, str | int] = Field(default_factory=dict)
     """Extra sbatch options without the leading dashes (e.g. `{"account": "lab", "qos": "high"}`)."""
+    env: dict[str, str] = Field(default_factory=dict)
+    """Environment variables exported in this phase's job before Python starts (local and Slurm executors; passed
+    into the container too), e.g. `{NCCL_DEBUG: INFO}`, or a pin of the CPU math libraries to one instruction set so
+    that a phase rebuilt on another x86 CPU kind computes bit-identical numbers: `{MKL_CBWR: "AVX2,STRICT",
+    ATEN_CPU_CAPABILITY: avx2, ONEDNN_MAX_CPU_ISA: AVX2}`."""
     gpu_mem_gb: float | None = Field(None, gt=0, le=4096)
     """Memory of one GPU of this phase's partition in GiB, for `bat config plan` only (not an sbatch option);
     None = `orchestrate.gpu_mem_gb`."""
@@ -37,6 +42,14 @@ class PhaseResources(Section):
     node_mem_gb: float | None = Field(None, gt=0, le=1_048_576)
     """Memory of one node of this phase's partition in GiB, for `bat config plan` only; None =
     `orchestrate.node_mem_gb`."""
+
+    @field_validator("env")
+    @classmethod
+    def _check_env(cls, value: dict[str, str]) -> dict[str, str]:
+        for name in value:
+            if not name or name[0].isdigit() or not all(c.isalnum() or c == "_" for c in name):
+                raise ValueError(f"env name {name!r} is not an environment variable name (A-Z, a-z, 0-9, _)")
+        return value
 
     @model_validator(mode="after")
     def _check_nodes(self) -> PhaseResources:

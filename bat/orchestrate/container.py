@@ -10,7 +10,7 @@ container_exec`), which relays the Slurm commands of the phase to the job's host
 from __future__ import annotations
 
 import shlex
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -65,9 +65,12 @@ def shell_word(word: str, expand: bool = True) -> str:
     return shlex.quote(word)
 
 
-def container_argv(config: BatConfig, layout: RunLayout, command: list[str]) -> list[str]:
+def container_argv(
+    config: BatConfig, layout: RunLayout, command: list[str], extra_pass_env: Sequence[str] = ()
+) -> list[str]:
     """The full job-side argv: `env BAT_CONTAINER_PASS_ENV=... bash CONTAINER_EXEC SCRATCH RELAY apptainer exec
-    ... IMAGE [sh -c RELAY_PATH bat-relay] command...`. Writes `layout.container_exec` (the wrapper script)."""
+    ... IMAGE [sh -c RELAY_PATH bat-relay] command...`; `extra_pass_env` (a phase's own `resources.<phase>.env`
+    names) joins `container.pass_env`. Writes `layout.container_exec` (the wrapper script)."""
     cfg = config.orchestrate.container
     if cfg.slurm_relay:
         command = ["/bin/sh", "-c", RELAY_PATH, "bat-relay", *command]
@@ -75,12 +78,13 @@ def container_argv(config: BatConfig, layout: RunLayout, command: list[str]) -> 
     inner = apptainer_argv(cfg, layout.root, command, paths=paths)
     wrapper = write_container_exec(layout)
     relay = "1" if cfg.slurm_relay else "0"
-    return ["env", f"BAT_CONTAINER_PASS_ENV={' '.join(cfg.pass_env)}", "bash", wrapper, cfg.scratch, relay, *inner]
+    passed = " ".join(dict.fromkeys([*cfg.pass_env, *extra_pass_env]))
+    return ["env", f"BAT_CONTAINER_PASS_ENV={passed}", "bash", wrapper, cfg.scratch, relay, *inner]
 
 
-def submitit_python(config: BatConfig, layout: RunLayout) -> str:
+def submitit_python(config: BatConfig, layout: RunLayout, extra_pass_env: Sequence[str] = ()) -> str:
     """The string for submitit's `python=` hook: sbatch runs `<this> -u -m submitit.core._submit DIR`."""
     cfg = config.orchestrate.container
-    argv = container_argv(config, layout, [cfg.python])
+    argv = container_argv(config, layout, [cfg.python], extra_pass_env)
     expandable = {cfg.scratch, f"{cfg.scratch}:{CONTAINER_TMP}"}  # shell-expanded in the job (e.g. $SLURM_TMPDIR)
     return " ".join(shell_word(word, word in expandable) for word in argv)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import shlex
 import shutil
 from typing import TYPE_CHECKING, Any
 
@@ -43,6 +44,8 @@ def resource_parameters(config: BatConfig, phase: str, kind: str, round_index: i
         params["tasks_per_node"] = tasks
         if res.gpus:
             params["gpus_per_node"] = res.gpus
+    if res.env and kind in ("local", "slurm"):  # run in the job's shell before its Python starts
+        params[f"{kind}_setup"] = [f"export {name}={shlex.quote(value)}" for name, value in sorted(res.env.items())]
     if kind == "slurm":
         params.update(
             mem_gb=res.mem_gb,
@@ -89,7 +92,8 @@ def make_executor(
     if kind in ("slurm", "local"):
         init[f"{kind}_max_num_timeout"] = config.orchestrate.max_timeouts
     if kind == "slurm" and config.orchestrate.container.enabled:
-        init["slurm_python"] = submitit_python(config, layout)
+        pass_env = sorted(config.orchestrate.resources[PHASES[phase].resources].env) if phase in PHASES else []
+        init["slurm_python"] = submitit_python(config, layout, extra_pass_env=pass_env)
     executor = submitit.AutoExecutor(folder=folder, cluster=kind, **init)
     params = resource_parameters(config, phase, kind, round_index)
     if dependency and kind == "slurm":

@@ -72,3 +72,48 @@ def test_preflight_lists_every_problem_before_queueing(monkeypatch):
     assert "beyond the round budget" in "\n".join(preflight.preflight_problems(cfg, 2))
     monkeypatch.setattr(preflight.shutil, "which", lambda name: None)
     assert any("`sbatch` is not on PATH" in p for p in preflight.preflight_problems(cfg, 1))
+
+
+def _job_env(names):
+    import os
+
+    return {name: os.environ.get(name) for name in names}
+
+
+def test_a_phase_env_is_exported_in_its_local_job_only(tmp_path):
+    cfg = load_config(
+        None, ["orchestrate.executor=local", "orchestrate.resources.sft.env={BAT_TEST_PIN: 'AVX2,STRICT'}"]
+    )
+    params = resource_parameters(cfg, "sft", "local")
+    assert params["local_setup"] == ["export BAT_TEST_PIN=AVX2,STRICT"]  # shlex-quoted when it needs it
+    assert "local_setup" not in resource_parameters(cfg, "grpo", "local")  # other phases keep the driver's env
+    assert resource_parameters(cfg, "sft", "debug") == {"timeout_min": 60, "name": "local.r00.sft"}
+    job = make_executor(cfg, RunLayout(tmp_path), 0, "sft").submit(_job_env, ["BAT_TEST_PIN"])
+    assert job.result() == {"BAT_TEST_PIN": "AVX2,STRICT"}  # seen by the job's Python, set before it started
+
+
+def test_a_phase_env_reaches_the_slurm_script_and_the_container():
+    cfg = load_config(
+        None,
+        [
+            "orchestrate.executor=slurm",
+            "orchestrate.resources.sft.env={MKL_CBWR: 'AVX2,STRICT', ATEN_CPU_CAPABILITY: avx2}",
+            "orchestrate.container.enabled=true",
+            "orchestrate.container.image=/images/bat.sif",
+        ],
+    )
+    params = resource_parameters(cfg, "sft", "slurm")
+    assert params["slurm_setup"] == ["export ATEN_CPU_CAPABILITY=avx2", "export MKL_CBWR=AVX2,STRICT"]
+    from bat.orchestrate.container import container_argv
+
+    argv = container_argv(cfg, RunLayout("/tmp/bat-env-test"), ["python"], ["ATEN_CPU_CAPABILITY", "MKL_CBWR"])
+    passed = next(a for a in argv if a.startswith("BAT_CONTAINER_PASS_ENV="))
+    assert passed.split("=", 1)[1].split()[-2:] == ["ATEN_CPU_CAPABILITY", "MKL_CBWR"]
+
+
+@pytest.mark.parametrize("name", ["1X", "A-B", ""])
+def test_a_bad_env_name_is_refused(name):
+    from bat.config.load import ConfigError
+
+    with pytest.raises(ConfigError, match="not an environment variable name"):
+        load_config(None, [f"orchestrate.resources.sft.env={{'{name}': x}}"])
