@@ -10,7 +10,8 @@ budget audit (fp32 kernels round differently across CPU kinds, so a rebuild on a
 Reads and writes `<out_dir>/runs/<arm>/seed_<s>.json` and `<out_dir>/runs/_shared/seed_<b>.json`
 (`bat.state.experiment_layout`). A written record is never overwritten. An arm x seed rerun under a later change (a
 new reward, a fix) is *superseded*: its record moves to `<out_dir>/superseded/<tag>/<arm>/seed_<s>.json` with the
-reason, and is listed beside the results, never merged into them.
+reason, and is listed beside the results, never merged into them. When no committed trained arm is left on a
+bootstrap (all were superseded, e.g. for a new bootstrap recipe), its record moves to `<tag>/_shared/` too.
 """
 
 from __future__ import annotations
@@ -134,9 +135,31 @@ def supersede_arm_piece(out_dir: Path, arm: str, seed: int, tag: str, reason: st
     return dst
 
 
+def retire_shared_piece(out_dir: Path, seed: int, tag: str, trained_arms: list[str]) -> Path | None:
+    """Move the committed record of the bootstrap built with `seed` to `<out_dir>/superseded/<tag>/_shared/` when no
+    committed record of a trained arm (`trained_arms`) still carries its SFT digest (every arm that trained from it
+    was superseded), so that the next run records the bootstrap it builds instead of warning about a mismatch.
+    Returns the new path, or None when the record is kept (or there is none)."""
+    shared = read_shared_piece(out_dir, seed)
+    if shared is None:
+        return None
+    for arm in trained_arms:
+        for path in sorted((Path(out_dir) / PIECES_DIR_NAME / arm).glob("seed_*.json")):
+            if read_json(path).get("shared_sft_digest") == shared.get("sft_digest"):
+                return None
+    dst = Path(out_dir) / SUPERSEDED_DIR_NAME / tag / SHARED_PIECE_DIR_NAME / f"seed_{seed}.json"
+    if dst.exists():
+        raise SupersedeError(f"{dst} exists: the bootstrap of seed {seed} was superseded under tag {tag!r} already")
+    atomic_write_json(dst, shared)
+    shared_piece(out_dir, seed).unlink()
+    return dst
+
+
 def superseded_records(out_dir: Path) -> list[dict[str, Any]]:
-    """Every superseded arm x seed record under `<out_dir>/superseded/`, ordered by tag, arm and seed."""
+    """Every superseded arm x seed record under `<out_dir>/superseded/`, ordered by tag, arm and seed (retired
+    bootstrap records under `<tag>/_shared/` are not arm records and are left out)."""
     root = Path(out_dir) / SUPERSEDED_DIR_NAME
     if not root.is_dir():
         return []
-    return [{**read_json(p), "source": "committed"} for p in sorted(root.glob("*/*/seed_*.json"))]
+    paths = [p for p in sorted(root.glob("*/*/seed_*.json")) if p.parent.name != SHARED_PIECE_DIR_NAME]
+    return [{**read_json(p), "source": "committed"} for p in paths]

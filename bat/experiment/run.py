@@ -18,6 +18,7 @@ from bat.experiment.pieces import (
     SupersedeError,
     committed_arms,
     digest_check,
+    retire_shared_piece,
     supersede_arm_piece,
     write_arm_piece,
     write_shared_piece,
@@ -74,6 +75,11 @@ def supersede(spec: ExperimentSpec, arms: list, seeds: list[int], tag: str, reas
             target.parent.mkdir(parents=True, exist_ok=True)
             state.rename(target)
             lines.append(f"state {state} -> {target}")
+    trained = [a.name for a in spec.arms if a.kind == "trained"]
+    for boot in sorted({bootstrap_seed_of(spec, seed) for seed in seeds}):
+        retired = retire_shared_piece(out, boot, tag, trained)
+        if retired is not None:
+            lines.append(f"bootstrap record (no committed trained arm left on it) -> {retired}")
     return lines
 
 

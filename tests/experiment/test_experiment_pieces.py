@@ -205,3 +205,23 @@ def test_a_piece_run_under_another_budget_is_stale_listed_and_never_averaged(tmp
     assert main(["experiment", "--config", str(exp), "--collect-only"]) == 1
     printed = capsys.readouterr().out
     assert "arm grpo seed 1: stale (ran under other budget fields" in printed and "--supersede TAG" in printed
+
+
+def test_the_bootstrap_record_retires_with_the_last_trained_arm_that_used_it(tmp_path: Path) -> None:
+    from bat.experiment.pieces import read_shared_piece, superseded_records
+    from bat.experiment.run import select, supersede
+
+    spec = _two_arm_spec(tmp_path)
+    out = spec.out_dir
+    write_shared_piece(out, 1, {"sft_digest": "a" * 64, "wall_s": 5.0})
+    for arm in ("grpo", "bicurl"):
+        write_arm_piece(out, arm, 1, {"seed": 1, "status": "done", "shared_sft_digest": "a" * 64})
+    arms, seeds = select(spec, ["bicurl"], [1])
+    lines = supersede(spec, arms, seeds, "pin", "a pinned bootstrap", out)
+    assert len(lines) == 1 and read_shared_piece(out, 1) is not None  # grpo still trained from it: kept
+    arms, seeds = select(spec, ["grpo"], [1])
+    lines = supersede(spec, arms, seeds, "pin", "a pinned bootstrap", out)
+    assert lines[-1].startswith("bootstrap record (no committed trained arm left on it) -> ")
+    assert read_shared_piece(out, 1) is None and digest_check(out, 1, "b" * 64) is None  # the rebuild is recorded anew
+    assert (out / "superseded" / "pin" / "_shared" / "seed_1.json").exists()
+    assert sorted(r["arm"] for r in superseded_records(out)) == ["bicurl", "grpo"]  # not listed as an arm run
