@@ -28,16 +28,20 @@ def executor_kind(config: BatConfig) -> str:
     return kind
 
 
+def phase_resources(config: BatConfig, phase: str):
+    """The `orchestrate.resources` entry a phase's job runs under (`driver` for run_round.sh's own job)."""
+    if phase not in PHASES and phase != "driver":
+        raise KeyError(f"unknown phase {phase!r}; valid: {sorted(PHASES)} or 'driver'")
+    return config.orchestrate.resources[PHASES[phase].resources if phase in PHASES else "driver"]
+
+
 def resource_parameters(config: BatConfig, phase: str, kind: str, round_index: int = 0) -> dict[str, Any]:
     """submitit parameters for `phase` (generic + `slurm_`-prefixed) from `orchestrate.resources`.
 
     Job names are `<run>.rNN.<phase>` so `squeue`/`sacct` show which round and phase a job is.
     """
-    if phase not in PHASES and phase != "driver":
-        raise KeyError(f"unknown phase {phase!r}; valid: {sorted(PHASES)} or 'driver'")
-    key = PHASES[phase].resources if phase in PHASES else "driver"
     orch = config.orchestrate
-    res = orch.resources[key]
+    res = phase_resources(config, phase)
     tasks = res.gpus if res.launcher == "tasks" and res.gpus > 0 else 1
     params: dict[str, Any] = {"timeout_min": res.time_min, "name": f"{config.run.name}.r{round_index:02d}.{phase}"}
     if kind == "local":
@@ -92,7 +96,7 @@ def make_executor(
     if kind in ("slurm", "local"):
         init[f"{kind}_max_num_timeout"] = config.orchestrate.max_timeouts
     if kind == "slurm" and config.orchestrate.container.enabled:
-        pass_env = sorted(config.orchestrate.resources[PHASES[phase].resources].env) if phase in PHASES else []
+        pass_env = sorted(phase_resources(config, phase).env)
         init["slurm_python"] = submitit_python(config, layout, extra_pass_env=pass_env)
     executor = submitit.AutoExecutor(folder=folder, cluster=kind, **init)
     params = resource_parameters(config, phase, kind, round_index)
