@@ -5,7 +5,7 @@ import statistics
 import pytest
 from scipy import stats
 
-from bat.experiment.collect import arm_summary, compare
+from bat.experiment.summary import arm_summary, compare
 from bat.experiment.write import _ordering
 from bat.schemas.evaluation import EvalAggregate, TrackAggregate
 
@@ -112,8 +112,8 @@ def test_stage_staircase_table_profile_and_figure(tmp_path) -> None:
 
 
 def test_held_out_profile_other_split_table_route_cells_and_note_per_split() -> None:
-    from bat.experiment.collect import held_out_profile
     from bat.experiment.stage_report import held_out_profile_table, other_split_tables
+    from bat.experiment.summary import held_out_profile
     from bat.experiment.write import _closing_note, _route_cells
 
     sft = {s: arm_summary([_agg({"a": 0.2, "b": 0.4, "c": 0.3})], STAGES, 0.95) for s in ("final", "test")}
@@ -153,7 +153,7 @@ def test_held_out_profile_other_split_table_route_cells_and_note_per_split() -> 
 
 
 def test_a_record_predating_a_budget_field_counts_as_the_value_runs_had_then() -> None:
-    from bat.experiment.collect import mark_stale
+    from bat.experiment.budget_audit import mark_stale
     from bat.experiment.spec import BUDGET_FIELD_DEFAULTS, BUDGET_FIELDS
 
     assert set(BUDGET_FIELD_DEFAULTS) <= set(BUDGET_FIELDS)

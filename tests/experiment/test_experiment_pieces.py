@@ -43,7 +43,7 @@ def test_isa_kind_orders_amx_over_avx512_over_avx2() -> None:
 
 
 def test_budget_audit_names_arms_trained_from_another_bootstrap(tmp_path: Path) -> None:
-    from bat.experiment.collect import _budget
+    from bat.experiment.budget_audit import budget_audit as _budget
 
     spec = _two_arm_spec(tmp_path)
 
@@ -171,7 +171,8 @@ def test_one_shared_bootstrap_is_listed_once_not_once_per_seed() -> None:
 
 def test_a_piece_run_under_another_budget_is_stale_listed_and_never_averaged(tmp_path: Path, capsys) -> None:
     from bat.cli.main import main
-    from bat.experiment.collect import collect, expected_budget
+    from bat.experiment.budget_audit import expected_budget
+    from bat.experiment.collect import collect
     from bat.experiment.spec import arm_config
     from bat.experiment.write import _budget_section
 
