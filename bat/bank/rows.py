@@ -1,7 +1,9 @@
 """Build RL rows z = (p, s, c, G, kappa, m) from a packed state, and open an environment on a stored row.
 
-The prompt holds only system/user text: stage skill(s), the task brief and a hand-off note made of upstream
+The stored prompt holds only system/user text: stage skill(s), the task brief and a hand-off note made of upstream
 *observations* (which stages are done, the workspace listing, the last tool result) — never an assistant turn.
+`history_opening` shows a stage row the way the SFT slices show a mid-workflow turn instead: the teacher prefix the
+state was built from as assistant/tool messages (`rollout.state_context: history`).
 """
 
 from __future__ import annotations
@@ -15,11 +17,13 @@ from bat.benchmark import prompts
 from bat.schemas.bank import (
     E2E,
     BankRow,
+    ChatMessage,
     EvidenceRef,
     PracticeTask,
     Provenance,
     RubricItemRef,
     StateRef,
+    Trajectory,
     TrajectoryTurn,
 )
 
@@ -62,6 +66,30 @@ def handoff_note(
         lines.append(f"Last tool result ({name}):\n{text}")
     lines.append(f"Do the work of stage {stage} now.")
     return "\n".join(lines)
+
+
+def history_opening(row: BankRow, trajectory: Trajectory, config: BatConfig) -> list[ChatMessage]:
+    """The opening of a stage row in the layout the SFT slices train on (the paper's "upstream context", Eq. 11):
+    system turn (every stage skill when `bank.sft_context` is `agent`, else the row's skill kappa_s), the task brief,
+    then the first `provenance.prefix_turns` turns of `trajectory` (the teacher prefix the state package was
+    replayed from) as assistant/tool messages. An E2E row or a row without a prefix opens with its own prompt.
+    Reads only bank content; raises ValueError when `trajectory` is not the row's."""
+    if row.stage == E2E or row.provenance.prefix_turns == 0:
+        return list(row.prompt)
+    if trajectory.trajectory_id != row.provenance.trajectory_id:
+        raise ValueError(
+            f"row {row.state_id} was built from trajectory {row.provenance.trajectory_id}, "
+            f"not {trajectory.trajectory_id}"
+        )
+    prefix = trajectory.turns[: row.provenance.prefix_turns]
+    if config.bank.sft_context == "agent":
+        order = [s.key for s in config.stages]
+        from bat.bank.skills import stage_skills
+
+        skill = prompts.e2e_skill_text(order, stage_skills(config), {s.key: s.name for s in config.stages})
+    else:
+        skill = row.skill
+    return [prompts.system_message(skill), prompts.user_message(trajectory.brief), *prompts.history_messages(prefix)]
 
 
 def build_row(

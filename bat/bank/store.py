@@ -59,6 +59,21 @@ class BankVersion:
     def trajectories(self) -> list[Trajectory]:
         return read_jsonl(self.files.trajectories, Trajectory)
 
+    @cached_property
+    def _trajectories_by_id(self) -> dict[str, Trajectory]:
+        """Teacher trajectories keyed by id, read once per BankVersion."""
+        return {t.trajectory_id: t for t in self.trajectories()}
+
+    def trajectory(self, trajectory_id: str) -> Trajectory:
+        """The teacher trajectory `trajectory_id` (a row's `provenance.trajectory_id`); unknown ids raise KeyError."""
+        try:
+            return self._trajectories_by_id[trajectory_id]
+        except KeyError:
+            raise KeyError(
+                f"trajectory {trajectory_id!r} not in bank v{self.version:04d} "
+                f"({len(self._trajectories_by_id)} trajectories)"
+            ) from None
+
     def rows(self) -> list[BankRow]:
         return list(self._rows_by_id.values())
 

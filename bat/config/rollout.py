@@ -187,6 +187,12 @@ class RolloutConfig(Section):
     """Threads executing tool calls of different rollouts in parallel."""
     no_tool_call: Literal["end", "observe"] = "end"
     """A turn with no `<tool_call>` block: `end` = final answer (`no_tool_call`); `observe` = error observation."""
+    state_context: Literal["handoff", "history"] = "handoff"
+    """How a stage row (S-target / S-mix) opens. `handoff`: the row's stored prompt (its stage skill, the task brief
+    and a hand-off note: stages done, workspace files, the last tool result); `history`: the layout the SFT slices
+    train on (`bank.sft_context` picks the system turn), the brief, then the teacher prefix the state was replayed
+    from as assistant/tool turns (the paper's "upstream context", Eq. 11; ~3-4k tokens instead of ~1.2k). E2E rows
+    open the same either way."""
     stage_exit: bool = True
     """End a stage row's rollout (S-target / S-mix, rubric reward) as soon as every rubric item and evidence id of
     its row is settled, i.e. no further call could change its reward (`bat.benchmark.settled`; end reason

@@ -21,14 +21,21 @@ from bat.experiment.spec import (
 RL_ONLY_FIELDS = ("curriculum.", "rollout.", "grpo.")
 """Budget fields that only an arm with RL rounds uses (the sft arm's run is held to the others only)."""
 
+STAGE_ROW_FIELDS = ("rollout.state_context",)
+"""Budget fields that only shape stage rows (S-target / S-mix): an arm that draws E2E rows alone is not held to
+them."""
+
 
 def expected_budget(cfg: Any) -> dict[str, Any]:
     """The budget fields an arm x seed under `cfg` must have run under: all of `budget_signature`, less the RL-only
-    fields for an arm without RL rounds."""
+    fields for an arm without RL rounds and the stage-row fields for an arm without stage pools."""
     sig = budget_signature(cfg)
-    if resolve_arm(cfg.curriculum).rl:
-        return sig
-    return {k: v for k, v in sig.items() if not k.startswith(RL_ONLY_FIELDS)}
+    arm = resolve_arm(cfg.curriculum)
+    if not arm.rl:
+        return {k: v for k, v in sig.items() if not k.startswith(RL_ONLY_FIELDS)}
+    if not any(p in arm.pools for p in ("S-target", "S-mix")):
+        return {k: v for k, v in sig.items() if k not in STAGE_ROW_FIELDS}
+    return sig
 
 
 def mark_stale(seed_run: dict[str, Any], expected: dict[str, Any]) -> None:

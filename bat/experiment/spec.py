@@ -213,6 +213,7 @@ BUDGET_FIELDS = (
     "curriculum.fallback",
     "rollout.k",
     "rollout.budgets",
+    "rollout.state_context",
     "grpo.steps",
     "grpo.step_batches",
     "grpo.minibatch",
@@ -225,7 +226,7 @@ BUDGET_FIELDS = (
 )
 """Resolved config fields that must be identical across trained arms (the matched budget)."""
 
-BUDGET_FIELD_DEFAULTS = {"grpo.optimizer": "adamw"}
+BUDGET_FIELD_DEFAULTS = {"grpo.optimizer": "adamw", "rollout.state_context": "handoff"}
 """Budget fields added after arm x seeds had been recorded, with the value every earlier run ran under: a record
 without the field is compared as if it held this value (not stale merely for predating the field)."""
 

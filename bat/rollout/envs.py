@@ -1,7 +1,8 @@
 """Open the benchmark environment for one rollout of a Stage Bank row (through the bank's own helpers).
 
 Workspace = a fresh, digest-checked copy of the row's state package p; grader side = rebuilt from the
-practice task's seed outside the workspace; prefix execution records come from the bank's state dir. A stage row
+practice task's seed outside the workspace; prefix execution records come from the bank's state dir; the opening
+messages are the row's prompt or, under `rollout.state_context: history`, its teacher prefix as chat turns. A stage row
 also gets its settled check (`stage_exit_check`), which the loop asks when `rollout.stage_exit` is on.
 """
 
@@ -63,17 +64,27 @@ def stage_exit_check(env: Any, row: BankRow, config: BatConfig) -> Callable[[int
     )
 
 
+def opening_messages(bank: Any, row: BankRow, config: BatConfig) -> list[dict[str, Any]]:
+    """The messages a rollout of `row` opens with (`rollout.state_context`): the row's stored prompt, or for a
+    stage row under `history` the SFT slice layout with the teacher prefix from the bank's trajectories."""
+    from bat.bank.rows import history_opening
+    from bat.benchmark.prompts import to_dicts
+
+    if config.rollout.state_context == "history" and row.stage != E2E:
+        return to_dicts(history_opening(row, bank.trajectory(row.provenance.trajectory_id), config))
+    return to_dicts(row.prompt)
+
+
 def bank_opener(bank: Any, config: BatConfig):
     """`open_env(job, k, workdir)` for `run_shards` over rows of an opened bank version (job.payload = BankRow)."""
     from bat.bank.rows import open_row_env
-    from bat.benchmark.prompts import to_dicts
 
     def open_env(job: StateJob, k: int, workdir: Path) -> OpenedEnv:
         env = open_row_env(bank.path, job.payload, workdir, config)
         return OpenedEnv(
             env=env,
             workspace=env.workspace,
-            messages=to_dicts(job.payload.prompt),
+            messages=opening_messages(bank, job.payload, config),
             close=getattr(env, "close", None),
             stage_exit=stage_exit_check(env, job.payload, config),
         )

@@ -418,3 +418,37 @@ def test_a_steered_refresh_plans_the_steered_task_counts(tmp_path):
     planned = Counter(t.track for t in plan_tasks(steered, bank_seed(steered), tracks))
     assert planned == {"classification": 1, "detection": 3}
     assert Counter(t.track for t in plan_tasks(cfg, bank_seed(cfg), tracks)) == {"classification": 2, "detection": 2}
+
+
+def test_history_opening_shows_a_stage_row_as_its_sft_slice(bank, config):
+    """Under `rollout.state_context: history` a stage row opens exactly as the SFT slice of the first turn after
+    its prefix (same system turn, brief and teacher turns); E2E rows and `handoff` keep the stored prompt."""
+    from bat.bank.rows import history_opening
+    from bat.benchmark.prompts import to_dicts
+    from bat.rollout.envs import opening_messages
+
+    history = config.model_copy(update={"rollout": config.rollout.model_copy(update={"state_context": "history"})})
+    slices = {r.row_id: r for split in ("train", "validation") for r in bank.sft_rows(split)}
+    matched = 0
+    for row in bank.rows():
+        trajectory = bank.trajectory(row.provenance.trajectory_id)
+        opening = history_opening(row, trajectory, config)
+        assert opening_messages(bank, row, config) == to_dicts(row.prompt)
+        assert opening_messages(bank, row, history) == to_dicts(opening)
+        n = row.provenance.prefix_turns
+        if row.stage == "E2E" or n == 0:
+            assert opening == row.prompt
+            continue
+        assert [m.role for m in opening] == ["system", "user"] + ["assistant", "tool"] * n
+        assert [m.content for m in opening[2::2]] == [t.response for t in trajectory.turns[:n]]
+        sft_row = slices.get(f"{trajectory.trajectory_id}.t{trajectory.turns[n].t:03d}")
+        if sft_row is not None:
+            assert sft_row.messages == opening
+            matched += 1
+    assert matched >= 3  # S2..S5 of the success trajectory at least
+    stage_row = next(r for r in bank.rows() if r.provenance.prefix_turns)
+    other = next(t for t in bank.trajectories() if t.trajectory_id != stage_row.provenance.trajectory_id)
+    with pytest.raises(ValueError, match="was built from trajectory"):
+        history_opening(stage_row, other, config)
+    with pytest.raises(KeyError, match="not in bank"):
+        bank.trajectory("no-such-trajectory")

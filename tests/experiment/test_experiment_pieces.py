@@ -181,6 +181,11 @@ def test_a_piece_run_under_another_budget_is_stale_listed_and_never_averaged(tmp
     exp = tmp_path / "exp.yaml"
     now = expected_budget(arm_config(spec, "grpo", 1))
     assert now["grpo.lr"] == 5e-5 and "grpo.lr" not in expected_budget(arm_config(spec, "sft", 1))
+    # how stage rows open shapes no E2E-only arm: grpo is not held to it, an arm with stage pools is
+    assert "rollout.state_context" not in now
+    grpo = arm_config(spec, "grpo", 1)
+    bicurl = grpo.model_copy(update={"curriculum": grpo.curriculum.model_copy(update={"arm": "bicurl"})})
+    assert expected_budget(bicurl)["rollout.state_context"] == "handoff"
     tracks = {t: {"track": t, "n_runs": 1, "overall": 0.2} for t in ("a", "b")}
     agg = {"final": {"round": 2, "split": "final", "checkpoint": "c", "checkpoint_digest": "d", "suite_version": "s"}}
     agg["final"] |= {"harness_version": "h", "manifest_digest": "m", "stage_keys": [], "stages": {}, "task": 0.2}
