@@ -64,15 +64,15 @@ class BankVersion:
         """Teacher trajectories keyed by id, read once per BankVersion."""
         return {t.trajectory_id: t for t in self.trajectories()}
 
+    def _lookup(self, records: dict[str, Any], key: str, what: str) -> Any:
+        """`records[key]`, or KeyError naming the key, this version and how many records it holds."""
+        if key not in records:
+            raise KeyError(f"{what} {key!r} not in bank v{self.version:04d} (it holds {len(records)})")
+        return records[key]
+
     def trajectory(self, trajectory_id: str) -> Trajectory:
         """The teacher trajectory `trajectory_id` (a row's `provenance.trajectory_id`); unknown ids raise KeyError."""
-        try:
-            return self._trajectories_by_id[trajectory_id]
-        except KeyError:
-            raise KeyError(
-                f"trajectory {trajectory_id!r} not in bank v{self.version:04d} "
-                f"({len(self._trajectories_by_id)} trajectories)"
-            ) from None
+        return self._lookup(self._trajectories_by_id, trajectory_id, "trajectory")
 
     def rows(self) -> list[BankRow]:
         return list(self._rows_by_id.values())
@@ -83,12 +83,8 @@ class BankVersion:
         return {row.state_id: row for row in read_jsonl(self.files.rl_rows, BankRow)}
 
     def row(self, state_id: str) -> BankRow:
-        try:
-            return self._rows_by_id[state_id]
-        except KeyError:
-            raise KeyError(
-                f"state_id {state_id!r} not in bank v{self.version:04d} ({len(self._rows_by_id)} rows)"
-            ) from None
+        """The RL row `state_id`; unknown ids raise KeyError."""
+        return self._lookup(self._rows_by_id, state_id, "state_id")
 
     def sft_rows(self, split: str = "train") -> list[SftRow]:
         return read_jsonl(self.files.sft_split(split), SftRow)
