@@ -178,7 +178,7 @@ def collect(spec: ExperimentSpec, out_dir: Path | None = None) -> dict[str, Any]
             ]
             if aggs:
                 summaries[split] = arm_summary(aggs, stage_keys, confidence)
-        walls = [s["wall_s"] for s in seeds if s.get("wall_s") is not None]
+        walls = [s["wall_s"] for s in seeds if s.get("status") == "done" and s.get("wall_s") is not None]
         arms[arm.name] = {
             "kind": arm.kind,
             "rl": arm.kind == "trained" and resolve_arm(arm_config(spec, arm, spec.seeds[0]).curriculum).rl,

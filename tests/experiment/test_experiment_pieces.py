@@ -192,8 +192,9 @@ def test_a_piece_run_under_another_budget_is_stale_listed_and_never_averaged(tmp
     agg["final"] |= {"agentic": 0.2, "overall": 0.2, "tracks": tracks, "n_runs": 2, "routable": True}
     counts = {"rollouts": 8, "grpo_steps": 1, "plan_rows": 2, "plan_unique_rows": 2}
     stale = {"seed": 1, "status": "done", "budget": {**now, "grpo.lr": 1e-5}, "aggregates": agg, **counts}
-    write_arm_piece(spec.out_dir, "grpo", 1, stale)
-    write_arm_piece(spec.out_dir, "grpo", 2, {"seed": 2, "status": "done", "budget": now, "aggregates": {}, **counts})
+    write_arm_piece(spec.out_dir, "grpo", 1, {**stale, "wall_s": 999.0})
+    ok = {"seed": 2, "status": "done", "budget": now, "aggregates": {}, "wall_s": 10.0, **counts}
+    write_arm_piece(spec.out_dir, "grpo", 2, ok)
     # the sft arm never runs GRPO: its lr is not part of what it must match
     write_arm_piece(spec.out_dir, "sft", 1, {"seed": 1, "status": "done", "budget": {**now, "grpo.lr": 1e-5}})
     write_arm_piece(spec.out_dir, "sft", 2, {"seed": 2, "status": "done", "aggregates": agg})
@@ -202,6 +203,7 @@ def test_a_piece_run_under_another_budget_is_stale_listed_and_never_averaged(tmp
     assert grpo[1]["status"] == "stale" and grpo[1]["stale_fields"] == {"grpo.lr": [1e-5, 5e-5]}
     assert grpo[2]["status"] == "done" and [s["status"] for s in results["arms"]["sft"]["seeds"]] == ["done"] * 2
     assert "final" not in results["arms"]["grpo"]["summaries"] and "final" in results["arms"]["sft"]["summaries"]
+    assert results["arms"]["grpo"]["wall_s_mean"] == 10.0  # a stale run's wall is not averaged either
     budget = results["budget"]
     assert not budget["matched"] and budget["stale"] == {"grpo/s1": {"grpo.lr": [1e-5, 5e-5]}}
     assert budget["unverified"] == ["sft/s2"]  # recorded before pieces carried their budget
