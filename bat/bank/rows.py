@@ -68,6 +68,15 @@ def handoff_note(
     return "\n".join(lines)
 
 
+def agent_skill(config: BatConfig) -> str:
+    """kappa of an E2E row and of the agent's own opening: every configured stage's skill text, in order."""
+    from bat.bank.skills import stage_skills
+
+    return prompts.e2e_skill_text(
+        [s.key for s in config.stages], stage_skills(config), {s.key: s.name for s in config.stages}
+    )
+
+
 def history_opening(row: BankRow, trajectory: Trajectory, config: BatConfig) -> list[ChatMessage]:
     """The opening of a stage row in the layout the SFT slices train on (the paper's "upstream context", Eq. 11):
     system turn (every stage skill when `bank.sft_context` is `agent`, else the row's skill kappa_s), the task brief,
@@ -82,13 +91,7 @@ def history_opening(row: BankRow, trajectory: Trajectory, config: BatConfig) -> 
             f"not {trajectory.trajectory_id}"
         )
     prefix = trajectory.turns[: row.provenance.prefix_turns]
-    if config.bank.sft_context == "agent":
-        order = [s.key for s in config.stages]
-        from bat.bank.skills import stage_skills
-
-        skill = prompts.e2e_skill_text(order, stage_skills(config), {s.key: s.name for s in config.stages})
-    else:
-        skill = row.skill
+    skill = agent_skill(config) if config.bank.sft_context == "agent" else row.skill
     return [prompts.system_message(skill), prompts.user_message(trajectory.brief), *prompts.history_messages(prefix)]
 
 
@@ -114,7 +117,7 @@ def build_row(
     names = {s.key: s.name for s in config.stages}
     skills = stage_skills(config)
     if stage == E2E:
-        skill = prompts.e2e_skill_text(order, skills, names)
+        skill = agent_skill(config)
         items, evidence = contract_refs(order, task.track, config.benchmark.contract)
         user = prompts.user_message(brief)
     else:

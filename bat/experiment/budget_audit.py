@@ -33,7 +33,7 @@ def expected_budget(cfg: Any) -> dict[str, Any]:
     arm = resolve_arm(cfg.curriculum)
     if not arm.rl:
         return {k: v for k, v in sig.items() if not k.startswith(RL_ONLY_FIELDS)}
-    if not any(p in arm.pools for p in ("S-target", "S-mix")):
+    if not arm.routed:  # E2E rows only
         return {k: v for k, v in sig.items() if k not in STAGE_ROW_FIELDS}
     return sig
 
