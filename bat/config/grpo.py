@@ -34,7 +34,9 @@ class GrpoConfig(Section):
     gradient, so a round whose GRPO groups carry little signal moves the policy little. Its lr is on another scale
     (choose it with `bat train lr-probe`)."""
     grad_clip: float = Field(1.0, gt=0.0)
-    """Global gradient-norm clip."""
+    """Global gradient-norm clip (before the step; a gradient below it is left as it is). With `optimizer: sgd` it
+    bounds a step's L2 norm by lr x grad_clip: a round whose every group carries signal (a larger gradient) moves the
+    policy no further than that; the step's unclipped norm is logged as `grad_norm` in the round's metrics."""
     step_batches: Literal["plan", "shuffle"] = "plan"
     """What one optimizer step trains on. `plan` (paper Eq. 5, the round mixture per batch): the rollouts of one
     batch of the round plan, every GRPO group whole in its step and the step's pool mix the batch's (4/2/2 by
@@ -65,7 +67,10 @@ class GrpoConfig(Section):
     adv_eps: float = Field(1e-6, gt=0.0)
     """epsilon_adv added to the group std."""
     loss_agg: Literal["token-mean", "seq-mean-token-mean"] = "token-mean"
-    """Loss aggregation: mean over all masked tokens, or mean over rollouts of per-rollout token means."""
+    """Loss aggregation: mean over all masked tokens, or mean over rollouts of per-rollout token means (the paper's
+    Eq. 19 and the reference release). Under `token-mean` a group's long members outweigh its short ones, so a
+    group whose failing member is long pushes down the tokens every member shares (tool-call syntax); per-rollout
+    means weigh each member by its advantage alone, which sums to zero over the group."""
     max_seq_len: int = Field(8192, ge=16)
     """Rollouts longer than this are dropped before training (counted)."""
     checkpoint_every: int = Field(5, ge=1)

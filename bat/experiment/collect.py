@@ -60,7 +60,9 @@ def _counts(layout: RunLayout) -> dict[str, Any]:
                 steps += int(done.counts.get("step", 0))
                 rl_rounds += 1
                 signal.setdefault(r, {}).update(
-                    groups=done.counts.get("groups"), groups_identical=done.counts.get("groups_identical_rewards")
+                    groups=done.counts.get("groups"),
+                    groups_identical=done.counts.get("groups_identical_rewards"),
+                    grad_norm=(done.extra.get("last_step") or {}).get("grad_norm"),
                 )
             if phase_dir.name == "route" and r > 0:
                 decision = load_decision(layout, r)
@@ -72,7 +74,8 @@ def _counts(layout: RunLayout) -> dict[str, Any]:
             ids = [row["state_id"] for batch in read_json(layout.plan(r))["batches"] for row in batch]
             plan_rows, plan_unique = plan_rows + len(ids), plan_unique + len(set(ids))
     # signal, per RL round: mean training reward, GRPO groups and how many had identical rewards (zero advantage),
-    # and the route's action on the round's candidate with the KL it measured
+    # the last GRPO step's gradient norm (before clipping), and the route's action on the round's candidate with the
+    # KL it measured
     return {
         "rollouts": rollouts,
         "grpo_steps": steps,

@@ -219,6 +219,8 @@ BUDGET_FIELDS = (
     "grpo.minibatch",
     "grpo.lr",
     "grpo.optimizer",
+    "grpo.grad_clip",
+    "grpo.loss_agg",
     "sft.steps",
     "model",
     "benchmark",
@@ -226,7 +228,12 @@ BUDGET_FIELDS = (
 )
 """Resolved config fields that must be identical across trained arms (the matched budget)."""
 
-BUDGET_FIELD_DEFAULTS = {"grpo.optimizer": "adamw", "rollout.state_context": "handoff"}
+BUDGET_FIELD_DEFAULTS = {
+    "grpo.optimizer": "adamw",
+    "rollout.state_context": "handoff",
+    "grpo.grad_clip": 1.0,
+    "grpo.loss_agg": "token-mean",
+}
 """Budget fields added after arm x seeds had been recorded, with the value every earlier run ran under: a record
 without the field is compared as if it held this value (not stale merely for predating the field)."""
 

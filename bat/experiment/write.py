@@ -305,16 +305,18 @@ def _pool_signal_table(results: dict[str, Any]) -> list[str]:
     out = [
         "",
         "Training signal per RL round and pool: mean training reward, and identical GRPO groups out of all "
-        "groups of that pool.",
+        "groups of that pool; the round's GRPO step gradient norm before clipping (`grpo.grad_clip`; '-' where "
+        "the record predates it).",
         "",
-        *table_head(["arm", "seed", "round", *POOL_NAMES]),
+        *table_head(["arm", "seed", "round", *POOL_NAMES, "grad norm"]),
     ]
     for name, arm in results["arms"].items():
         for x in arm["seeds"]:
             for s in x.get("signal") or []:
                 pools = s.get("by_pool") or {}
                 cells = [_pool_cell(pools.get(p)) for p in POOL_NAMES]
-                out.append(f"| {name} | {x['seed']} | {s['round']} | " + " | ".join(cells) + " |")
+                norm = "-" if s.get("grad_norm") is None else f"{s['grad_norm']:.3f}"
+                out.append(f"| {name} | {x['seed']} | {s['round']} | " + " | ".join([*cells, norm]) + " |")
     return out
 
 

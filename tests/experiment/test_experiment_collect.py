@@ -163,6 +163,42 @@ def test_a_record_predating_a_budget_field_counts_as_the_value_runs_had_then() -
     assert earlier["status"] == "done" and "stale_fields" not in earlier
     mark_stale(earlier, {**expected, "grpo.optimizer": "sgd"})
     assert earlier["status"] == "stale" and earlier["stale_fields"] == {"grpo.optimizer": ["adamw", "sgd"]}
+    # every RL run before grpo.grad_clip was a budget field clipped at the package default, 1.0
+    mark_stale(clipped := {"status": "done", "budget": {"grpo.lr": 5e-5}}, {**expected, "grpo.grad_clip": 1.0})
+    assert clipped["status"] == "done"
+    mark_stale(clipped, {**expected, "grpo.grad_clip": 0.25})
+    assert clipped["stale_fields"] == {"grpo.grad_clip": [1.0, 0.25]}
     unknown = {"status": "done", "budget": {}}  # a field without a recorded default still makes the run stale
     mark_stale(unknown, {"grpo.lr": 5e-5})
     assert unknown["stale_fields"] == {"grpo.lr": [None, 5e-5]}
+
+
+def test_the_pool_signal_table_shows_each_rounds_step_gradient_norm() -> None:
+    from bat.experiment.write import _pool_signal_table
+
+    pools = {"E2E": {"groups": 4, "groups_identical": 1, "reward_mean": 0.1, "rewards": 32}}
+    rounds = [{"round": 1, "by_pool": pools, "grad_norm": 0.44213}, {"round": 2, "by_pool": pools}]
+    results = {"arms": {"grpo": {"seeds": [{"seed": 1, "signal": rounds}]}}}
+    rows = [line for line in _pool_signal_table(results) if line.startswith("| grpo |")]
+    assert rows == [
+        "| grpo | 1 | 1 | - | - | 0.100 (1/4 same) | 0.442 |",
+        "| grpo | 1 | 2 | - | - | 0.100 (1/4 same) | - |",  # a record made before the norm was kept
+    ]
+
+
+def test_a_rounds_signal_carries_its_grpo_steps_gradient_norm(tmp_path) -> None:
+    from bat.experiment.collect import _counts
+    from bat.state.layout import RunLayout
+    from bat.state.markers import write_done
+
+    layout = RunLayout(tmp_path / "run")
+    layout.ensure()
+    for phase in ("verify", "grpo"):
+        layout.phase_dir(1, phase).mkdir(parents=True)
+    write_done(layout.phase_dir(1, "verify"), phase="verify", config_hash="h", counts={"reward_mean": 0.5})
+    counts = {"step": 1, "groups": 4, "groups_identical_rewards": 1}
+    step = {"last_step": {"grad_norm": 0.44}}
+    write_done(layout.phase_dir(1, "grpo"), phase="grpo", config_hash="h", counts=counts, extra=step)
+    [signal] = _counts(layout)["signal"]
+    assert signal["round"] == 1 and signal["reward_mean"] == 0.5
+    assert (signal["groups"], signal["groups_identical"], signal["grad_norm"]) == (4, 1, 0.44)
