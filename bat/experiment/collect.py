@@ -63,6 +63,7 @@ def _counts(layout: RunLayout) -> dict[str, Any]:
                     groups=done.counts.get("groups"),
                     groups_identical=done.counts.get("groups_identical_rewards"),
                     grad_norm=(done.extra.get("last_step") or {}).get("grad_norm"),
+                    adv_net_weight=(done.extra.get("last_step") or {}).get("adv_net_weight"),
                 )
             if phase_dir.name == "route" and r > 0:
                 decision = load_decision(layout, r)
@@ -74,7 +75,8 @@ def _counts(layout: RunLayout) -> dict[str, Any]:
             ids = [row["state_id"] for batch in read_json(layout.plan(r))["batches"] for row in batch]
             plan_rows, plan_unique = plan_rows + len(ids), plan_unique + len(set(ids))
     # signal, per RL round: mean training reward, GRPO groups and how many had identical rewards (zero advantage),
-    # the last GRPO step's gradient norm (before clipping), and the route's action on the round's candidate with the
+    # the last GRPO step's gradient norm (before clipping) and net advantage weight (bat.train.advantage_balance),
+    # and the route's action on the round's candidate with the
     # KL it measured
     return {
         "rollouts": rollouts,

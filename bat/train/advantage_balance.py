@@ -1,0 +1,94 @@
+"""How much of a GRPO step's advantage weight cancels within its groups, under each loss aggregation.
+
+Every generated token of rollout i carries its rollout's advantage A_i (Eq. 4); the loss aggregation gives the
+rollout a total weight w_i: its generated-token count T_i under `token-mean`, 1 under `seq-mean-token-mean` (Eq. 19:
+each rollout's token mean, then the mean over rollouts). Tokens that every member of a group writes alike (the
+tool-call syntax) are pushed by sum_i A_i w_i. Group-centred advantages sum to zero, so under Eq. 19 that push is
+zero; under `token-mean` a group whose low-reward members are long pushes those shared tokens down.
+
+`net_weight(items, mode)` = sum_i A_i w_i / sum_i |A_i| w_i in [-1, 1]: 0 when the step's advantage weight cancels
+within groups, -1 when all of it pushes down. Reads the items only; writes nothing.
+`python -m bat.train.advantage_balance ROUND_DIR` prints, for a finished round's rollout and verify shards, each
+group's net weight under both aggregations as one JSON object.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+from bat.train.grpo_data import GrpoItem
+from bat.train.losses import AGG_MODES
+
+
+def _weight(item: GrpoItem, mode: str) -> float:
+    tokens = sum(item.mask[1:])
+    if mode == "token-mean":
+        return float(tokens)
+    if mode == "seq-mean-token-mean":
+        return 1.0 if tokens else 0.0
+    raise ValueError(f"unknown loss aggregation {mode!r}; valid: {list(AGG_MODES)}")
+
+
+def net_weight(items: Sequence[GrpoItem], mode: str) -> float:
+    """sum_i A_i w_i / sum_i |A_i| w_i over `items` (0.0 when no item carries advantage)."""
+    weights = [_weight(i, mode) for i in items]
+    total = sum(abs(i.adv) * w for i, w in zip(items, weights))
+    return sum(i.adv * w for i, w in zip(items, weights)) / total if total else 0.0
+
+
+def round_balance(round_dir: Path, *, normalize_std: bool = True, adv_eps: float = 1e-6) -> dict[str, Any]:
+    """Per group (state_id, pool, rewards, generated tokens) and over the round: the net weight under each
+    aggregation, from `round_dir`'s finished rollout and verify shards (advantages as the GRPO phase computes them;
+    no length cut). Raises FileNotFoundError when the round has no finished rollout or reward shard."""
+    from bat.schemas.rollout import RewardRecord, RolloutRecord
+    from bat.train.grpo_data import build_items, read_records
+
+    rollouts = sorted(Path(round_dir).glob("rollout/shard_*/rollouts.jsonl"))
+    rewards = sorted(Path(round_dir).glob("verify/shard_*/rewards.jsonl"))
+    if not rollouts or not rewards:
+        raise FileNotFoundError(f"{round_dir}: no rollout/shard_*/rollouts.jsonl or verify/shard_*/rewards.jsonl")
+    data = build_items(
+        read_records(rollouts, RolloutRecord),
+        read_records(rewards, RewardRecord),
+        max_seq_len=10**9,
+        normalize_std=normalize_std,
+        adv_eps=adv_eps,
+    )
+    groups: dict[str, list[GrpoItem]] = {}
+    for item in data.items:
+        groups.setdefault(item.state_id, []).append(item)
+    return {
+        "round_dir": str(round_dir),
+        "net_weight": {mode: net_weight(data.items, mode) for mode in AGG_MODES},
+        "groups": [
+            {
+                "state_id": sid,
+                "pool": members[0].pool,
+                "rewards": [round(i.reward, 3) for i in members],
+                "generated_tokens": [sum(i.mask[1:]) for i in members],
+                "net_weight": {mode: net_weight(members, mode) for mode in AGG_MODES},
+            }
+            for sid, members in groups.items()
+        ],
+    }
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m bat.train.advantage_balance", description=__doc__.splitlines()[0])
+    parser.add_argument("round_dir", type=Path, help="a round folder (round_NN) with finished rollout and verify")
+    args = parser.parse_args(argv)
+    try:
+        print(json.dumps(round_balance(args.round_dir), indent=1))
+    except FileNotFoundError as exc:
+        print(f"advantage_balance: {exc}", file=sys.stderr)
+        return 2
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
