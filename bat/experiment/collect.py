@@ -63,7 +63,7 @@ def _counts(layout: RunLayout) -> dict[str, Any]:
                     groups=done.counts.get("groups"),
                     groups_identical=done.counts.get("groups_identical_rewards"),
                     grad_norm=(done.extra.get("last_step") or {}).get("grad_norm"),
-                    adv_net_weight=(done.extra.get("last_step") or {}).get("adv_net_weight"),
+                    adv_uncancelled=(done.extra.get("last_step") or {}).get("adv_uncancelled"),
                 )
             if phase_dir.name == "route" and r > 0:
                 decision = load_decision(layout, r)
@@ -75,9 +75,8 @@ def _counts(layout: RunLayout) -> dict[str, Any]:
             ids = [row["state_id"] for batch in read_json(layout.plan(r))["batches"] for row in batch]
             plan_rows, plan_unique = plan_rows + len(ids), plan_unique + len(set(ids))
     # signal, per RL round: mean training reward, GRPO groups and how many had identical rewards (zero advantage),
-    # the last GRPO step's gradient norm (before clipping) and net advantage weight (bat.train.advantage_balance),
-    # and the route's action on the round's candidate with the
-    # KL it measured
+    # the last GRPO step's gradient norm (before clipping) and uncancelled advantage share
+    # (bat.train.advantage_balance), and the route's action on the round's candidate with the KL it measured
     return {
         "rollouts": rollouts,
         "grpo_steps": steps,

@@ -305,18 +305,18 @@ def _pool_signal_table(results: dict[str, Any]) -> list[str]:
     out = [
         "",
         "Training signal per RL round and pool: mean training reward, and identical GRPO groups out of all "
-        "groups of that pool; the round's GRPO step: gradient norm before clipping (`grpo.grad_clip`) and net "
-        "advantage weight (the share of its advantage weight that does not cancel within groups under its loss "
-        "aggregation, `bat.train.advantage_balance`); '-' where the record predates them.",
+        "groups of that pool; the round's GRPO step: gradient norm before clipping (`grpo.grad_clip`) and the share "
+        "of its advantage weight that does not cancel within groups under its loss aggregation "
+        "(`bat.train.advantage_balance`); '-' where the record predates them.",
         "",
-        *table_head(["arm", "seed", "round", *POOL_NAMES, "grad norm", "net adv weight"]),
+        *table_head(["arm", "seed", "round", *POOL_NAMES, "grad norm", "uncancelled adv"]),
     ]
     for name, arm in results["arms"].items():
         for x in arm["seeds"]:
             for s in x.get("signal") or []:
                 pools = s.get("by_pool") or {}
                 cells = [_pool_cell(pools.get(p)) for p in POOL_NAMES]
-                step = [_number(s.get("grad_norm")), _number(s.get("adv_net_weight"))]
+                step = [_number(s.get("grad_norm")), _number(s.get("adv_uncancelled"))]
                 out.append(f"| {name} | {x['seed']} | {s['round']} | " + " | ".join([*cells, *step]) + " |")
     return out
 

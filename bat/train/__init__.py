@@ -53,11 +53,12 @@ Public API (stable; the other packages code against it):
 * `bat.train.kl_estimate.estimate_kl(candidate, reference, prompts, *, max_new_tokens=32, seed=0, tools=None,
   dtype="float32") -> float`: mean per-token KL(candidate || reference) over candidate-sampled continuations of
   fixed prompts (chat message lists or token-id lists); both models loaded in `dtype`, the KL computed in fp32.
-* `bat.train.advantage_balance.net_weight(items, mode)`: the share of a step's advantage weight that does not
+* `bat.train.advantage_balance.uncancelled(items, mode)`: the share of a step's advantage weight that does not
   cancel within its groups under a loss aggregation (0 under `seq-mean-token-mean`; under `token-mean` a group's long
-  low-reward members push its shared tokens down); `python -m bat.train.advantage_balance ROUND_DIR` per group.
+  low-reward members push its shared tokens down); `net_weight(items, mode)` the signed share of one group;
+  `python -m bat.train.advantage_balance ROUND_DIR` prints both for a finished round.
 * Metrics (`metrics.jsonl`, one line per step): loss, kl, clip_frac, grad_norm, lr, tokens,
-  generated_tokens, rollouts, reward_mean, reward_mean_by_pool, adv_abs_mean, adv_net_weight, tokens_per_s (GRPO);
+  generated_tokens, rollouts, reward_mean, reward_mean_by_pool, adv_abs_mean, adv_uncancelled, tokens_per_s (GRPO);
   loss, lr, rows, sequences, grad_norm, target_tokens, tokens, tokens_per_s, val_loss (SFT).
 
 Config sections: `ModelConfig` (bat/config/model.py), `SftConfig` (bat/config/sft.py),

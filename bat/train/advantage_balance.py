@@ -6,10 +6,12 @@ each rollout's token mean, then the mean over rollouts). Tokens that every membe
 tool-call syntax) are pushed by sum_i A_i w_i. Group-centred advantages sum to zero, so under Eq. 19 that push is
 zero; under `token-mean` a group whose low-reward members are long pushes those shared tokens down.
 
-`net_weight(items, mode)` = sum_i A_i w_i / sum_i |A_i| w_i in [-1, 1]: 0 when the step's advantage weight cancels
-within groups, -1 when all of it pushes down. Reads the items only; writes nothing.
+`net_weight(items, mode)` = sum_i A_i w_i / sum_i |A_i| w_i in [-1, 1] over one group's members: 0 when its
+advantage weight cancels, -1 when all of it pushes down. `uncancelled(items, mode)` = sum_g |sum_{i in g} A_i w_i| /
+sum_i |A_i| w_i in [0, 1] over a step's groups: the share of the step's advantage weight that does not cancel within
+its groups (each GRPO step logs it as `adv_uncancelled`). Both read the items only and write nothing.
 `python -m bat.train.advantage_balance ROUND_DIR` prints, for a finished round's rollout and verify shards, each
-group's net weight under both aggregations as one JSON object.
+group's net weight and the round's uncancelled share under both aggregations as one JSON object.
 """
 
 from __future__ import annotations
@@ -41,9 +43,20 @@ def net_weight(items: Sequence[GrpoItem], mode: str) -> float:
     return sum(i.adv * w for i, w in zip(items, weights)) / total if total else 0.0
 
 
+def uncancelled(items: Sequence[GrpoItem], mode: str) -> float:
+    """sum over groups of |sum_i A_i w_i| / sum_i |A_i| w_i over `items` (0.0 when no item carries advantage)."""
+    groups: dict[str, float] = {}
+    total = 0.0
+    for item in items:
+        weight = _weight(item, mode)
+        groups[item.state_id] = groups.get(item.state_id, 0.0) + item.adv * weight
+        total += abs(item.adv) * weight
+    return sum(abs(v) for v in groups.values()) / total if total else 0.0
+
+
 def round_balance(round_dir: Path, *, normalize_std: bool = True, adv_eps: float = 1e-6) -> dict[str, Any]:
-    """Per group (state_id, pool, rewards, generated tokens) and over the round: the net weight under each
-    aggregation, from `round_dir`'s finished rollout and verify shards (advantages as the GRPO phase computes them;
+    """Per group (state_id, pool, rewards, generated tokens) its net weight, and over the round the uncancelled
+    share, under each aggregation, from `round_dir`'s finished rollout and verify shards (advantages as the GRPO phase computes them;
     no length cut). Raises FileNotFoundError when the round has no finished rollout or reward shard."""
     from bat.schemas.rollout import RewardRecord, RolloutRecord
     from bat.train.grpo_data import build_items, read_records
@@ -64,7 +77,7 @@ def round_balance(round_dir: Path, *, normalize_std: bool = True, adv_eps: float
         groups.setdefault(item.state_id, []).append(item)
     return {
         "round_dir": str(round_dir),
-        "net_weight": {mode: net_weight(data.items, mode) for mode in AGG_MODES},
+        "uncancelled": {mode: uncancelled(data.items, mode) for mode in AGG_MODES},
         "groups": [
             {
                 "state_id": sid,

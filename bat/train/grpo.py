@@ -36,7 +36,7 @@ from typing import Any
 
 from bat.config.grpo import GrpoConfig
 from bat.seeds import derive_seed
-from bat.train.advantage_balance import net_weight
+from bat.train.advantage_balance import uncancelled
 from bat.train.block import TrainingBlock, open_block
 from bat.train.common import all_sum, batch_indices, chunks, plan_accumulation, rank_slice
 from bat.train.engine import grad_norm, record_grad_norm
@@ -269,7 +269,7 @@ class _GrpoSteps:
         *sums, tokens = all_sum([*sums, sum(len(i.ids) for i in mine)])
         record = _step_record(step + 1, picked, sums, den, engine, time.perf_counter() - t0, tokens)
         record["padding_microbatches"] = b.accum - len(micro_batches)
-        record["adv_net_weight"] = net_weight(picked, cfg.loss_agg)
+        record["adv_uncancelled"] = uncancelled(picked, cfg.loss_agg)
         self.last = record
         return cursor + (0 if self.plan_steps else cfg.minibatch), record
 

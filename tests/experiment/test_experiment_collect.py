@@ -177,12 +177,12 @@ def test_the_pool_signal_table_shows_each_rounds_step_gradient_norm() -> None:
     from bat.experiment.write import _pool_signal_table
 
     pools = {"E2E": {"groups": 4, "groups_identical": 1, "reward_mean": 0.1, "rewards": 32}}
-    rounds = [{"round": 1, "by_pool": pools, "grad_norm": 0.44213, "adv_net_weight": -0.0042}]
+    rounds = [{"round": 1, "by_pool": pools, "grad_norm": 0.44213, "adv_uncancelled": 0.2042}]
     rounds.append({"round": 2, "by_pool": pools})
     results = {"arms": {"grpo": {"seeds": [{"seed": 1, "signal": rounds}]}}}
     rows = [line for line in _pool_signal_table(results) if line.startswith("| grpo |")]
     assert rows == [
-        "| grpo | 1 | 1 | - | - | 0.100 (1/4 same) | 0.442 | -0.004 |",
+        "| grpo | 1 | 1 | - | - | 0.100 (1/4 same) | 0.442 | 0.204 |",
         "| grpo | 1 | 2 | - | - | 0.100 (1/4 same) | - | - |",  # a record made before they were kept
     ]
 
@@ -198,9 +198,9 @@ def test_a_rounds_signal_carries_its_grpo_steps_gradient_norm(tmp_path) -> None:
         layout.phase_dir(1, phase).mkdir(parents=True)
     write_done(layout.phase_dir(1, "verify"), phase="verify", config_hash="h", counts={"reward_mean": 0.5})
     counts = {"step": 1, "groups": 4, "groups_identical_rewards": 1}
-    step = {"last_step": {"grad_norm": 0.44, "adv_net_weight": 0.0}}
+    step = {"last_step": {"grad_norm": 0.44, "adv_uncancelled": 0.0}}
     write_done(layout.phase_dir(1, "grpo"), phase="grpo", config_hash="h", counts=counts, extra=step)
     [signal] = _counts(layout)["signal"]
     assert signal["round"] == 1 and signal["reward_mean"] == 0.5
     assert (signal["groups"], signal["groups_identical"], signal["grad_norm"]) == (4, 1, 0.44)
-    assert signal["adv_net_weight"] == 0.0
+    assert signal["adv_uncancelled"] == 0.0

@@ -7,7 +7,7 @@ import json
 import pytest
 
 from bat.state.jsonl import write_jsonl
-from bat.train.advantage_balance import main, net_weight
+from bat.train.advantage_balance import main, net_weight, uncancelled
 from bat.train.grpo_data import GrpoItem
 from tests.train.conftest import make_reward, make_rollout
 
@@ -26,6 +26,11 @@ def test_a_long_low_reward_member_pushes_a_group_down_under_token_mean_only() ->
     assert net_weight(group, "token-mean") < -0.7
     assert net_weight(group, "seq-mean-token-mean") == pytest.approx(0.0, abs=1e-3)
     assert net_weight([], "token-mean") == 0.0 and net_weight([_item("z", 0.0, 9)], "seq-mean-token-mean") == 0.0
+    # over a step: a second group that pushes up by as much leaves the step's sum at 0, not its groups' shares
+    mirror = [_item("m", -0.378, 160) for _ in range(7)] + [_item("m", 2.646, 1238)]
+    assert net_weight(group + mirror, "token-mean") == pytest.approx(0.0, abs=1e-9)
+    assert uncancelled(group + mirror, "token-mean") == pytest.approx((down - up) / (up + down))
+    assert uncancelled(group + mirror, "seq-mean-token-mean") == pytest.approx(0.0, abs=1e-3)
     with pytest.raises(ValueError, match="valid: \\['token-mean', 'seq-mean-token-mean'\\]"):
         net_weight(group, "sum")
 
@@ -45,7 +50,7 @@ def test_the_command_reads_a_rounds_shards_and_prints_each_groups_balance(tmp_pa
     # advantages +1/sqrt(3) x3 and -sqrt(3): token weights 2, 2, 2 against 8
     assert group["net_weight"]["token-mean"] == pytest.approx((6 / 3**0.5 - 8 * 3**0.5) / (6 / 3**0.5 + 8 * 3**0.5))
     assert group["net_weight"]["seq-mean-token-mean"] == pytest.approx(0.0, abs=1e-6)
-    assert printed["net_weight"] == group["net_weight"]
+    assert printed["uncancelled"]["token-mean"] == pytest.approx(abs(group["net_weight"]["token-mean"]))
 
 
 def test_the_command_names_a_round_without_shards_and_exits_2(tmp_path, capsys) -> None:

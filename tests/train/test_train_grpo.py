@@ -79,7 +79,7 @@ def test_grpo_raises_rewarded_responses(tiny_dir, grpo_records, tmp_path):
         assert m["kl"] >= 0.0 and 0.0 <= m["clip_frac"] <= 1.0 and m["grad_norm"] > 0
         assert m["rollouts"] == 8 and m["generated_tokens"] > 0 and m["tokens"] > m["generated_tokens"]
         assert set(m["reward_mean_by_pool"]) <= {"E2E", "S-target"}
-        assert -1.0 <= m["adv_net_weight"] <= 1.0
+        assert 0.0 <= m["adv_uncancelled"] <= 1.0
     assert metrics[0]["kl"] == pytest.approx(0.0, abs=1e-6)  # first step: policy == reference
     assert any(m["clip_frac"] > 0 for m in metrics)
 
