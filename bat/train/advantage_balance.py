@@ -36,35 +36,46 @@ def _weight(item: GrpoItem, mode: str) -> float:
     raise ValueError(f"unknown loss aggregation {mode!r}; valid: {list(AGG_MODES)}")
 
 
-def net_weight(items: Sequence[GrpoItem], mode: str) -> float:
-    """sum_i A_i w_i / sum_i |A_i| w_i over `items` (0.0 when no item carries advantage)."""
-    weights = [_weight(i, mode) for i in items]
-    total = sum(abs(i.adv) * w for i, w in zip(items, weights))
-    return sum(i.adv * w for i, w in zip(items, weights)) / total if total else 0.0
-
-
-def uncancelled(items: Sequence[GrpoItem], mode: str) -> float:
-    """sum over groups of |sum_i A_i w_i| / sum_i |A_i| w_i over `items` (0.0 when no item carries advantage)."""
+def _group_sums(items: Sequence[GrpoItem], mode: str) -> tuple[dict[str, float], float]:
+    """(sum_i A_i w_i per state_id group, sum_i |A_i| w_i over all `items`)."""
     groups: dict[str, float] = {}
     total = 0.0
     for item in items:
         weight = _weight(item, mode)
         groups[item.state_id] = groups.get(item.state_id, 0.0) + item.adv * weight
         total += abs(item.adv) * weight
+    return groups, total
+
+
+def net_weight(items: Sequence[GrpoItem], mode: str) -> float:
+    """sum_i A_i w_i / sum_i |A_i| w_i over `items` (0.0 when no item carries advantage)."""
+    groups, total = _group_sums(items, mode)
+    return sum(groups.values()) / total if total else 0.0
+
+
+def uncancelled(items: Sequence[GrpoItem], mode: str) -> float:
+    """sum over groups of |sum_i A_i w_i| / sum_i |A_i| w_i over `items` (0.0 when no item carries advantage)."""
+    groups, total = _group_sums(items, mode)
     return sum(abs(v) for v in groups.values()) / total if total else 0.0
 
 
 def round_balance(round_dir: Path, *, normalize_std: bool = True, adv_eps: float = 1e-6) -> dict[str, Any]:
     """Per group (state_id, pool, rewards, generated tokens) its net weight, and over the round the uncancelled
-    share, under each aggregation, from `round_dir`'s finished rollout and verify shards (advantages as the GRPO phase computes them;
-    no length cut). Raises FileNotFoundError when the round has no finished rollout or reward shard."""
+    share, under each aggregation, from `round_dir`'s finished rollout and verify shards (the shards and advantages
+    the GRPO phase trains on; no length cut). Raises FileNotFoundError when the round has no finished rollout or
+    reward shard."""
     from bat.schemas.rollout import RewardRecord, RolloutRecord
+    from bat.state.round_layout import all_shards
     from bat.train.grpo_data import build_items, read_records
+    from bat.train.phase import finished_shard_files
 
-    rollouts = sorted(Path(round_dir).glob("rollout/shard_*/rollouts.jsonl"))
-    rewards = sorted(Path(round_dir).glob("verify/shard_*/rewards.jsonl"))
+    rollouts, _ = finished_shard_files(all_shards(Path(round_dir) / "rollout"), lambda s: s.rollouts)
+    rewards, _ = finished_shard_files(all_shards(Path(round_dir) / "verify"), lambda s: s.rewards)
     if not rollouts or not rewards:
-        raise FileNotFoundError(f"{round_dir}: no rollout/shard_*/rollouts.jsonl or verify/shard_*/rewards.jsonl")
+        raise FileNotFoundError(
+            f"{round_dir}: no rollout/shard_*/rollouts.jsonl or verify/shard_*/rewards.jsonl of a finished shard "
+            "(one with its DONE.json)"
+        )
     data = build_items(
         read_records(rollouts, RolloutRecord),
         read_records(rewards, RewardRecord),

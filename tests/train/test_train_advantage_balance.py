@@ -7,6 +7,7 @@ import json
 import pytest
 
 from bat.state.jsonl import write_jsonl
+from bat.state.markers import write_done
 from bat.train.advantage_balance import main, net_weight, uncancelled
 from bat.train.grpo_data import GrpoItem
 from tests.train.conftest import make_reward, make_rollout
@@ -43,6 +44,8 @@ def test_the_command_reads_a_rounds_shards_and_prints_each_groups_balance(tmp_pa
     scored = [make_reward(f"g-k{k}", "g", r) for k, r in enumerate(rewards)]
     write_jsonl(tmp_path / "rollout" / "shard_0000" / "rollouts.jsonl", rollouts)
     write_jsonl(tmp_path / "verify" / "shard_0000" / "rewards.jsonl", scored)
+    for phase in ("rollout", "verify"):  # both shards finished
+        write_done(tmp_path / phase / "shard_0000", phase=phase, config_hash="h")
     assert main([str(tmp_path)]) == 0
     printed = json.loads(capsys.readouterr().out)
     [group] = printed["groups"]
