@@ -10,7 +10,6 @@ from bat.state.jsonl import write_jsonl
 from bat.state.markers import write_done
 from bat.train.advantage_balance import main, net_weight, uncancelled
 from bat.train.grpo_data import GrpoItem
-from tests.train.conftest import make_reward, make_rollout
 
 
 def _item(state: str, adv: float, generated: int) -> GrpoItem:
@@ -36,7 +35,8 @@ def test_a_long_low_reward_member_pushes_a_group_down_under_token_mean_only() ->
         net_weight(group, "sum")
 
 
-def test_the_command_reads_a_rounds_shards_and_prints_each_groups_balance(tmp_path, capsys) -> None:
+def test_the_command_reads_a_rounds_shards_and_prints_each_groups_balance(tmp_path, capsys, record_factories) -> None:
+    make_rollout, make_reward = record_factories
     lengths, rewards = [2, 2, 2, 8], [1.0, 1.0, 1.0, 0.0]
     rollouts = [
         make_rollout(f"g-k{k}", "g", [5] * (n + 1), [0] + [1] * n, [0.0] * (n + 1)) for k, n in enumerate(lengths)
