@@ -43,6 +43,11 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         help="measure each scale's KL to the start only (seconds per scale), no controller evaluation: a screen "
         "for the scales worth evaluating",
     )
+    probe.add_argument(
+        "--candidate",
+        help="a one-step candidate trained from the round's start checkpoint some other way (`bat train grpo` on the "
+        "round's rollouts under other settings) to probe in place of the round's recorded one",
+    )
     add_config_arguments(probe)
     probe.set_defaults(handler=_usage_errors(_lr_probe))
     for command, handler in ((sft, _sft), (grpo, _grpo)):
@@ -73,7 +78,13 @@ def _lr_probe(args: argparse.Namespace) -> int:
 
     cfg = config_of_run(args.state, args.config, args.overrides)
     rows = probe_round(
-        cfg, RunLayout(Path(args.state)), args.round, args.scales, Path(args.out), evaluate=not args.kl_only
+        cfg,
+        RunLayout(Path(args.state)),
+        args.round,
+        args.scales,
+        Path(args.out),
+        evaluate=not args.kl_only,
+        candidate=None if args.candidate is None else Path(args.candidate),
     )
     runs = "KL only" if args.kl_only else f"controller split, {rows[0]['n_runs'] if rows else 0} runs per scale"
     print(f"round {args.round} of {args.state}: {runs}")
@@ -163,6 +174,7 @@ def _grpo(args: argparse.Namespace) -> int:
         max_seq_len=cfg.grpo.max_seq_len,
         normalize_std=cfg.grpo.normalize_std,
         adv_eps=cfg.grpo.adv_eps,
+        own_stage_order=cfg.stage_keys if cfg.grpo.stage_row_credit == "own-stage" else None,
     )
     seed = cfg.run.seed if args.seed is None else args.seed
     batches = None

@@ -13,7 +13,9 @@ Reads the round's grpo DONE marker (start checkpoint, candidate, steps, lr), the
 and held-out secret. Writes under `out` only: `ckpt/x<scale>/` (the scaled weights), `x<scale>/` (a run dir with a
 copy of the secret: the controller evaluation) and `lr_probe.json` (one row per scale). Scales already evaluated in
 `out` are read back, never re-run. With `evaluate=False` (a KL screen, seconds per scale) the rows carry the KL only;
-a later evaluating call evaluates those scales.
+a later evaluating call evaluates those scales. `candidate` replaces the round's recorded candidate with another
+one-step candidate from the same start checkpoint (e.g. `bat train grpo` on the round's rollouts under other
+settings): an A/B of the step on identical rollouts and identical evaluation draws.
 """
 
 from __future__ import annotations
@@ -103,7 +105,14 @@ def write_scaled(start: Path, candidate: Path, scale: float, out: Path, dtype: s
 
 
 def probe_round(
-    cfg: BatConfig, layout: RunLayout, round_index: int, scales: Sequence[float], out: Path, *, evaluate: bool = True
+    cfg: BatConfig,
+    layout: RunLayout,
+    round_index: int,
+    scales: Sequence[float],
+    out: Path,
+    *,
+    evaluate: bool = True,
+    candidate: Path | None = None,
 ) -> list[dict[str, Any]]:
     """For each scale: the scaled candidate (scale 0 = the start checkpoint, 1 = the recorded candidate), its KL to
     the start policy and (with `evaluate`) its controller evaluation. Returns (and writes to `out/lr_probe.json`) one
@@ -115,6 +124,13 @@ def probe_round(
     from bat.train.kl_estimate import estimate_kl
 
     block = one_step_block(layout, round_index)
+    if candidate is not None:
+        if not (candidate / "config.json").is_file():
+            raise ValueError(
+                f"--candidate {candidate} is not an HF export (no config.json): pass the export folder a one-step "
+                f"GRPO run from {block['start']} wrote (`bat train grpo ... --out DIR` writes DIR/export)"
+            )
+        block["candidate"] = candidate
     if not layout.heldout_secret.exists():
         raise ValueError(
             f"{layout.heldout_secret} is missing: the probe evaluates on the run's own held-out suite, and a run "

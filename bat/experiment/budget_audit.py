@@ -21,7 +21,7 @@ from bat.experiment.spec import (
 RL_ONLY_FIELDS = ("curriculum.", "rollout.", "grpo.")
 """Budget fields that only an arm with RL rounds uses (the sft arm's run is held to the others only)."""
 
-STAGE_ROW_FIELDS = ("rollout.state_context",)
+STAGE_ROW_FIELDS = ("rollout.state_context", "grpo.stage_row_credit")
 """Budget fields that only shape stage rows (S-target / S-mix): an arm that draws E2E rows alone is not held to
 them."""
 

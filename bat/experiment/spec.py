@@ -221,6 +221,7 @@ BUDGET_FIELDS = (
     "grpo.optimizer",
     "grpo.grad_clip",
     "grpo.loss_agg",
+    "grpo.stage_row_credit",
     "sft.steps",
     "model",
     "benchmark",
@@ -233,6 +234,7 @@ BUDGET_FIELD_DEFAULTS = {
     "rollout.state_context": "handoff",
     "grpo.grad_clip": 1.0,
     "grpo.loss_agg": "token-mean",
+    "grpo.stage_row_credit": "all-turns",
 }
 """Budget fields added after arm x seeds had been recorded, with the value every earlier run ran under: a record
 without the field is compared as if it held this value (not stale merely for predating the field)."""

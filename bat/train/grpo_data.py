@@ -3,7 +3,8 @@
 A rollout joins its group's statistics only if the rollout is valid and its reward record exists, is
 valid and carries a reward (infrastructure failures are excluded, never counted as reward 0). Groups
 are `state_id` only. Rollouts longer than `max_seq_len` or without generated tokens still count in
-their group's statistics but are not trained on.
+their group's statistics but are not trained on. Under `grpo.stage_row_credit: own-stage` a stage row's turns
+whose call belongs to a later stage than the row's are left out of its loss mask (`own_stage_mask`).
 """
 
 from __future__ import annotations
@@ -61,6 +62,34 @@ def _exclusion(rollout: RolloutRecord, reward: RewardRecord | None) -> str | Non
     return None
 
 
+def own_stage_mask(rollout: RolloutRecord, stage_order: Sequence[str]) -> tuple[list[int], int]:
+    """`rollout.loss_mask` with the generated tokens of every turn the environment tagged with a stage after the
+    row's own stage set to 0, and how many turns that cleared: a later stage's tool, or any call (malformed ones
+    too, `bat.benchmark.env`: they take the current stage) once the episode has moved on to a later stage. Turns map
+    in order onto the generated segments (a turn that generated no token has none). E2E rows (and any row whose
+    stage is not in `stage_order`) and turns without an execution record keep their mask."""
+    mask = list(rollout.loss_mask)
+    if rollout.stage not in stage_order:
+        return mask, 0
+    own = stage_order.index(rollout.stage)
+    spans = iter(s for s in rollout.segments if s.kind == "generated")
+    cleared = 0
+    for turn in rollout.turns:
+        if turn.generated_tokens == 0:  # an empty turn has no segment
+            continue
+        span = next(spans, None)
+        if span is None or span.end - span.start != turn.generated_tokens:
+            raise ValueError(
+                f"rollout {rollout.rollout_id}: turn {turn.index}'s {turn.generated_tokens} generated tokens have no "
+                "generated segment of that length (segments and turns out of step)"
+            )
+        stage = (turn.record or {}).get("stage")
+        if stage in stage_order and stage_order.index(stage) > own:
+            mask[span.start : span.end] = [0] * (span.end - span.start)
+            cleared += 1
+    return mask, cleared
+
+
 def build_items(
     rollouts: Sequence[RolloutRecord],
     rewards: Sequence[RewardRecord],
@@ -68,8 +97,13 @@ def build_items(
     max_seq_len: int,
     normalize_std: bool,
     adv_eps: float,
+    own_stage_order: Sequence[str] | None = None,
 ) -> GrpoData:
-    """Join by rollout_id, compute advantages within each state_id group, drop untrainable rollouts (counted)."""
+    """Join by rollout_id, compute advantages within each state_id group, drop untrainable rollouts (counted).
+
+    `own_stage_order` (the benchmark's stage keys, given under `grpo.stage_row_credit: own-stage`): train a stage
+    row only on the turns of its own and earlier stages (`own_stage_mask`; count `stage_turns_uncredited`). None
+    trains every generated turn."""
     import torch
 
     from bat.train.losses import group_advantages
@@ -98,7 +132,11 @@ def build_items(
         if len(rollout.token_ids) > max_seq_len:
             counts["excluded_overlong"] += 1
             continue
-        if sum(rollout.loss_mask[1:]) == 0:
+        mask = list(rollout.loss_mask)
+        if own_stage_order is not None:
+            mask, cleared = own_stage_mask(rollout, own_stage_order)
+            counts["stage_turns_uncredited"] += cleared
+        if sum(mask[1:]) == 0:
             counts["excluded_no_generated_tokens"] += 1
             continue
         items.append(
@@ -107,7 +145,7 @@ def build_items(
                 rollout.state_id,
                 rollout.pool,
                 list(rollout.token_ids),
-                list(rollout.loss_mask),
+                mask,
                 list(rollout.behavior_logprobs),
                 rollout.temperature,
                 reward,

@@ -111,6 +111,7 @@ def run_grpo(ctx: PhaseContext) -> PhaseResult:
         max_seq_len=cfg.grpo.max_seq_len,
         normalize_std=cfg.grpo.normalize_std,
         adv_eps=cfg.grpo.adv_eps,
+        own_stage_order=cfg.stage_keys if cfg.grpo.stage_row_credit == "own-stage" else None,
     )
     export = layout.candidate_model(ctx.round)
     metrics = ctx.layout.training_metrics(ctx.round, ctx.phase)

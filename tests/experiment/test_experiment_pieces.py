@@ -186,6 +186,7 @@ def test_a_piece_run_under_another_budget_is_stale_listed_and_never_averaged(tmp
     grpo = arm_config(spec, "grpo", 1)
     bicurl = grpo.model_copy(update={"curriculum": grpo.curriculum.model_copy(update={"arm": "bicurl"})})
     assert expected_budget(bicurl)["rollout.state_context"] == "handoff"
+    assert "grpo.stage_row_credit" not in now and expected_budget(bicurl)["grpo.stage_row_credit"] == "all-turns"
     tracks = {t: {"track": t, "n_runs": 1, "overall": 0.2} for t in ("a", "b")}
     agg = {"final": {"round": 2, "split": "final", "checkpoint": "c", "checkpoint_digest": "d", "suite_version": "s"}}
     agg["final"] |= {"harness_version": "h", "manifest_digest": "m", "stage_keys": [], "stages": {}, "task": 0.2}

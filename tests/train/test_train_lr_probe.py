@@ -52,6 +52,8 @@ def test_lr_probe_refuses_rounds_it_cannot_scale(tmp_path, capsys):
     assert "does not record start_checkpoint, candidate and last_step.lr" in capsys.readouterr().err
     extra = {"start_checkpoint": "a", "candidate": "b", "last_step": {"lr": 1e-5}}
     write_done(layout.phase_dir(1, "grpo"), phase="grpo", config_hash="x", counts={"step": 1}, extra=extra)
+    assert main([*args, str(tmp_path / "probe"), "--candidate", str(tmp_path / "nowhere")]) == 2
+    assert "nowhere is not an HF export" in capsys.readouterr().err
     assert main([*args, str(tmp_path / "probe")]) == 2  # the probe never creates a secret in the run
     assert "SECRET is missing" in capsys.readouterr().err and not layout.heldout_secret.exists()
     write_done(layout.phase_dir(1, "grpo"), phase="grpo", config_hash="x", counts={"step": 3}, extra=extra)
