@@ -17,12 +17,18 @@ from typing import Any
 from bat.state.atomic import atomic_write_bytes
 
 
+def counted(seeds: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """The seeds that enter a mean: finished ones (`done`); stale and failed runs are listed, never averaged."""
+    return [s for s in seeds if s.get("status") == "done"]
+
+
 def _mean_by_round(
     seeds: list[dict[str, Any]], pick: Callable[[dict[str, Any]], list[Any]]
 ) -> tuple[list[int], list[float]]:
-    """(rounds, mean over seeds x 100) of the per-round values `pick(curve)` of each seed's curve (None skipped)."""
+    """(rounds, mean over the counted seeds x 100) of the per-round values `pick(curve)` of each seed's curve (None
+    skipped)."""
     by_round: dict[int, list[float]] = {}
-    for s in seeds:
+    for s in counted(seeds):
         curve = s.get("curve") or {}
         for r, v in zip(curve.get("rounds", []), pick(curve)):
             if v is not None:
@@ -49,7 +55,7 @@ def plot_curves(results: dict[str, Any], path: Path) -> Path:
         rounds, raw = _mean_curve(arm["seeds"], "raw")
         if not rounds:
             continue
-        for s in arm["seeds"]:
+        for s in counted(arm["seeds"]):
             curve = s.get("curve") or {}
             pts = [(r, 100.0 * v) for r, v in zip(curve.get("rounds", []), curve.get("raw", [])) if v is not None]
             if pts:

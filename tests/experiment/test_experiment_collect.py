@@ -86,8 +86,8 @@ def test_stage_staircase_table_profile_and_figure(tmp_path) -> None:
     from bat.experiment.plots import plot_stage_staircase
     from bat.experiment.stage_report import stage_tables
 
-    def seed(stages_by_round):
-        return {"curve": {"rounds": list(range(len(stages_by_round))), "stages": stages_by_round}}
+    def seed(stages_by_round, status="done"):
+        return {"status": status, "curve": {"rounds": list(range(len(stages_by_round))), "stages": stages_by_round}}
 
     results = {
         "experiment": "t",
@@ -98,6 +98,7 @@ def test_stage_staircase_table_profile_and_figure(tmp_path) -> None:
                 "seeds": [
                     seed([{"S1": 0.2, "S2": 0.0}, {"S1": 0.6, "S2": 0.1}]),
                     seed([{"S1": 0.4, "S2": None}, {"S1": 0.8, "S2": 0.3}]),
+                    seed([{"S1": 1.0, "S2": 1.0}, {"S1": 1.0, "S2": 1.0}], status="stale"),  # listed, never averaged
                 ]
             },
             "base": {"seeds": [{"status": "done"}]},
