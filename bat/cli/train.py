@@ -164,7 +164,7 @@ def _grpo(args: argparse.Namespace) -> int:
     from bat.phase.plan import plan_batches, read_plan
     from bat.schemas.rollout import RewardRecord, RolloutRecord
     from bat.train.grpo import train_grpo
-    from bat.train.grpo_data import build_items, read_records
+    from bat.train.grpo_data import build_items, credited_stage_order, read_records
 
     cfg = load_config(args.config, args.overrides)
     out = Path(args.out)
@@ -174,7 +174,7 @@ def _grpo(args: argparse.Namespace) -> int:
         max_seq_len=cfg.grpo.max_seq_len,
         normalize_std=cfg.grpo.normalize_std,
         adv_eps=cfg.grpo.adv_eps,
-        own_stage_order=cfg.stage_keys if cfg.grpo.stage_row_credit == "own-stage" else None,
+        own_stage_order=credited_stage_order(cfg),
     )
     seed = cfg.run.seed if args.seed is None else args.seed
     batches = None

@@ -4,7 +4,7 @@ A rollout joins its group's statistics only if the rollout is valid and its rewa
 valid and carries a reward (infrastructure failures are excluded, never counted as reward 0). Groups
 are `state_id` only. Rollouts longer than `max_seq_len` or without generated tokens still count in
 their group's statistics but are not trained on. Under `grpo.stage_row_credit: own-stage` a stage row's turns
-whose call belongs to a later stage than the row's are left out of its loss mask (`own_stage_mask`).
+that the environment tagged with a later stage than the row's are left out of its loss mask (`own_stage_mask`).
 """
 
 from __future__ import annotations
@@ -13,10 +13,13 @@ from collections import Counter
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from bat.schemas.rollout import RewardRecord, RolloutRecord
 from bat.state.jsonl import read_jsonl
+
+if TYPE_CHECKING:
+    from bat.config.root import BatConfig
 
 
 @dataclass(frozen=True)
@@ -60,6 +63,12 @@ def _exclusion(rollout: RolloutRecord, reward: RewardRecord | None) -> str | Non
             f"reward for {rollout.rollout_id} names state {reward.state_id}, rollout has {rollout.state_id}"
         )
     return None
+
+
+def credited_stage_order(cfg: BatConfig) -> tuple[str, ...] | None:
+    """`build_items`'s `own_stage_order` under `cfg`: the benchmark's stage keys when `grpo.stage_row_credit` is
+    `own-stage`, else None (every turn trained)."""
+    return cfg.stage_keys if cfg.grpo.stage_row_credit == "own-stage" else None
 
 
 def own_stage_mask(rollout: RolloutRecord, stage_order: Sequence[str]) -> tuple[list[int], int]:

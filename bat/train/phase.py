@@ -92,7 +92,7 @@ def run_grpo(ctx: PhaseContext) -> PhaseResult:
     """One GRPO block from the plan's start checkpoint; returns the candidate as `extra["candidate"]`."""
     from bat.schemas.rollout import RewardRecord, RolloutRecord
     from bat.train.grpo import train_grpo
-    from bat.train.grpo_data import build_items, read_records
+    from bat.train.grpo_data import build_items, credited_stage_order, read_records
 
     cfg, layout = ctx.config, ctx.layout
     plan = load_plan(layout, ctx.round)
@@ -111,7 +111,7 @@ def run_grpo(ctx: PhaseContext) -> PhaseResult:
         max_seq_len=cfg.grpo.max_seq_len,
         normalize_std=cfg.grpo.normalize_std,
         adv_eps=cfg.grpo.adv_eps,
-        own_stage_order=cfg.stage_keys if cfg.grpo.stage_row_credit == "own-stage" else None,
+        own_stage_order=credited_stage_order(cfg),
     )
     export = layout.candidate_model(ctx.round)
     metrics = ctx.layout.training_metrics(ctx.round, ctx.phase)

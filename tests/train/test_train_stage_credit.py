@@ -83,3 +83,13 @@ def test_build_items_counts_uncredited_turns_and_keeps_every_rollout_in_its_grou
     advantages = {i.rollout_id: i.adv for i in every.items}
     assert all(i.adv == pytest.approx(advantages[i.rollout_id]) for i in own.items)
     assert sum(own.items[0].mask) == sum(every.items[0].mask) - 3
+
+
+def test_the_config_names_the_stage_order_only_under_own_stage() -> None:
+    from bat.config.load import load_config
+    from bat.train.grpo_data import credited_stage_order
+
+    assert credited_stage_order(load_config(None, [])) is None
+    assert credited_stage_order(load_config(None, ["grpo.stage_row_credit=own-stage"])) == ORDER
+    with pytest.raises(Exception, match="all-turns"):
+        load_config(None, ["grpo.stage_row_credit=later"])
