@@ -15,6 +15,7 @@ round_NN/
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -84,6 +85,12 @@ def all_shards(phase_dir: Path) -> list[ShardLayout]:
 def finished_shards(phase_dir: Path) -> list[ShardLayout]:
     """Shards with their DONE.json, in index order."""
     return [s for s in all_shards(phase_dir) if s.is_done()]
+
+
+def finished_shard_files(shards: list[ShardLayout], pick: Callable[[ShardLayout], Path]) -> tuple[list[Path], int]:
+    """The `pick` file of every shard that has its DONE.json and that file, and the number of shards skipped."""
+    files = [path for s in shards if s.is_done() and (path := pick(s)).exists()]
+    return files, len(shards) - len(files)
 
 
 def partial_shard_dirs(phase_dir: Path) -> list[Path]:

@@ -65,11 +65,11 @@ def round_balance(round_dir: Path, *, normalize_std: bool = True, adv_eps: float
     the GRPO phase trains on; no length cut). Raises FileNotFoundError when the round has no finished rollout or
     reward shard."""
     from bat.schemas.rollout import RewardRecord, RolloutRecord
-    from bat.state.round_layout import finished_shards
+    from bat.state.round_layout import all_shards, finished_shard_files
     from bat.train.grpo_data import build_items, read_records
 
-    rollouts = [s.rollouts for s in finished_shards(Path(round_dir) / "rollout") if s.rollouts.exists()]
-    rewards = [s.rewards for s in finished_shards(Path(round_dir) / "verify") if s.rewards.exists()]
+    rollouts, _ = finished_shard_files(all_shards(Path(round_dir) / "rollout"), lambda s: s.rollouts)
+    rewards, _ = finished_shard_files(all_shards(Path(round_dir) / "verify"), lambda s: s.rewards)
     if not rollouts or not rewards:
         raise FileNotFoundError(
             f"{round_dir}: no rollout/shard_*/rollouts.jsonl or verify/shard_*/rewards.jsonl of a finished shard "

@@ -11,14 +11,13 @@ grpo reads `round_NN/plan.json` (start checkpoint), finished rollout shards
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 from bat.phase.context import PhaseContext, PhaseResult
 from bat.phase.plan import load_plan, plan_batches, resolve_checkpoint
 from bat.phase.spec import PhaseSpec, first_bank
-from bat.state.round_layout import ShardLayout, all_shards
+from bat.state.round_layout import all_shards, finished_shard_files
 
 _SUMMARY_DROP = ("engine", "tokenizer", "last")
 
@@ -80,12 +79,6 @@ def run_sft(ctx: PhaseContext) -> PhaseResult:
             "val_loss": summary["val_loss"],
         },
     )
-
-
-def finished_shard_files(shards: list[ShardLayout], pick: Callable[[ShardLayout], Path]) -> tuple[list[Path], int]:
-    """The `pick` file of every shard that has its DONE.json and that file, and the number of shards skipped."""
-    files = [path for s in shards if s.is_done() and (path := pick(s)).exists()]
-    return files, len(shards) - len(files)
 
 
 def run_grpo(ctx: PhaseContext) -> PhaseResult:
