@@ -11,7 +11,9 @@ advantage weight cancels, -1 when all of it pushes down. `uncancelled(items, mod
 sum_i |A_i| w_i in [0, 1] over a step's groups: the share of the step's advantage weight that does not cancel within
 its groups (each GRPO step logs it as `adv_uncancelled`). Both read the items only and write nothing.
 `python -m bat.train.advantage_balance ROUND_DIR` prints, for a finished round's rollout and verify shards, each
-group's net weight and the round's uncancelled share under both aggregations as one JSON object.
+group's net weight and the round's uncancelled share under both aggregations as one JSON object, with the masks and
+advantages the round's GRPO step trained on: the run's own config (`<run>/run.json`, next to the round folder) says
+the advantage normalisation and `grpo.stage_row_credit` (defaults when the run has none).
 """
 
 from __future__ import annotations
@@ -59,11 +61,17 @@ def uncancelled(items: Sequence[GrpoItem], mode: str) -> float:
     return sum(abs(v) for v in groups.values()) / total if total else 0.0
 
 
-def round_balance(round_dir: Path, *, normalize_std: bool = True, adv_eps: float = 1e-6) -> dict[str, Any]:
-    """Per group (state_id, pool, rewards, generated tokens) its net weight, and over the round the uncancelled
+def round_balance(
+    round_dir: Path,
+    *,
+    normalize_std: bool = True,
+    adv_eps: float = 1e-6,
+    own_stage_order: Sequence[str] | None = None,
+) -> dict[str, Any]:
+    """Per group (state_id, pool, rewards, trained tokens) its net weight, and over the round the uncancelled
     share, under each aggregation, from `round_dir`'s finished rollout and verify shards (the shards and advantages
-    the GRPO phase trains on; no length cut). Raises FileNotFoundError when the round has no finished rollout or
-    reward shard."""
+    the GRPO phase trains on; no length cut; `own_stage_order` as in `build_items`: a stage row's turns of later
+    stages left out). Raises FileNotFoundError when the round has no finished rollout or reward shard."""
     from bat.schemas.rollout import RewardRecord, RolloutRecord
     from bat.state.round_layout import all_shards, finished_shard_files
     from bat.train.grpo_data import build_items, read_records
@@ -81,19 +89,21 @@ def round_balance(round_dir: Path, *, normalize_std: bool = True, adv_eps: float
         max_seq_len=10**9,
         normalize_std=normalize_std,
         adv_eps=adv_eps,
+        own_stage_order=own_stage_order,
     )
     groups: dict[str, list[GrpoItem]] = {}
     for item in data.items:
         groups.setdefault(item.state_id, []).append(item)
     return {
         "round_dir": str(round_dir),
+        "stage_turns_uncredited": data.counts.get("stage_turns_uncredited", 0),
         "uncancelled": {mode: uncancelled(data.items, mode) for mode in AGG_MODES},
         "groups": [
             {
                 "state_id": sid,
                 "pool": members[0].pool,
                 "rewards": [round(i.reward, 3) for i in members],
-                "generated_tokens": [sum(i.mask[1:]) for i in members],
+                "trained_tokens": [sum(i.mask[1:]) for i in members],
                 "net_weight": {mode: net_weight(members, mode) for mode in AGG_MODES},
             }
             for sid, members in groups.items()
@@ -105,11 +115,29 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m bat.train.advantage_balance", description=__doc__.splitlines()[0])
     parser.add_argument("round_dir", type=Path, help="a round folder (round_NN) with finished rollout and verify")
     args = parser.parse_args(argv)
+    from bat.config.load import ConfigError
+    from bat.config.run_record import recorded_config
+    from bat.state.errors import StateFileError
+    from bat.state.layout import RunLayout
+    from bat.train.grpo_data import credited_stage_order
+
     try:
-        print(json.dumps(round_balance(args.round_dir), indent=1))
-    except FileNotFoundError as exc:
+        layout = RunLayout(Path(args.round_dir).parent)
+        cfg = recorded_config(layout)
+        settings: dict[str, Any] = {}
+        if cfg is not None:
+            settings = {
+                "normalize_std": cfg.grpo.normalize_std,
+                "adv_eps": cfg.grpo.adv_eps,
+                "own_stage_order": credited_stage_order(cfg),
+            }
+        balance = round_balance(args.round_dir, **settings)
+    except (FileNotFoundError, ConfigError, StateFileError) as exc:
         print(f"advantage_balance: {exc}", file=sys.stderr)
         return 2
+    balance["config"] = str(layout.run_json) if cfg is not None else "defaults (no run.json next to the round)"
+    balance["stage_row_credit"] = cfg.grpo.stage_row_credit if cfg is not None else "all-turns"
+    print(json.dumps(balance, indent=1))
     return 0
 
 

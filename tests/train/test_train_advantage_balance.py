@@ -49,7 +49,7 @@ def test_the_command_reads_a_rounds_shards_and_prints_each_groups_balance(tmp_pa
     assert main([str(tmp_path)]) == 0
     printed = json.loads(capsys.readouterr().out)
     [group] = printed["groups"]
-    assert group["generated_tokens"] == lengths and group["rewards"] == rewards
+    assert group["trained_tokens"] == lengths and group["rewards"] == rewards
     # advantages +1/sqrt(3) x3 and -sqrt(3): token weights 2, 2, 2 against 8
     assert group["net_weight"]["token-mean"] == pytest.approx((6 / 3**0.5 - 8 * 3**0.5) / (6 / 3**0.5 + 8 * 3**0.5))
     assert group["net_weight"]["seq-mean-token-mean"] == pytest.approx(0.0, abs=1e-6)

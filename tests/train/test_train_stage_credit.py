@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import json
+
 import pytest
 
 from bat.schemas.rollout import RolloutRecord, Segment, TurnRecord
@@ -93,3 +95,37 @@ def test_the_config_names_the_stage_order_only_under_own_stage() -> None:
     assert credited_stage_order(load_config(None, ["grpo.stage_row_credit=own-stage"])) == ORDER
     with pytest.raises(Exception, match="all-turns"):
         load_config(None, ["grpo.stage_row_credit=later"])
+
+
+def test_the_balance_command_reads_the_runs_stage_credit_from_its_run_json(tmp_path, capsys, record_factories) -> None:
+    from bat.config.load import load_config, resolved_dict
+    from bat.state.jsonl import write_jsonl
+    from bat.state.markers import write_done
+    from bat.train.advantage_balance import main
+
+    _, make_reward = record_factories
+    run_root, round_dir = tmp_path / "run", tmp_path / "run" / "round_01"
+    rows = [_rollout("s3-k0", "S3", ["S3", "S5"]), _rollout("s3-k1", "S3", ["S3", "S3"])]
+    write_jsonl(round_dir / "rollout" / "shard_0000" / "rollouts.jsonl", rows)
+    write_jsonl(
+        round_dir / "verify" / "shard_0000" / "rewards.jsonl",
+        [make_reward(r.rollout_id, "s3", 1.0 - r.k) for r in rows],
+    )
+    for phase in ("rollout", "verify"):
+        write_done(round_dir / phase / "shard_0000", phase=phase, config_hash="h")
+
+    def balance() -> dict:
+        assert main([str(round_dir)]) == 0
+        return json.loads(capsys.readouterr().out)
+
+    every = balance()  # no run.json: the defaults (every turn trained)
+    assert every["stage_row_credit"] == "all-turns" and every["stage_turns_uncredited"] == 0
+    assert every["groups"][0]["trained_tokens"] == [6, 6]
+    cfg = load_config(None, ["grpo.stage_row_credit=own-stage"])
+    (run_root / "run.json").write_text(json.dumps({"config": resolved_dict(cfg)}), encoding="utf-8")
+    own = balance()
+    assert own["stage_row_credit"] == "own-stage" and own["config"] == str((run_root / "run.json").resolve())
+    assert own["stage_turns_uncredited"] == 1 and own["groups"][0]["trained_tokens"] == [3, 6]
+    (run_root / "run.json").write_text("{not json", encoding="utf-8")
+    assert main([str(round_dir)]) == 2
+    assert "run.json" in capsys.readouterr().err
