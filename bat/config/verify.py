@@ -48,6 +48,11 @@ class VerifyConfig(Section):
     r = eta * mean of every applicable item's verdict, eta the fraction of the union's evidence confirmed.
     `stage_mix`: w * (stage-weighted mean of eta_s * stage score) + (1 - w) * task score, w = `e2e_stage_weight`
     (it also rewards the task metric itself; see docs/benchmark.md)."""
+    final_reward: Literal["task", "overall"] = "task"
+    """What a round with the single final reward (`reward_mode: final`, the grpo arm's E2E rows) pays each rollout.
+    `task` (the paper's GRPO baseline: "a single final task reward on E2E data"): the Task score of the submitted
+    result alone, 0 for a rollout that submits nothing. `overall`: the benchmark's Overall (Task and Agentic with
+    equal weight), which already carries the stage rubric through Agentic."""
     e2e_stage_weight: float = Field(0.5, ge=0.0, le=1.0)
     """`stage_mix` only: weight of the weighted stage mean in the E2E reward; the task score gets 1 - this."""
     artifact_owners: dict[str, tuple[str, ...]] = Field(

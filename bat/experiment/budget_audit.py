@@ -26,11 +26,18 @@ STAGE_ROW_FIELDS = ("rollout.state_context", "grpo.stage_row_credit")
 them."""
 
 
+FINAL_REWARD_FIELDS = ("verify.final_reward",)
+"""Budget fields that only shape the single final reward: an arm whose rounds pay the rubric is not held to them."""
+
+
 def expected_budget(cfg: Any) -> dict[str, Any]:
     """The budget fields an arm x seed under `cfg` must have run under: all of `budget_signature`, less the RL-only
-    fields for an arm without RL rounds and the stage-row fields for an arm without stage pools."""
+    fields for an arm without RL rounds, the stage-row fields for an arm without stage pools and the final-reward
+    fields for an arm whose rounds are not paid the final reward."""
     sig = budget_signature(cfg)
     arm = resolve_arm(cfg.curriculum)
+    if arm.reward_mode != "final":
+        sig = {k: v for k, v in sig.items() if k not in FINAL_REWARD_FIELDS}
     if not arm.rl:
         return {k: v for k, v in sig.items() if not k.startswith(RL_ONLY_FIELDS)}
     if not arm.routed:  # E2E rows only

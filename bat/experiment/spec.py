@@ -222,6 +222,7 @@ BUDGET_FIELDS = (
     "grpo.grad_clip",
     "grpo.loss_agg",
     "grpo.stage_row_credit",
+    "verify.final_reward",
     "sft.steps",
     "model",
     "benchmark",
@@ -235,6 +236,7 @@ BUDGET_FIELD_DEFAULTS = {
     "grpo.grad_clip": 1.0,
     "grpo.loss_agg": "token-mean",
     "grpo.stage_row_credit": "all-turns",
+    "verify.final_reward": "overall",
 }
 """Budget fields added after arm x seeds had been recorded, with the value every earlier run ran under: a record
 without the field is compared as if it held this value (not stale merely for predating the field)."""

@@ -115,6 +115,7 @@ def open_round(config: BatConfig, layout: Any, round_index: int) -> tuple[Any, A
 def run_verify(ctx: PhaseContext) -> PhaseResult:
     """Verify every finished rollout shard that has no reward shard yet."""
     plan, bank, verifier, shards = open_round(ctx.config, ctx.layout, ctx.round)
+    final_reward = ctx.config.verify.final_reward if plan.reward_mode == "final" else None  # what `final` pays
     outputs, metas = [], []
     scratch_root = ctx.layout.phase_scratch(ctx.round, "verify")
     for shard in shards:
@@ -133,6 +134,7 @@ def run_verify(ctx: PhaseContext) -> PhaseResult:
                     "reward_version": ctx.config.verify.reward_version,
                     "judge": verifier.judge_identity,
                     "reward_mode": plan.reward_mode,
+                    "final_reward": final_reward,
                 },
             )
             log_event(ctx.layout, ctx.round, ctx.phase, f"verify {shard.name}: {len(rewards)} rewards")
@@ -157,6 +159,7 @@ def run_verify(ctx: PhaseContext) -> PhaseResult:
             "reward_version": ctx.config.verify.reward_version,
             "judge": verifier.judge_identity,
             "reward_mode": plan.reward_mode,
+            "final_reward": final_reward,
             "invalid_reasons": invalid,
         },
     )

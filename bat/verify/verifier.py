@@ -108,10 +108,12 @@ class Verifier:
             why = "; ".join(sorted({v.detail for v in items.values() if v.verdict is None}))
             return self.invalid(rec, f"null verdicts {nulls}: {why}"[:500], **extra)
         if self.reward_mode == "final":
-            if score.overall is None:
-                return self.invalid(rec, f"final score is null: {score.null_reasons}", **extra)
+            which = self.config.verify.final_reward
+            final = score.task if which == "task" else score.overall
+            if final is None:
+                return self.invalid(rec, f"final {which} score is null: {score.null_reasons}", **extra)
             return RewardRecord(
-                **self._base(rec), stage_scores=dict(score.stages), reward=float(score.overall), valid=True, **extra
+                **self._base(rec), stage_scores=dict(score.stages), reward=float(final), valid=True, **extra
             )
         if score.breach:
             return RewardRecord(**self._base(rec), reward=0.0, eta=0.0, valid=True, **extra)

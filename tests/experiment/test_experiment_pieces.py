@@ -173,7 +173,7 @@ def test_a_piece_run_under_another_budget_is_stale_listed_and_never_averaged(tmp
     from bat.cli.main import main
     from bat.experiment.budget_audit import expected_budget
     from bat.experiment.collect import collect
-    from bat.experiment.spec import arm_config
+    from bat.experiment.spec import BUDGET_FIELD_DEFAULTS, arm_config
     from bat.experiment.write import _budget_section
 
     arms = "  - {name: grpo, overrides: [curriculum.arm=grpo]}\n  - {name: sft, overrides: [curriculum.arm=sft]}\n"
@@ -187,6 +187,9 @@ def test_a_piece_run_under_another_budget_is_stale_listed_and_never_averaged(tmp
     bicurl = grpo.model_copy(update={"curriculum": grpo.curriculum.model_copy(update={"arm": "bicurl"})})
     assert expected_budget(bicurl)["rollout.state_context"] == "handoff"
     assert "grpo.stage_row_credit" not in now and expected_budget(bicurl)["grpo.stage_row_credit"] == "all-turns"
+    # what the single final reward pays holds the grpo arm only; a record that predates the field paid Overall
+    assert now["verify.final_reward"] == "task" and "verify.final_reward" not in expected_budget(bicurl)
+    assert BUDGET_FIELD_DEFAULTS["verify.final_reward"] == "overall"
     tracks = {t: {"track": t, "n_runs": 1, "overall": 0.2} for t in ("a", "b")}
     agg = {"final": {"round": 2, "split": "final", "checkpoint": "c", "checkpoint_digest": "d", "suite_version": "s"}}
     agg["final"] |= {"harness_version": "h", "manifest_digest": "m", "stage_keys": [], "stages": {}, "task": 0.2}

@@ -216,10 +216,15 @@ def test_judge_verdicts_and_judge_failure_nulls(world, tmp_path):
     assert {i.item_id for i in expert.items if i.verdict is None} == set(judged)
 
 
-def test_final_reward_mode_uses_overall(world):
+def test_final_reward_mode_pays_the_task_score_or_overall(world):
     tmp, cfg, inst, shard = world
     expert, noop = verify_all(cfg, shard, truth_for(inst, tmp), tmp / "f", reward_mode="final")
-    assert expert.reward == pytest.approx(1.0) and noop.reward < 0.2
+    # the default (`verify.final_reward: task`): the submitted result's Task score alone
+    assert expert.reward == pytest.approx(expert.task_score) == pytest.approx(1.0)
+    assert noop.valid and noop.reward == noop.task_score == 0.0
+    overall_cfg = make_cfg(final_reward="overall")
+    expert_o, noop_o = verify_all(overall_cfg, shard, truth_for(inst, tmp / "o"), tmp / "o", reward_mode="final")
+    assert expert_o.reward == pytest.approx(1.0) and 0.0 <= noop_o.reward < 0.2
     with pytest.raises(ValueError, match="valid"):
         make_verifier(cfg, "bonus")
 
