@@ -15,7 +15,8 @@ Public API (record types in `bat.schemas.rollout`):
   unchanged since, tool-owned paths only from their tool), graded by the benchmark's own
   ``bat.benchmark.grader.grade`` on a grader dir regenerated from the practice seed, with the row's prefix
   records; stage rows r = eta * mean(v) over the row's items (``bat.verify.reward.stage_reward``), E2E rows
-  ``e2e_reward`` = w * weighted stage mean (eta_s * stage score) + (1 - w) * task, `final` mode = the Task score (`verify.final_reward: task`) or Overall.
+  ``e2e_reward`` = w * weighted stage mean (eta_s * stage score) + (1 - w) * task; `final` mode (the grpo arm) =
+  the Task score (`verify.final_reward: task`) or Overall.
   Breach -> 0. Any null verdict -> reward None, valid False (never a silent 0).
 * Judge ``bat.benchmark.judge_client.JudgeClient(JudgeConfig)``: ``judge(items, context) -> JudgeResult`` over an
   OpenAI-compatible /v1/chat/completions; strict ``{"verdicts": {id: bool}}`` with exactly the requested ids;
