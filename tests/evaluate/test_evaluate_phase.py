@@ -5,7 +5,7 @@ import shutil
 
 import pytest
 
-from bat.benchmark.secret import run_secret
+from bat.benchmark.secret import HeldoutSecret, install_secret, run_secret
 from bat.config import parse_config
 from bat.evaluate.episodes import EpisodeInfo, policy_driver, scripted_driver
 from bat.evaluate.phase import run_evaluate, run_final_test
@@ -28,7 +28,13 @@ def _cfg(**evaluate):
 
 @pytest.fixture
 def layout(tmp_path):
-    return RunLayout(tmp_path / "run").ensure()
+    """A run whose held-out secret is fixed, so that its held-out instances (and the scripted expert's exact scores
+    on them) are the same in every test session; a fresh secret per run draws new instances each time."""
+    lay = RunLayout(tmp_path / "run").ensure()
+    source = tmp_path / "SECRET"
+    source.write_text(HeldoutSecret.from_text("tests").key + "\n", encoding="ascii")
+    install_secret(source, lay.heldout_secret)
+    return lay
 
 
 def test_evaluate_phase_writes_aggregates_and_heldout_records(layout):
