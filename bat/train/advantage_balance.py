@@ -116,27 +116,25 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("round_dir", type=Path, help="a round folder (round_NN) with finished rollout and verify")
     args = parser.parse_args(argv)
     from bat.config.load import ConfigError
-    from bat.config.run_record import recorded_config
+    from bat.config.run_record import config_of_run
     from bat.state.errors import StateFileError
     from bat.state.layout import RunLayout
     from bat.train.grpo_data import credited_stage_order
 
+    run = RunLayout(Path(args.round_dir).parent)
     try:
-        layout = RunLayout(Path(args.round_dir).parent)
-        cfg = recorded_config(layout)
-        settings: dict[str, Any] = {}
-        if cfg is not None:
-            settings = {
-                "normalize_std": cfg.grpo.normalize_std,
-                "adv_eps": cfg.grpo.adv_eps,
-                "own_stage_order": credited_stage_order(cfg),
-            }
-        balance = round_balance(args.round_dir, **settings)
+        cfg = config_of_run(str(run.root), None, [])
+        balance = round_balance(
+            args.round_dir,
+            normalize_std=cfg.grpo.normalize_std,
+            adv_eps=cfg.grpo.adv_eps,
+            own_stage_order=credited_stage_order(cfg),
+        )
     except (FileNotFoundError, ConfigError, StateFileError) as exc:
         print(f"advantage_balance: {exc}", file=sys.stderr)
         return 2
-    balance["config"] = str(layout.run_json) if cfg is not None else "defaults (no run.json next to the round)"
-    balance["stage_row_credit"] = cfg.grpo.stage_row_credit if cfg is not None else "all-turns"
+    balance["config"] = str(run.run_json) if run.run_json.exists() else "defaults (no run.json next to the round)"
+    balance["stage_row_credit"] = cfg.grpo.stage_row_credit
     print(json.dumps(balance, indent=1))
     return 0
 
