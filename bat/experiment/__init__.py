@@ -35,6 +35,9 @@ Public API:
   (stage means, the other held-out split, staircase, stage profiles before/after RL), `markdown` (shared cells).
 * `bat.experiment.run.run_experiment(spec, *, only=None, seeds=None, command="", out_dir=None, collect_only=False)
   -> dict` (what `bat experiment` calls; a failed arm or seed is recorded and the rest still run).
+* `python -m bat.experiment.power --arm NAME=DIR[,DIR] ...`: reporting by hand on the held-out side, never called by
+  a phase or by `collect`: arms paired over end-of-run runs (same instance and sampling seed), the smallest gap
+  the split's run count detects and the runs a given gap needs.
 
 Matched budget: arm overrides may only touch `curriculum.*` (not batch_size/batches_per_round/exhausted); the
 results' `budget` audit checks resolved budget fields and the RL arms' rollout/GRPO-step counts, and names arms whose
