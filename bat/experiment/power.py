@@ -53,8 +53,9 @@ def arm_run_scores(arm_dirs: list[Path], split: str, metric: str = "overall") ->
         if not record_path.exists():
             raise PowerInputError(f"{record_path}: not found; pass an arm x seed state directory of `bat experiment`")
         record = read_json(record_path)
-        if record.get("status") != "done" or "final_round" not in record:
-            raise PowerInputError(f"{record_path}: status {record.get('status')!r}; finish the arm x seed first")
+        if not isinstance(record, dict) or record.get("status") != "done" or "final_round" not in record:
+            status = record.get("status") if isinstance(record, dict) else None
+            raise PowerInputError(f"{record_path}: status {status!r}; finish the arm x seed first")
         layout = RunLayout(Path(arm_dir))
         path = heldout_runs_path(layout, int(record["final_round"]), split)
         if not path.exists():
@@ -65,10 +66,9 @@ def arm_run_scores(arm_dirs: list[Path], split: str, metric: str = "overall") ->
             if value is None:
                 raise PowerInputError(f"{path}: run {run.run_id} has a null {metric} ({run.null_reason}); rerun it")
             scores[run.run_id] = (run.instance_id, float(value))
-        if per_seed and _alignment(per_seed[0], scores):
-            raise PowerInputError(
-                f"{path}: {_alignment(per_seed[0], scores)} (the first directory's); same experiment?"
-            )
+        problem = _alignment(per_seed[0], scores) if per_seed else ""
+        if problem:
+            raise PowerInputError(f"{path}: {problem} (the first directory's); same experiment?")
         per_seed.append(scores)
     if not per_seed:
         raise PowerInputError("no arm directory given")
