@@ -1,16 +1,19 @@
 """The experiment report's per-stage tables: end-of-run stage means, the other held-out split, the controller
-staircase per round, and the stage profile before and after RL on the controller and the end-of-run splits.
+staircase per round, the stage profile before and after RL on the controller and the end-of-run splits, and where
+the end-of-run runs stall.
 
 Reads the collected results (`bat.experiment.collect.collect`); returns markdown lines; writes no files.
 """
 
 from __future__ import annotations
 
+from collections import Counter
 from typing import Any
 
 from bat.evaluate.aggregate import pct
 from bat.experiment.markdown import delta, num, pm, split_view, table_head
 from bat.experiment.plots import stage_curve
+from bat.experiment.summary import END_SPLITS
 
 
 def stage_means_table(results: dict[str, Any]) -> list[str]:
@@ -108,3 +111,48 @@ def held_out_profile_table(results: dict[str, Any]) -> list[str]:
                 cells.append(f"{pct(cell['before'])} -> {pct(cell['after'])}{change}")
             out.append(f"| {split} | {name} | " + " | ".join(cells) + " |")
     return out
+
+
+def stall_table(results: dict[str, Any]) -> list[str]:
+    """Per end-of-run split and arm, summed over the arm's finished seeds: runs that finished the workflow, runs that
+    stalled at each stage, and the commonest kinds of a run's first failed turn (the counts each end-of-run aggregate
+    carries as `failures`; numbers only). Seeds whose record predates the counts are left out."""
+    stages = results["stage_keys"]
+    splits = [results["report_split"], *(s for s in END_SPLITS if s != results["report_split"])]
+    rows = []
+    for split in splits:
+        for name, arm in results["arms"].items():
+            counted = [
+                s["aggregates"][split]["failures"]
+                for s in arm["seeds"]
+                if s.get("status") == "done" and ((s.get("aggregates") or {}).get(split) or {}).get("failures")
+            ]
+            if not counted:
+                continue
+            stalled: Counter[str] = Counter()
+            first: Counter[str] = Counter()
+            for failures in counted:
+                stalled.update(failures.get("stalled", {}))
+                first.update(failures.get("first_failures", {}))
+            runs = sum(int(f.get("runs", 0)) for f in counted)
+            common = ", ".join(f"{kind} {n}" for kind, n in first.most_common(3)) or "-"
+            cells = [
+                str(len(counted)),
+                str(runs),
+                str(stalled.get("finished", 0)),
+                *(str(stalled.get(k, 0)) for k in stages),
+            ]
+            rows.append(f"| {split} | {name} | " + " | ".join(cells) + f" | {common} |")
+    if not rows:
+        return []
+    return [
+        "",
+        "## Where end-of-run runs stall",
+        "",
+        "The retained best on each end-of-run split, runs summed over the arm's finished seeds: runs that finished the "
+        "workflow, runs that stalled at each stage, and the commonest kinds of a run's first failed turn "
+        "(`bat evaluate explain` names the kinds).",
+        "",
+        *table_head(["split", "arm", "seeds", "runs", "finished", *(f"stalled {k}" for k in stages), "first failure"]),
+        *rows,
+    ]

@@ -16,7 +16,13 @@ from bat.evaluate.aggregate import pct
 from bat.experiment.markdown import delta, pm, split_view, table_head
 from bat.experiment.plots import plot_curves, plot_stage_staircase
 from bat.experiment.spec import ExperimentSpec
-from bat.experiment.stage_report import held_out_profile_table, other_split_tables, stage_means_table, stage_tables
+from bat.experiment.stage_report import (
+    held_out_profile_table,
+    other_split_tables,
+    stage_means_table,
+    stage_tables,
+    stall_table,
+)
 from bat.perf.machine import isa_kind
 from bat.state.atomic import atomic_write_json, atomic_write_text
 
@@ -104,7 +110,8 @@ def _closing_note(results: dict[str, Any]) -> str:
 
 
 def render_readme(results: dict[str, Any]) -> str:
-    """The readable report: command, commit, table, per-stage table, budget, per-seed runs, closing note."""
+    """The readable report: command, commit, table, per-stage table, budget, per-seed runs, curves, staircase, stage
+    profiles, where end-of-run runs stall, closing note."""
     out = _headline_table(results) + stage_means_table(results) + other_split_tables(results)
     out += _budget_section(results)
     out += _runs_table(results) + _pool_signal_table(results) + _superseded_table(results)
@@ -117,7 +124,7 @@ def render_readme(results: dict[str, Any]) -> str:
         "Controller split (the routing evaluation): raw Overall per round, and the retained best's score.",
         "",
     ]
-    out += stage_tables(results) + held_out_profile_table(results)
+    out += stage_tables(results) + held_out_profile_table(results) + stall_table(results)
     out += ["", "## Closing note", "", _closing_note(results), ""]
     return "\n".join(out)
 

@@ -205,3 +205,28 @@ def test_a_rounds_signal_carries_its_grpo_steps_gradient_norm(tmp_path) -> None:
     assert signal["round"] == 1 and signal["reward_mean"] == 0.5
     assert (signal["groups"], signal["groups_identical"], signal["grad_norm"]) == (4, 1, 0.44)
     assert signal["adv_uncancelled"] == 0.0
+
+
+def test_the_stall_table_sums_each_arms_finished_seeds_per_split() -> None:
+    from bat.experiment.stage_report import stall_table
+
+    def seed(status: str, finished: int, s3: int, first: dict[str, int]) -> dict:
+        failures = {"runs": finished + s3, "stalled": {"finished": finished, "S3": s3}, "first_failures": first}
+        return {"status": status, "aggregates": {"final": {"failures": failures}, "test": {"failures": None}}}
+
+    results = {
+        "stage_keys": ["S1", "S2", "S3"],
+        "report_split": "final",
+        "arms": {
+            "grpo": {
+                "seeds": [seed("done", 6, 14, {"repeat": 12}), seed("done", 5, 15, {"repeat": 9, "tool_error": 2})]
+            },
+            "old": {"seeds": [{"status": "done", "aggregates": {"final": {}}}]},
+            "stale": {"seeds": [seed("stale", 9, 11, {"repeat": 1})]},
+        },
+    }
+    lines = stall_table(results)
+    assert lines[1] == "## Where end-of-run runs stall"
+    rows = [x for x in lines if x.startswith("| final")]
+    assert rows == ["| final | grpo | 2 | 40 | 11 | 0 | 0 | 29 | repeat 21, tool_error 2 |"]
+    assert stall_table({**results, "arms": {"old": results["arms"]["old"]}}) == []
