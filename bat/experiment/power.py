@@ -5,8 +5,9 @@ end-of-run evaluation (`heldout/round_NN/<split>/runs.jsonl`); writes nothing. E
 is evaluated on the same instances with the same sampling seeds (the experiment's held-out secret), so run `r` of
 one arm and run `r` of another face the same instance: the per-run difference (each arm's score averaged over its
 seeds) is a paired sample. From its SD this reports the paired mean difference with a t half-width over runs, the
-smallest gap that many runs detect at a given power (two-sided paired t test, normal-free approximation
-`(t_{1-a/2} + t_{power}) * sd / sqrt(n)` with n - 1 degrees of freedom), and the runs per split a given gap needs.
+smallest gap that many runs detect at a given power (two-sided paired t test, approximated as
+`(t_{1-a/2} + t_{power}) * sd / sqrt(n)` with n - 1 degrees of freedom, i.e. without the noncentral t), and the
+runs per split a given gap needs.
 
 Reporting only, run by hand next to an experiment's state (it opens held-out files): no phase imports it and
 nothing it prints feeds training or routing.
