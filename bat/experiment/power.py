@@ -24,6 +24,7 @@ from typing import Any
 
 from scipy import stats
 
+from bat.evaluate.aggregate import half_width
 from bat.schemas.evaluation import METRICS
 
 MAX_RUNS = 100_000
@@ -132,14 +133,12 @@ def paired_comparison(
         raise PowerInputError(f"{n} paired run(s); at least 2 are needed")
     sd = statistics.stdev(deltas)
     alpha = 1 - confidence
-    mean = statistics.fmean(deltas)
-    p_value = 1.0 if sd == 0 else float(2 * stats.t.sf(abs(mean) / (sd / math.sqrt(n)), n - 1))
     return {
         "n_runs": n,
-        "mean_delta": mean,
+        "mean_delta": statistics.fmean(deltas),
         "sd_delta": sd,
-        "half_width": float(stats.t.ppf(1 - alpha / 2, n - 1) * sd / math.sqrt(n)),
-        "p_value": p_value,
+        "half_width": half_width(deltas, confidence),
+        "p_value": 1.0 if sd == 0 else float(stats.ttest_1samp(deltas, 0.0).pvalue),
         "runs_differing": sum(1 for d in deltas if abs(d) > 1e-9),
         "minimum_detectable": float(minimum_detectable_difference(sd, n, alpha=alpha, power=power)),
         "runs_needed": {gap: runs_needed(sd, gap, alpha=alpha, power=power) for gap in gaps},
