@@ -45,6 +45,8 @@ def test_unprivileged_bwrap_contains_escapes() -> None:
         os.chmod(top, 0o755)
         for path in (ws, ws / "data", ws / "data" / "x.txt"):
             os.chown(path, 65534, 65534)
+        # Every level of the bomb waits for its children, so the call lasts until the nproc limit bites (or the
+        # timeout): a bomb whose levels return at once lets the top shell exit before 32 processes exist.
         script = textwrap.dedent(f"""
             import json
             from bat.config.sandbox import SandboxConfig
@@ -53,7 +55,7 @@ def test_unprivileged_bwrap_contains_escapes() -> None:
                          protected_paths=[{str(grader)!r}])
             out = {{}}
             for name, lang, code in [("grader", "bash", "cat {grader}/truth.txt"),
-                                     ("bomb", "bash", "bomb() {{ bomb | bomb & }}; bomb; wait"),
+                                     ("bomb", "bash", "bomb() {{ bomb | bomb & wait; }}; bomb"),
                                      ("net", "python", "import socket; socket.socket().connect(('1.1.1.1', 80))")]:
                 r = sb.execute_code(lang, code)
                 out[name] = {{"flags": r.flags.raised(), "text": r.stdout + r.stderr}}
@@ -61,7 +63,7 @@ def test_unprivileged_bwrap_contains_escapes() -> None:
             warm = Sandbox({str(ws)!r}, SandboxConfig(runtime="bwrap", python={SYSTEM_PYTHON!r}, timeout_s=2, nproc=32,
                                                     warm=True), protected_paths=[{str(grader)!r}])
             with warm:
-                bomb = warm.execute_code("bash", "bomb() {{ bomb | bomb & }}; bomb; wait")
+                bomb = warm.execute_code("bash", "bomb() {{ bomb | bomb & wait; }}; bomb")
                 out["warm_bomb"] = bomb.flags.raised()
                 out["warm_next"] = warm.call_tool("bat.sandbox.tools:list_files", {{}}).result
             print(json.dumps(out))
