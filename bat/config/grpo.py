@@ -71,7 +71,7 @@ class GrpoConfig(Section):
     Eq. 19 and the reference release). Under `token-mean` a group's long members outweigh its short ones, so a
     group whose failing member is long pushes down the tokens every member shares (tool-call syntax); per-rollout
     means weigh each member by its advantage alone, which sums to zero over the group."""
-    stage_row_credit: Literal["all-turns", "own-stage"] = "all-turns"
+    stage_row_credit: Literal["all-turns", "own-stage"] = "own-stage"
     """Which turns of a stage row (S-target / S-mix) carry the row's advantage into the loss. `all-turns`: every
     generated turn. `own-stage`: a turn the environment tagged with a later stage than the row's (the batch run that
     settles an S3 row, a `submit` that ends an S3 row before any batch, and every call, malformed ones too, once the

@@ -186,7 +186,7 @@ def test_a_piece_run_under_another_budget_is_stale_listed_and_never_averaged(tmp
     grpo = arm_config(spec, "grpo", 1)
     bicurl = grpo.model_copy(update={"curriculum": grpo.curriculum.model_copy(update={"arm": "bicurl"})})
     assert expected_budget(bicurl)["rollout.state_context"] == "handoff"
-    assert "grpo.stage_row_credit" not in now and expected_budget(bicurl)["grpo.stage_row_credit"] == "all-turns"
+    assert "grpo.stage_row_credit" not in now and expected_budget(bicurl)["grpo.stage_row_credit"] == "own-stage"
     # what the single final reward pays holds the grpo arm only; a record that predates the field paid Overall
     assert now["verify.final_reward"] == "task" and "verify.final_reward" not in expected_budget(bicurl)
     assert BUDGET_FIELD_DEFAULTS["verify.final_reward"] == "overall"

@@ -9,7 +9,7 @@ import pytest
 from bat.config.model import TinyModelConfig
 from bat.policy.codec import render_tool_call
 from bat.schemas.bank import ChatMessage, LossMaskSpec, SftRow
-from bat.schemas.rollout import RewardRecord, RolloutRecord, TurnRecord
+from bat.schemas.rollout import RewardRecord, RolloutRecord, Segment, TurnRecord
 from bat.schemas.routing import PlanRow, RoundPlan
 
 TOOLS = ("list_files", "read_file", "run_python", "submit")
@@ -100,7 +100,18 @@ def sft_rows():
 def make_rollout(
     rollout_id, state_id, ids, mask, behavior, *, pool="S-target", valid=True, temperature=1.0, prompt_len=1
 ):
-    """A minimal valid RolloutRecord around the given token arrays."""
+    """A minimal valid RolloutRecord around the given token arrays: one generated segment and one turn per
+    contiguous run of mask 1s (as the rollout engine writes them); the runs of 0s are the prompt and observations."""
+    segments, turns = [], []
+    start = 0
+    for end in range(1, len(mask) + 1):
+        if end < len(mask) and mask[end] == mask[start]:
+            continue
+        kind = "generated" if mask[start] else ("prompt" if start == 0 else "observation")
+        segments.append(Segment(kind=kind, start=start, end=end))
+        if kind == "generated":
+            turns.append(TurnRecord(index=len(turns), response_text="", generated_tokens=end - start, finish="stop"))
+        start = end
     return RolloutRecord(
         rollout_id=rollout_id,
         state_id=state_id,
@@ -117,9 +128,9 @@ def make_rollout(
         loss_mask=list(mask),
         behavior_logprobs=list(behavior),
         prompt_len=prompt_len,
-        segments=[],
-        turns=[TurnRecord(index=0, response_text="", generated_tokens=sum(mask), finish="stop")],
-        tool_calls=1,
+        segments=segments,
+        turns=turns,
+        tool_calls=len(turns),
         response_tokens=sum(mask),
         end_reason="done" if valid else "error",
         valid=valid,

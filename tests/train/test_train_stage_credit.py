@@ -91,8 +91,8 @@ def test_the_config_names_the_stage_order_only_under_own_stage() -> None:
     from bat.config.load import load_config
     from bat.train.grpo_data import credited_stage_order
 
-    assert credited_stage_order(load_config(None, [])) is None
-    assert credited_stage_order(load_config(None, ["grpo.stage_row_credit=own-stage"])) == ORDER
+    assert credited_stage_order(load_config(None, [])) == ORDER  # the default: own-stage
+    assert credited_stage_order(load_config(None, ["grpo.stage_row_credit=all-turns"])) is None
     with pytest.raises(Exception, match="all-turns"):
         load_config(None, ["grpo.stage_row_credit=later"])
 
@@ -118,14 +118,14 @@ def test_the_balance_command_reads_the_runs_stage_credit_from_its_run_json(tmp_p
         assert main([str(round_dir)]) == 0
         return json.loads(capsys.readouterr().out)
 
-    every = balance()  # no run.json: the defaults (every turn trained)
-    assert every["stage_row_credit"] == "all-turns" and every["stage_turns_uncredited"] == 0
-    assert every["groups"][0]["trained_tokens"] == [6, 6]
-    cfg = load_config(None, ["grpo.stage_row_credit=own-stage"])
+    default = balance()  # no run.json: the defaults (own-stage credit)
+    assert default["stage_row_credit"] == "own-stage" and default["config"].startswith("defaults")
+    assert default["stage_turns_uncredited"] == 1 and default["groups"][0]["trained_tokens"] == [3, 6]
+    cfg = load_config(None, ["grpo.stage_row_credit=all-turns"])
     (run_root / "run.json").write_text(json.dumps({"config": resolved_dict(cfg)}), encoding="utf-8")
-    own = balance()
-    assert own["stage_row_credit"] == "own-stage" and own["config"] == str((run_root / "run.json").resolve())
-    assert own["stage_turns_uncredited"] == 1 and own["groups"][0]["trained_tokens"] == [3, 6]
+    every = balance()
+    assert every["stage_row_credit"] == "all-turns" and every["config"] == str((run_root / "run.json").resolve())
+    assert every["stage_turns_uncredited"] == 0 and every["groups"][0]["trained_tokens"] == [6, 6]
     (run_root / "run.json").write_text("{not json", encoding="utf-8")
     assert main([str(round_dir)]) == 2
     assert "run.json" in capsys.readouterr().err
