@@ -1,5 +1,5 @@
 """`bat experiment --config FILE [--only ARM ...] [--seeds 1,2] [--out DIR] [--collect-only] [--allow-config-change]
-[--supersede TAG --reason TEXT]`.
+[--supersede TAG --reason TEXT] [--wide-final N]`.
 
 Arm comparison.
 
@@ -31,6 +31,10 @@ def _handler(args: argparse.Namespace) -> int:
         spec = load_experiment(args.config)
         arms, seeds = select(spec, args.only, args.seeds)
         supersede_as = _supersede_as(args)
+        if args.wide_final is not None and (args.collect_only or supersede_as):
+            raise ExperimentError(
+                "--wide-final re-scores finished runs: it goes without --collect-only and --supersede"
+            )
     except ExperimentError as exc:
         print(f"bat experiment: {exc}", file=sys.stderr)
         return 2
@@ -61,6 +65,9 @@ def _supersede_as(args: argparse.Namespace) -> tuple[str, str] | None:
 def _run(spec, args: argparse.Namespace, supersede_as: tuple[str, str] | None):
     from bat.experiment.run import run_experiment
 
+    if args.wide_final is not None:
+        return _run_wide(spec, args)
+
     return run_experiment(
         spec,
         only=args.only,
@@ -71,6 +78,34 @@ def _run(spec, args: argparse.Namespace, supersede_as: tuple[str, str] | None):
         allow_config_change=args.allow_config_change,
         supersede_as=supersede_as,
     )
+
+
+def _run_wide(spec, args: argparse.Namespace) -> dict:
+    """`--wide-final N`: widen the selected finished arm x seeds (`bat.experiment.wide`), then re-collect."""
+    from pathlib import Path
+
+    from bat.experiment.collect import collect
+    from bat.experiment.run import select
+    from bat.experiment.wide import run_wide
+    from bat.experiment.write import stamp, write_results
+
+    arms, seeds = select(spec, args.only, args.seeds)
+    out = Path(args.out or spec.out_dir)
+    for line in run_wide(spec, [a.name for a in arms], seeds, args.wide_final, out):
+        print(f"bat experiment: wide final: {line}", flush=True)
+    results = stamp(collect(spec, out), _command(args))
+    write_results(spec, results, args.out)
+    return results
+
+
+def _wide_repeats(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        value = 0
+    if not 2 <= value <= 1000:
+        raise argparse.ArgumentTypeError(f"--wide-final takes runs per track (2-1000), got {text!r}")
+    return value
 
 
 def _report(args: argparse.Namespace, spec, arms: list, seeds: list[int], results: dict) -> int:
@@ -126,6 +161,13 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         "state dirs aside, listed in the results as superseded (needs --reason)",
     )
     parser.add_argument("--reason", metavar="TEXT", help="why the superseded runs are redone (with --supersede)")
+    parser.add_argument(
+        "--wide-final",
+        type=_wide_repeats,
+        metavar="N",
+        help="instead of running arms: re-score the selected finished arm x seeds' retained checkpoints on N final "
+        "runs per track (the end-of-run runs are reused), record them under OUT/wide/ and re-collect",
+    )
     parser.set_defaults(handler=_handler)
 
 
@@ -144,4 +186,6 @@ def _command(args: argparse.Namespace) -> str:
         words.append("--allow-config-change")
     if args.supersede:
         words += ["--supersede", args.supersede, "--reason", args.reason or ""]
+    if args.wide_final is not None:
+        words += ["--wide-final", str(args.wide_final)]
     return " ".join(shlex.quote(w) for w in words)

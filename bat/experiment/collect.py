@@ -26,6 +26,7 @@ from bat.experiment.pieces import read_arm_piece, read_shared_piece, superseded_
 from bat.experiment.share import ROUND0_PHASES, arm_dir, shared_dir
 from bat.experiment.spec import ExperimentSpec, arm_config, bootstrap_seed_of, budget_signature
 from bat.experiment.summary import END_SPLITS, arm_summary, compare, held_out_profile
+from bat.experiment.wide import wide_summary
 from bat.schemas.evaluation import EvalAggregate
 from bat.state.atomic import read_json
 from bat.state.errors import StateFileError
@@ -235,4 +236,5 @@ def collect(spec: ExperimentSpec, out_dir: Path | None = None) -> dict[str, Any]
         "budget": budget_audit(spec, arms),
         "shared": shared,
         "superseded": superseded_records(out),
+        "wide": wide_summary(out, ref, confidence=confidence),
     }

@@ -35,7 +35,8 @@ PIECE_SCHEMA = 1
 """Version of a piece record's layout."""
 
 
-def _stamp(body: dict[str, Any]) -> dict[str, Any]:
+def stamp_piece(body: dict[str, Any]) -> dict[str, Any]:
+    """`body` with the piece schema, the commit that produced it, the CPU and the time (every committed record)."""
     from bat.experiment.write import git_commit
 
     return {
@@ -53,7 +54,7 @@ def write_arm_piece(out_dir: Path, arm: str, seed: int, result: dict[str, Any]) 
     path = arm_piece(out_dir, arm, seed)
     if path.exists() or result.get("status") != "done":
         return None
-    return atomic_write_json(path, _stamp({"arm": arm, **result}))
+    return atomic_write_json(path, stamp_piece({"arm": arm, **result}))
 
 
 def read_arm_piece(out_dir: Path, arm: str, seed: int) -> dict[str, Any] | None:
@@ -70,7 +71,7 @@ def write_shared_piece(out_dir: Path, seed: int, record: dict[str, Any]) -> Path
     path = shared_piece(out_dir, seed)
     if path.exists():
         return None
-    return atomic_write_json(path, _stamp({"seed": seed, **record}))
+    return atomic_write_json(path, stamp_piece({"seed": seed, **record}))
 
 
 def read_shared_piece(out_dir: Path, seed: int) -> dict[str, Any] | None:

@@ -74,13 +74,28 @@ def arm_run_scores(arm_dirs: list[Path], split: str, metric: str = "overall") ->
         per_seed.append(scores)
     if not per_seed:
         raise PowerInputError("no arm directory given")
+    return seed_average(per_seed)
+
+
+def seed_average(per_seed: list[dict[str, tuple[str, float | None]]]) -> dict[str, tuple[str, float]]:
+    """run_id -> (instance_id, score averaged over seeds) from one {run_id: (instance_id, score)} per seed.
+    Raises `PowerInputError` when there is no seed, a score is null, or the seeds' runs cannot be paired."""
+    if not per_seed:
+        raise PowerInputError("no seed given")
+    for index, scores in enumerate(per_seed):
+        problem = _alignment(per_seed[0], scores)
+        if problem:
+            raise PowerInputError(f"seed {index + 1}: {problem} (the first seed's); same experiment?")
+        nulls = sorted(run_id for run_id, (_, value) in scores.items() if value is None)
+        if nulls:
+            raise PowerInputError(f"seed {index + 1}: {len(nulls)} run(s) with a null score (first: {nulls[0]})")
     return {
-        run_id: (instance, statistics.fmean(seed[run_id][1] for seed in per_seed))
+        run_id: (instance, statistics.fmean(float(seed[run_id][1]) for seed in per_seed))  # type: ignore[arg-type]
         for run_id, (instance, _) in sorted(per_seed[0].items())
     }
 
 
-def _alignment(a: dict[str, tuple[str, float]], b: dict[str, tuple[str, float]]) -> str:
+def _alignment(a: dict[str, tuple[str, Any]], b: dict[str, tuple[str, Any]]) -> str:
     """Why two run sets cannot be paired ('' when they can): run ids or their instances differ."""
     if set(a) != set(b):
         return f"run ids differ ({len(set(a) ^ set(b))} not in both)"

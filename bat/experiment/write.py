@@ -23,6 +23,7 @@ from bat.experiment.stage_report import (
     stage_tables,
     stall_table,
 )
+from bat.experiment.wide_report import wide_section
 from bat.perf.machine import isa_kind
 from bat.state.atomic import atomic_write_json, atomic_write_text
 
@@ -111,7 +112,7 @@ def _closing_note(results: dict[str, Any]) -> str:
 
 def render_readme(results: dict[str, Any]) -> str:
     """The readable report: command, commit, table, per-stage table, budget, per-seed runs, curves, staircase, stage
-    profiles, where end-of-run runs stall, closing note."""
+    profiles, where end-of-run runs stall, the wide final evaluation, closing note."""
     out = _headline_table(results) + stage_means_table(results) + other_split_tables(results)
     out += _budget_section(results)
     out += _runs_table(results) + _pool_signal_table(results) + _superseded_table(results)
@@ -124,7 +125,7 @@ def render_readme(results: dict[str, Any]) -> str:
         "Controller split (the routing evaluation): raw Overall per round, and the retained best's score.",
         "",
     ]
-    out += stage_tables(results) + held_out_profile_table(results) + stall_table(results)
+    out += stage_tables(results) + held_out_profile_table(results) + stall_table(results) + wide_section(results)
     out += ["", "## Closing note", "", _closing_note(results), ""]
     return "\n".join(out)
 

@@ -13,7 +13,10 @@ import pytest
 
 from bat.cli.main import main
 from bat.evaluate.manifest import checkpoint_digest
+from bat.schemas.evaluation import EvalRun
 from bat.state.atomic import read_json
+from bat.state.jsonl import read_jsonl
+from bat.state.layout import RunLayout
 
 REPO = Path(__file__).resolve().parents[2]
 
@@ -94,6 +97,22 @@ def test_two_arm_experiment_matched_budget_shared_sft(tmp_path: Path) -> None:
     assert re.fullmatch(r"[0-9a-f]{40}(\+dirty)?", piece["commit"]) and piece["cpu"]["cores"] >= 1
     assert read_json(out / "runs" / "_shared" / "seed_3.json")["sft_digest"] == digest
 
+    # the wide final evaluation: the retained checkpoints on 3 final runs per track, the end-of-run run reused
+    assert main(["experiment", "--config", str(exp), "--wide-final", "3"]) == 0
+    for name in runs:
+        wide = read_json(out / "wide" / name / "seed_3_r03.json")
+        assert (wide["n_runs"], wide["reused_runs"], wide["end_of_run_repeats"]) == (6, 2, 1)
+        layout = RunLayout(arm_root / name)
+        end = {r.run_id: r.overall for r in read_jsonl(layout.heldout_run_records(1, "final"), EvalRun)}
+        assert {rid: wide["runs"][rid]["overall"] for rid in end} == end and len(wide["runs"]) == 6
+        assert wide["checkpoint_digest"] == read_json(layout.heldout_manifest(1, "final"))["checkpoint_digest"]
+    widened = json.loads((out / "results.json").read_text())["wide"]
+    assert [w["repeats"] for w in widened] == [3] and set(widened[0]["vs_reference"]) == {"grpo"}
+    assert "## Wide final evaluation" in (out / "README.md").read_text()
+    recorded = read_json(out / "wide" / "grpo" / "seed_3_r03.json")["recorded_at"]
+    assert main(["experiment", "--config", str(exp), "--wide-final", "3"]) == 0  # committed: not redone
+    assert read_json(out / "wide" / "grpo" / "seed_3_r03.json")["recorded_at"] == recorded
+
     # a later piece on a fresh disk: no state dirs, the committed records give the same table
     shutil.move(tmp_path / "state", tmp_path / "gone")
     assert main(["experiment", "--config", str(exp), "--collect-only"]) == 0
@@ -103,6 +122,7 @@ def test_two_arm_experiment_matched_budget_shared_sft(tmp_path: Path) -> None:
         assert arm["summary"]["mean"]["overall"] == pytest.approx(results["arms"][name]["summary"]["mean"]["overall"])
     assert merged["budget"]["matched"] and merged["shared"]["3"]["sft_digest"] == digest
     assert "| grpo | 3 | done |" in (out / "README.md").read_text() and "piece `" in (out / "README.md").read_text()
+    assert merged["wide"] == widened  # the wide section is rebuilt from the committed wide records
     # running the experiment there does not redo committed arm x seeds, nor rebuild their bootstrap
     assert main(["experiment", "--config", str(exp)]) == 0
     assert not (tmp_path / "state" / "t2" / "seed_3").exists()

@@ -1,0 +1,253 @@
+"""The wide final evaluation: an arm x seed's end-of-run checkpoint on a final split with more runs per track.
+
+An experiment's end-of-run evaluation scores each arm x seed on `benchmark.split_repeats.final` runs per track; a
+run's Overall is nearly binary, so a gap between two trained arms smaller than ~25 points hides in that noise
+(`bat.experiment.power`). The wide evaluation re-scores the same retained checkpoint (the one the end-of-run
+evaluation named in its manifest, digest-checked) on `repeats` runs per track of the same final split. Held-out run
+`r` of a track is keyed by (split, track, r) alone, so the first end-of-run repeats are the same instances with the
+same sampling seeds: their recorded scores are reused and only the new runs are played.
+
+Reads an arm x seed's `experiment_arm.json` (status, `final_round`), its end-of-run final manifest and raw runs
+(`heldout/round_NN/final/`) and the experiment's held-out secret. Writes, under the arm x seed's state dir, the wide
+evaluation's held-out files (`heldout/round_NN/wide_rNN/final/`) and aggregate
+(`round_NN/final_test/aggregate_final_wide_rNN.json`), resuming from its partial runs; and the committed record
+`<out_dir>/wide/<arm>/seed_<s>_r<NN>.json` (per-run scores, never overwritten), from which the experiment report's
+"Wide final evaluation" section is built on any disk. The final split never feeds routing or tuning.
+"""
+
+from __future__ import annotations
+
+import statistics
+import time
+from pathlib import Path
+from typing import Any
+
+from bat.experiment.spec import ExperimentSpec, arm_config
+
+WIDE_PHASE = "final_test"
+"""The end-of-run phase folder the wide aggregate is filed under (as a variant of its final aggregate)."""
+WIDE_DIR_NAME = "wide"
+"""Folder under an experiment's results dir holding the committed wide-evaluation records."""
+
+
+class WideError(ValueError):
+    """An arm x seed that cannot be widened as asked; the message names the file and what to do."""
+
+
+def wide_variant(repeats: int) -> str:
+    """Variant name of a wide evaluation with `repeats` runs per track (`wide_r15`)."""
+    return f"wide_r{repeats:02d}"
+
+
+def wide_piece(out_dir: Path, arm: str, seed: int, repeats: int) -> Path:
+    """`<out_dir>/wide/<arm>/seed_<seed>_r<NN>.json`: the committed record of one wide evaluation."""
+    return Path(out_dir) / WIDE_DIR_NAME / arm / f"seed_{seed}_r{repeats:02d}.json"
+
+
+def wide_config(spec: ExperimentSpec, arm: str, seed: int, repeats: int) -> Any:
+    """The arm x seed's config with `repeats` runs per track on the final split (nothing else changes)."""
+    cfg = arm_config(spec, arm, seed)
+    bench = cfg.benchmark.model_copy(update={"split_repeats": {**cfg.benchmark.split_repeats, "final": repeats}})
+    return cfg.model_copy(update={"benchmark": bench})
+
+
+def _finished_arm(spec: ExperimentSpec, arm: str, seed: int) -> tuple[Path, int]:
+    """(state dir, final round) of a finished arm x seed; WideError otherwise."""
+    from bat.experiment.share import arm_dir
+    from bat.state.atomic import read_json
+    from bat.state.experiment_layout import ARM_RECORD_NAME
+
+    root = arm_dir(spec, seed, arm)
+    path = root / ARM_RECORD_NAME
+    record = read_json(path) if path.exists() else None
+    if not isinstance(record, dict) or record.get("status") != "done" or "final_round" not in record:
+        status = record.get("status") if isinstance(record, dict) else "not run on this disk"
+        raise WideError(
+            f"{path}: arm {arm} seed {seed} is {status}; the wide evaluation needs its finished state dir (run the "
+            f"arm x seed on this disk first: its retained checkpoint is not committed)"
+        )
+    return root, int(record["final_round"])
+
+
+def _seed_partial(layout: Any, final_round: int, variant: str) -> int:
+    """Copy the end-of-run final runs (and transcripts) into the wide evaluation's partial files once; returns how
+    many runs were copied (0 when a partial exists already: an interrupted wide evaluation resumes from it)."""
+    from bat.evaluate.store import (
+        partial_runs_path,
+        partial_transcripts_path,
+        read_heldout_runs,
+    )
+    from bat.schemas.breakdown import Transcript
+    from bat.state.jsonl import append_jsonl, read_jsonl
+
+    partial = partial_runs_path(layout, final_round, "final", variant)
+    if partial.exists():
+        return 0
+    runs = read_heldout_runs(layout, final_round, "final")
+    transcripts_path = layout.heldout_transcripts(final_round, "final", None)
+    if transcripts_path.exists():
+        ids = {r.run_id for r in runs}
+        kept = [t for t in read_jsonl(transcripts_path, Transcript) if t.run_id in ids]
+        append_jsonl(partial_transcripts_path(layout, final_round, "final", variant), kept)
+    append_jsonl(partial, runs)
+    return len(runs)
+
+
+def evaluate_wide(spec: ExperimentSpec, arm: str, seed: int, repeats: int) -> dict[str, Any]:
+    """Evaluate (or resume) the arm x seed's retained checkpoint on `repeats` final runs per track; returns the
+    record to commit. An evaluation already finished is read back, not redone."""
+    from bat.config.load import config_hash
+    from bat.evaluate.episodes import policy_driver
+    from bat.evaluate.manifest import checkpoint_digest
+    from bat.evaluate.runner import evaluate_split
+    from bat.evaluate.store import aggregate_path, heldout_manifest_path, load_aggregate, read_heldout_runs
+    from bat.schemas.evaluation import EvalManifest
+    from bat.state.atomic import read_json
+    from bat.state.layout import RunLayout
+
+    root, final_round = _finished_arm(spec, arm, seed)
+    layout = RunLayout(root)
+    cfg = wide_config(spec, arm, seed, repeats)
+    variant = wide_variant(repeats)
+    manifest_path = heldout_manifest_path(layout, final_round, "final")
+    if not manifest_path.exists():
+        raise WideError(f"{manifest_path}: not found; the arm x seed has no end-of-run final evaluation")
+    manifest = EvalManifest.model_validate(read_json(manifest_path))
+    end_repeats = max((r.repeat for r in manifest.runs), default=-1) + 1
+    if repeats <= end_repeats:
+        raise WideError(
+            f"{manifest_path}: the end-of-run evaluation already has {end_repeats} runs per track; ask for more "
+            f"than {end_repeats}"
+        )
+    started, reused = time.monotonic(), 0
+    if load_aggregate(layout, final_round, "final", WIDE_PHASE, variant) is None:
+        if not Path(manifest.checkpoint).is_dir():
+            raise WideError(
+                f"{manifest_path}: its retained checkpoint {manifest.checkpoint} is gone; the wide evaluation "
+                "scores that checkpoint, so it runs on the disk that trained it"
+            )
+        if checkpoint_digest(manifest.checkpoint) != manifest.checkpoint_digest:
+            raise WideError(
+                f"{manifest.checkpoint}: its digest no longer matches the end-of-run evaluation's "
+                f"({manifest_path}); the retained checkpoint changed, so its runs cannot be extended"
+            )
+        reused = _seed_partial(layout, final_round, variant)
+        driver, close = policy_driver(cfg, Path(manifest.checkpoint))
+        try:
+            evaluate_split(
+                cfg,
+                layout,
+                final_round,
+                "final",
+                manifest.checkpoint,
+                driver,
+                config_hash=config_hash(cfg),
+                phase=WIDE_PHASE,
+                variant=variant,
+            )
+        finally:
+            close()
+    agg = load_aggregate(layout, final_round, "final", WIDE_PHASE, variant)
+    assert agg is not None, aggregate_path(layout, final_round, "final", WIDE_PHASE, variant)
+    runs = read_heldout_runs(layout, final_round, "final", variant)
+    return {
+        "arm": arm,
+        "seed": seed,
+        "repeats": repeats,
+        "end_of_run_repeats": end_repeats,
+        "final_round": final_round,
+        "checkpoint_digest": manifest.checkpoint_digest,
+        "overall": agg.overall,
+        "n_runs": agg.n_runs,
+        "reused_runs": reused,
+        "wall_s": round(time.monotonic() - started, 3),
+        "runs": {
+            r.run_id: {"instance_id": r.instance_id, "overall": r.overall, "task": r.task, "agentic": r.agentic}
+            for r in sorted(runs, key=lambda r: r.run_id)
+        },
+    }
+
+
+def write_wide_piece(out_dir: Path, record: dict[str, Any]) -> Path | None:
+    """Commit-ready record of one wide evaluation, written once (None when it exists already)."""
+    from bat.experiment.pieces import stamp_piece
+    from bat.state.atomic import atomic_write_json
+
+    path = wide_piece(out_dir, record["arm"], record["seed"], record["repeats"])
+    if path.exists():
+        return None
+    return atomic_write_json(path, stamp_piece(record))
+
+
+def read_wide_pieces(out_dir: Path) -> list[dict[str, Any]]:
+    """Every committed wide-evaluation record under `<out_dir>/wide/`, sorted by (repeats, arm, seed)."""
+    from bat.state.atomic import read_json
+
+    folder = Path(out_dir) / WIDE_DIR_NAME
+    records = [read_json(p) for p in sorted(folder.glob("*/seed_*_r*.json"))] if folder.is_dir() else []
+    return sorted(records, key=lambda r: (r["repeats"], r["arm"], r["seed"]))
+
+
+def run_wide(spec: ExperimentSpec, arms: list[str], seeds: list[int], repeats: int, out_dir: Path) -> list[str]:
+    """Widen every selected arm x seed that has no committed record yet; returns one line per arm x seed (written,
+    committed already, or why it was skipped). A failure of one arm x seed does not stop the others."""
+    lines = []
+    for arm in arms:
+        for seed in seeds:
+            if wide_piece(out_dir, arm, seed, repeats).exists():
+                lines.append(f"{arm} seed {seed}: committed already ({wide_piece(out_dir, arm, seed, repeats)})")
+                continue
+            print(f"bat experiment: wide final evaluation, arm {arm} seed {seed}, {repeats} runs per track", flush=True)
+            try:
+                record = evaluate_wide(spec, arm, seed, repeats)
+            except WideError as exc:
+                lines.append(f"{arm} seed {seed}: skipped: {exc}")
+                continue
+            path = write_wide_piece(out_dir, record)
+            lines.append(
+                f"{arm} seed {seed}: Overall {100 * (record['overall'] or 0):.1f} over {record['n_runs']} runs "
+                f"({record['reused_runs']} reused) -> {path} (commit it)"
+            )
+    return lines
+
+
+def wide_summary(out_dir: Path, reference: str, *, confidence: float = 0.95) -> list[dict[str, Any]]:
+    """Per repeats value of the committed wide records: each arm's seeds and mean Overall over runs, and every arm
+    paired run by run against `reference` (scores averaged over an arm's seeds per run; `bat.experiment.power`)."""
+    from bat.experiment.power import PowerInputError, paired_comparison, seed_average
+
+    by_repeats: dict[int, dict[str, list[dict[str, Any]]]] = {}
+    for record in read_wide_pieces(out_dir):
+        by_repeats.setdefault(record["repeats"], {}).setdefault(record["arm"], []).append(record)
+    summaries = []
+    for repeats, arms in sorted(by_repeats.items()):
+        scores = {
+            arm: seed_average(
+                [{rid: (run["instance_id"], run["overall"]) for rid, run in r["runs"].items()} for r in records]
+            )
+            for arm, records in arms.items()
+        }
+        rows = {}
+        if reference in scores:
+            for arm in scores:
+                if arm == reference:
+                    continue
+                try:
+                    rows[arm] = paired_comparison(scores[reference], scores[arm], confidence=confidence)
+                except PowerInputError as exc:
+                    rows[arm] = {"error": str(exc)}
+        summaries.append(
+            {
+                "repeats": repeats,
+                "arms": {
+                    arm: {
+                        "seeds": [r["seed"] for r in records],
+                        "n_runs": len(scores[arm]),
+                        "mean": statistics.fmean(v for _, v in scores[arm].values()),
+                    }
+                    for arm, records in arms.items()
+                },
+                "vs_reference": rows,
+            }
+        )
+    return summaries

@@ -1,0 +1,48 @@
+"""The report section of the wide final evaluation (`bat.experiment.wide`), from the `wide` entry of results.json."""
+
+from __future__ import annotations
+
+from typing import Any
+
+
+def wide_section(results: dict[str, Any]) -> list[str]:
+    """Markdown lines of the report's "Wide final evaluation" section (none without committed wide records)."""
+    summaries = results.get("wide") or []
+    if not summaries:
+        return []
+    ref, conf = results["reference_arm"], round(100 * results["confidence"])
+    out = [
+        "",
+        "## Wide final evaluation",
+        "",
+        "The retained checkpoints re-scored on the final split with more runs per track (`bat experiment --wide-final "
+        "N`); the first end-of-run runs are the same instances and sampling seeds and are reused. Each arm's score "
+        "is averaged over its seeds run by run, then paired run by run with the reference (same instance, same "
+        f"sampling seed): mean difference +- {conf}% t half-width over runs, runs that differ, per-run SD, and the "
+        "smallest gap these runs detect at 80% power. Scores 0-100.",
+    ]
+    for summary in summaries:
+        n = max(a["n_runs"] for a in summary["arms"].values())
+        out += [
+            "",
+            f"**{summary['repeats']} runs per track ({n} runs)**",
+            "",
+            f"| arm | seeds | Overall | {ref} - arm | p | runs differing | per-run SD | detectable gap |",
+            "|---|---|---|---|---|---|---|---|",
+        ]
+        for arm, data in summary["arms"].items():
+            cells = ["", "", "", "", ""]
+            row = summary["vs_reference"].get(arm)
+            if row and "error" in row:
+                cells = [row["error"], "", "", "", ""]
+            elif row:
+                cells = [
+                    f"{100 * row['mean_delta']:+.1f} +- {100 * row['half_width']:.1f}",
+                    f"{row['p_value']:.2f}",
+                    f"{row['runs_differing']}/{row['n_runs']}",
+                    f"{100 * row['sd_delta']:.1f}",
+                    f"{100 * row['minimum_detectable']:.1f}",
+                ]
+            seeds = ", ".join(str(s) for s in data["seeds"])
+            out.append(f"| {arm} | {seeds} | {100 * data['mean']:.1f} | " + " | ".join(cells) + " |")
+    return out

@@ -1,0 +1,132 @@
+"""The wide final evaluation: what it refuses before playing a run, and the report section built from its records."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from bat.cli.main import main
+from bat.evaluate.runner import suite_runs
+from bat.experiment.spec import load_experiment
+from bat.experiment.wide import (
+    WideError,
+    evaluate_wide,
+    wide_config,
+    wide_piece,
+    wide_summary,
+    write_wide_piece,
+)
+from bat.experiment.wide_report import wide_section
+from bat.schemas.evaluation import EvalManifest, RunEntry
+from bat.state.atomic import atomic_write_json
+from bat.state.layout import RunLayout
+
+REPO = Path(__file__).resolve().parents[2]
+
+
+def _spec(tmp_path: Path):
+    exp = tmp_path / "exp.yaml"
+    exp.write_text(
+        f"name: t\nbase_config: {REPO / 'configs' / 'smoke.yaml'}\nseeds: [1, 2]\n"
+        f"state_dir: {tmp_path / 'state'}\nout_dir: {tmp_path / 'out'}\n"
+        "arms:\n  - {name: grpo, overrides: [curriculum.arm=grpo]}\n  - {name: bicurl, overrides: [curriculum.arm=bicurl]}\n"
+    )
+    return exp, load_experiment(exp)
+
+
+def _finished_arm(spec, arm: str, seed: int, repeats: int) -> Path:
+    """A done arm x seed whose end-of-run final evaluation had `repeats` runs per track (manifest only)."""
+    root = spec.root / f"seed_{seed}" / arm
+    root.mkdir(parents=True)
+    (root / "experiment_arm.json").write_text(json.dumps({"status": "done", "final_round": 1}))
+    manifest = EvalManifest(
+        round=1,
+        split="final",
+        checkpoint=str(root / "checkpoints" / "best"),
+        checkpoint_digest="d" * 64,
+        suite_version="s",
+        harness_version="h",
+        code_version="c",
+        config_hash="x",
+        run_seed=seed,
+        evaluator="builtin",
+        sampling={"temperature": 0.0},
+        created_at="2026-12-05T00:00:00+00:00",
+        runs=[
+            RunEntry(run_id=f"final-t-r{r:02d}", track="t", repeat=r, seed=r, instance_id=f"i{r}")
+            for r in range(repeats)
+        ],
+    )
+    atomic_write_json(RunLayout(root).heldout_manifest(1, "final"), manifest)
+    return root
+
+
+def test_the_wide_config_changes_only_the_final_splits_runs_per_track(tmp_path: Path) -> None:
+    _, spec = _spec(tmp_path)
+    from bat.experiment.spec import arm_config
+
+    plain, wide = arm_config(spec, "grpo", 1), wide_config(spec, "grpo", 1, 7)
+    assert wide.benchmark.repeats_for("final") == 7
+    assert wide.benchmark.repeats_for("controller") == plain.benchmark.repeats_for("controller")
+    assert wide.model_copy(update={"benchmark": plain.benchmark}) == plain
+    # held-out run r of a track is keyed by (split, track, r): the end-of-run runs are the wide split's first runs
+    layout = RunLayout(tmp_path / "run")
+    narrow, widened = suite_runs(plain, layout, "final"), suite_runs(wide, layout, "final")
+    first = {
+        (r.run_id, r.instance_seed, r.sampling_seed) for r in widened if r.repeat < plain.benchmark.repeats_for("final")
+    }
+    assert {(r.run_id, r.instance_seed, r.sampling_seed) for r in narrow} == first and len(widened) == 7 * len(
+        plain.benchmark.tracks
+    )
+
+
+def test_unfinished_or_already_wide_arm_seeds_are_refused_before_any_run(tmp_path: Path, capsys) -> None:
+    exp, spec = _spec(tmp_path)
+    # through the command: every selected arm x seed is reported, none is recorded, exit 1 (not finished)
+    assert main(["experiment", "--config", str(exp), "--only", "grpo", "--seeds", "1,2", "--wide-final", "6"]) == 1
+    out = capsys.readouterr().out
+    assert "grpo seed 1: skipped" in out and "grpo seed 2: skipped" in out and "not run on this disk" in out
+    assert not (tmp_path / "out" / "wide").exists()
+    assert main(["experiment", "--config", str(exp), "--collect-only", "--wide-final", "6"]) == 2
+    assert "--wide-final" in capsys.readouterr().err
+    root = _finished_arm(spec, "grpo", 1, repeats=5)
+    with pytest.raises(WideError, match="already has 5 runs per track"):
+        evaluate_wide(spec, "grpo", 1, 5)
+    with pytest.raises(WideError, match="retained checkpoint .* is gone"):
+        evaluate_wide(spec, "grpo", 1, 6)
+    assert not RunLayout(root).heldout_partial(1, "final", "wide_r06").exists()  # nothing started
+
+
+def _record(arm: str, seed: int, overall: list[float]) -> dict:
+    return {
+        "arm": arm,
+        "seed": seed,
+        "repeats": 2,
+        "overall": sum(overall) / len(overall),
+        "n_runs": len(overall),
+        "runs": {f"final-t-r{i:02d}": {"instance_id": f"i{i}", "overall": v} for i, v in enumerate(overall)},
+    }
+
+
+def test_the_section_pairs_each_arm_with_the_reference_run_by_run(tmp_path: Path) -> None:
+    write_wide_piece(tmp_path, _record("bicurl", 1, [1.0, 1.0, 0.0, 1.0]))
+    write_wide_piece(tmp_path, _record("bicurl", 2, [1.0, 0.0, 0.0, 1.0]))
+    write_wide_piece(tmp_path, _record("grpo", 1, [0.0, 1.0, 0.0, 0.0]))
+    assert write_wide_piece(tmp_path, _record("grpo", 1, [1.0, 1.0, 1.0, 1.0])) is None  # never overwritten
+    assert wide_piece(tmp_path, "grpo", 1, 2).name == "seed_1_r02.json"
+    [summary] = wide_summary(tmp_path, "bicurl")
+    assert summary["arms"]["bicurl"] == {"seeds": [1, 2], "n_runs": 4, "mean": pytest.approx(0.625)}
+    row = summary["vs_reference"]["grpo"]  # per run: bicurl 1, .5, 0, 1 vs grpo 0, 1, 0, 0
+    assert row["mean_delta"] == pytest.approx(0.375) and row["runs_differing"] == 3 and row["n_runs"] == 4
+    lines = wide_section({"wide": [summary], "reference_arm": "bicurl", "confidence": 0.95})
+    assert "## Wide final evaluation" in lines and "**2 runs per track (4 runs)**" in lines
+    assert any(line.startswith("| grpo | 1 | 25.0 | +37.5 +- ") and "| 3/4 |" in line for line in lines)
+    assert wide_section({"wide": [], "reference_arm": "bicurl", "confidence": 0.95}) == []
+    # a seed facing other instances cannot be paired: named in the row, not raised
+    write_wide_piece(
+        tmp_path,
+        {**_record("no-e2e", 1, [1.0, 0.0, 1.0, 0.0]), "runs": {"final-x-r00": {"instance_id": "z", "overall": 1.0}}},
+    )
+    assert "run ids differ" in wide_summary(tmp_path, "bicurl")[0]["vs_reference"]["no-e2e"]["error"]
