@@ -5,7 +5,8 @@ run's Overall is nearly binary, so a gap between two trained arms smaller than ~
 (`bat.experiment.power`). The wide evaluation re-scores the same retained checkpoint (the one the end-of-run
 evaluation named in its manifest, digest-checked) on `repeats` runs per track of the same final split. Held-out run
 `r` of a track is keyed by (split, track, r) alone, so the first end-of-run repeats are the same instances with the
-same sampling seeds: their recorded scores are reused and only the new runs are played.
+same sampling seeds: their recorded scores are reused (or those of an earlier, narrower wide evaluation) and only
+the new runs are played.
 
 Reads an arm x seed's `experiment_arm.json` (status, `final_round`), its end-of-run final manifest and raw runs
 (`heldout/round_NN/final/`) and the experiment's held-out secret. Writes, under the arm x seed's state dir, the wide
@@ -69,22 +70,23 @@ def _finished_arm(spec: ExperimentSpec, arm: str, seed: int) -> tuple[Path, int]
     return root, int(record["final_round"])
 
 
-def _seed_partial(layout: Any, final_round: int, variant: str) -> int:
-    """Copy the end-of-run final runs (and transcripts) into the wide evaluation's partial files once; returns how
-    many runs were copied (0 when a partial exists already: an interrupted wide evaluation resumes from it)."""
-    from bat.evaluate.store import (
-        partial_runs_path,
-        partial_transcripts_path,
-        read_heldout_runs,
-    )
+def _seed_partial(layout: Any, final_round: int, repeats: int, end_repeats: int) -> int:
+    """Copy the runs (and transcripts) of the widest evaluation of this checkpoint already on disk with fewer than
+    `repeats` runs per track (an earlier wide one, else the end-of-run one) into the wide evaluation's partial files
+    once; returns how many runs were copied (0 when a partial exists already: an interrupted wide evaluation
+    resumes from it)."""
+    from bat.evaluate.store import partial_runs_path, partial_transcripts_path, read_heldout_runs
     from bat.schemas.breakdown import Transcript
     from bat.state.jsonl import append_jsonl, read_jsonl
 
+    variant = wide_variant(repeats)
     partial = partial_runs_path(layout, final_round, "final", variant)
     if partial.exists():
         return 0
-    runs = read_heldout_runs(layout, final_round, "final")
-    transcripts_path = layout.heldout_transcripts(final_round, "final", None)
+    narrower = [wide_variant(n) for n in range(repeats - 1, end_repeats, -1)]
+    source = next((v for v in narrower if layout.heldout_run_records(final_round, "final", v).exists()), None)
+    runs = read_heldout_runs(layout, final_round, "final", source)
+    transcripts_path = layout.heldout_transcripts(final_round, "final", source)
     if transcripts_path.exists():
         ids = {r.run_id for r in runs}
         kept = [t for t in read_jsonl(transcripts_path, Transcript) if t.run_id in ids]
@@ -93,9 +95,16 @@ def _seed_partial(layout: Any, final_round: int, variant: str) -> int:
     return len(runs)
 
 
-def evaluate_wide(spec: ExperimentSpec, arm: str, seed: int, repeats: int) -> dict[str, Any]:
+def evaluate_wide(
+    spec: ExperimentSpec, arm: str, seed: int, repeats: int, known: dict[str, dict[str, Any]] | None = None
+) -> dict[str, Any]:
     """Evaluate (or resume) the arm x seed's retained checkpoint on `repeats` final runs per track; returns the
-    record to commit. An evaluation already finished is read back, not redone."""
+    record to commit. An evaluation already finished is read back, not redone.
+
+    `known`: checkpoint digest -> a wide record of the same experiment and `repeats`. The evaluation is
+    deterministic (the same checkpoint with the same sampling seeds plays the same runs: the `sft` arm's seeds,
+    which share one checkpoint, scored identically run by run), so an arm x seed whose retained checkpoint has a
+    record there takes its runs (`reused_from`) instead of playing them again."""
     from bat.config.load import config_hash
     from bat.evaluate.episodes import policy_driver
     from bat.evaluate.manifest import checkpoint_digest
@@ -120,6 +129,9 @@ def evaluate_wide(spec: ExperimentSpec, arm: str, seed: int, repeats: int) -> di
             f"than {end_repeats}"
         )
     started, reused = time.monotonic(), 0
+    twin = (known or {}).get(manifest.checkpoint_digest)
+    if twin is not None and load_aggregate(layout, final_round, "final", WIDE_PHASE, variant) is None:
+        return _from_twin(twin, arm, seed, end_repeats, final_round, read_heldout_runs(layout, final_round, "final"))
     if load_aggregate(layout, final_round, "final", WIDE_PHASE, variant) is None:
         if not Path(manifest.checkpoint).is_dir():
             raise WideError(
@@ -131,7 +143,7 @@ def evaluate_wide(spec: ExperimentSpec, arm: str, seed: int, repeats: int) -> di
                 f"{manifest.checkpoint}: its digest no longer matches the end-of-run evaluation's "
                 f"({manifest_path}); the retained checkpoint changed, so its runs cannot be extended"
             )
-        reused = _seed_partial(layout, final_round, variant)
+        reused = _seed_partial(layout, final_round, repeats, end_repeats)
         driver, close = policy_driver(cfg, Path(manifest.checkpoint))
         try:
             evaluate_split(
@@ -168,6 +180,30 @@ def evaluate_wide(spec: ExperimentSpec, arm: str, seed: int, repeats: int) -> di
     }
 
 
+def _from_twin(
+    twin: dict[str, Any], arm: str, seed: int, end_repeats: int, final_round: int, end_runs: list[Any]
+) -> dict[str, Any]:
+    """The record of an arm x seed whose retained checkpoint `twin` (another arm x seed's record) already scored;
+    WideError when the twin's runs do not hold this arm x seed's end-of-run runs (not the same experiment)."""
+    moved = [r.run_id for r in end_runs if (twin["runs"].get(r.run_id) or {}).get("instance_id") != r.instance_id]
+    differ = [r.run_id for r in end_runs if twin["runs"].get(r.run_id, {}).get("overall") != r.overall]
+    if moved or differ:
+        raise WideError(
+            f"arm {twin['arm']} seed {twin['seed']}'s wide record has this checkpoint's digest but not its end-of-run "
+            f"runs (first: {(moved or differ)[0]}); move that record aside and evaluate both afresh"
+        )
+    return {
+        **{k: twin[k] for k in ("repeats", "checkpoint_digest", "overall", "n_runs", "runs")},
+        "arm": arm,
+        "seed": seed,
+        "end_of_run_repeats": end_repeats,
+        "final_round": final_round,
+        "reused_runs": twin["n_runs"],
+        "reused_from": f"{twin['arm']} seed {twin['seed']}",
+        "wall_s": 0.0,
+    }
+
+
 def write_wide_piece(out_dir: Path, record: dict[str, Any]) -> Path | None:
     """Commit-ready record of one wide evaluation, written once (None when it exists already)."""
     from bat.experiment.pieces import stamp_piece
@@ -192,6 +228,7 @@ def run_wide(spec: ExperimentSpec, arms: list[str], seeds: list[int], repeats: i
     """Widen every selected arm x seed that has no committed record yet; returns one line per arm x seed (written,
     committed already, or why it was skipped). A failure of one arm x seed does not stop the others."""
     lines = []
+    known = {r["checkpoint_digest"]: r for r in read_wide_pieces(out_dir) if r["repeats"] == repeats}
     for arm in arms:
         for seed in seeds:
             if wide_piece(out_dir, arm, seed, repeats).exists():
@@ -199,14 +236,16 @@ def run_wide(spec: ExperimentSpec, arms: list[str], seeds: list[int], repeats: i
                 continue
             print(f"bat experiment: wide final evaluation, arm {arm} seed {seed}, {repeats} runs per track", flush=True)
             try:
-                record = evaluate_wide(spec, arm, seed, repeats)
+                record = evaluate_wide(spec, arm, seed, repeats, known)
             except WideError as exc:
                 lines.append(f"{arm} seed {seed}: skipped: {exc}")
                 continue
             path = write_wide_piece(out_dir, record)
+            known.setdefault(record["checkpoint_digest"], record)
+            source = f"reused from {record['reused_from']}" if "reused_from" in record else "reused"
             lines.append(
                 f"{arm} seed {seed}: Overall {100 * (record['overall'] or 0):.1f} over {record['n_runs']} runs "
-                f"({record['reused_runs']} reused) -> {path} (commit it)"
+                f"({record['reused_runs']} {source}) -> {path} (commit it)"
             )
     return lines
 

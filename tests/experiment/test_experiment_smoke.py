@@ -101,7 +101,9 @@ def test_two_arm_experiment_matched_budget_shared_sft(tmp_path: Path) -> None:
     assert main(["experiment", "--config", str(exp), "--wide-final", "3"]) == 0
     for name in runs:
         wide = read_json(out / "wide" / name / "seed_3_r03.json")
-        assert (wide["n_runs"], wide["reused_runs"], wide["end_of_run_repeats"]) == (6, 2, 1)
+        assert (wide["n_runs"], wide["end_of_run_repeats"]) == (6, 1)
+        # 2 runs reused from the end-of-run evaluation, or all 6 when both arms retained the same checkpoint
+        assert wide["reused_runs"] == (6 if "reused_from" in wide else 2)
         layout = RunLayout(arm_root / name)
         end = {r.run_id: r.overall for r in read_jsonl(layout.heldout_run_records(1, "final"), EvalRun)}
         assert {rid: wide["runs"][rid]["overall"] for rid in end} == end and len(wide["runs"]) == 6

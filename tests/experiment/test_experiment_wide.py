@@ -19,8 +19,9 @@ from bat.experiment.wide import (
     write_wide_piece,
 )
 from bat.experiment.wide_report import wide_section
-from bat.schemas.evaluation import EvalManifest, RunEntry
+from bat.schemas.evaluation import EvalManifest, EvalRun, RunEntry
 from bat.state.atomic import atomic_write_json
+from bat.state.jsonl import write_jsonl
 from bat.state.layout import RunLayout
 
 REPO = Path(__file__).resolve().parents[2]
@@ -36,8 +37,9 @@ def _spec(tmp_path: Path):
     return exp, load_experiment(exp)
 
 
-def _finished_arm(spec, arm: str, seed: int, repeats: int) -> Path:
-    """A done arm x seed whose end-of-run final evaluation had `repeats` runs per track (manifest only)."""
+def _finished_arm(spec, arm: str, seed: int, repeats: int, overall: list[float] | None = None) -> Path:
+    """A done arm x seed whose end-of-run final evaluation had `repeats` runs per track of track `t` (manifest, and
+    the runs when `overall` gives their scores)."""
     root = spec.root / f"seed_{seed}" / arm
     root.mkdir(parents=True)
     (root / "experiment_arm.json").write_text(json.dumps({"status": "done", "final_round": 1}))
@@ -60,6 +62,20 @@ def _finished_arm(spec, arm: str, seed: int, repeats: int) -> Path:
         ],
     )
     atomic_write_json(RunLayout(root).heldout_manifest(1, "final"), manifest)
+    if overall is not None:
+        runs = [
+            EvalRun(
+                run_id=e.run_id,
+                split="final",
+                track="t",
+                repeat=e.repeat,
+                seed=e.seed,
+                instance_id=e.instance_id,
+                overall=v,
+            )
+            for e, v in zip(manifest.runs, overall)
+        ]
+        write_jsonl(RunLayout(root).heldout_run_records(1, "final"), runs)
     return root
 
 
@@ -130,3 +146,46 @@ def test_the_section_pairs_each_arm_with_the_reference_run_by_run(tmp_path: Path
         {**_record("no-e2e", 1, [1.0, 0.0, 1.0, 0.0]), "runs": {"final-x-r00": {"instance_id": "z", "overall": 1.0}}},
     )
     assert "run ids differ" in wide_summary(tmp_path, "bicurl")[0]["vs_reference"]["no-e2e"]["error"]
+
+
+def test_an_arm_seed_sharing_a_scored_checkpoint_takes_its_runs(tmp_path: Path) -> None:
+    _, spec = _spec(tmp_path)
+    _finished_arm(spec, "grpo", 1, repeats=2, overall=[1.0, 0.0])  # digest "d" * 64, checkpoint not on disk
+    twin = {
+        "arm": "bicurl",
+        "seed": 2,
+        "repeats": 3,
+        "checkpoint_digest": "d" * 64,
+        "overall": 1 / 3,
+        "n_runs": 3,
+        "runs": {f"final-t-r{r:02d}": {"instance_id": f"i{r}", "overall": v} for r, v in enumerate([1.0, 0.0, 0.0])},
+    }
+    record = evaluate_wide(spec, "grpo", 1, 3, {"d" * 64: twin})
+    assert record["reused_from"] == "bicurl seed 2" and record["runs"] == twin["runs"]
+    assert (record["arm"], record["seed"], record["end_of_run_repeats"], record["reused_runs"]) == ("grpo", 1, 2, 3)
+    # a record whose runs disagree with this arm x seed's end-of-run runs is not taken
+    twin["runs"]["final-t-r01"]["overall"] = 1.0
+    with pytest.raises(WideError, match="final-t-r01"):
+        evaluate_wide(spec, "grpo", 1, 3, {"d" * 64: twin})
+
+
+def test_a_wider_evaluation_starts_from_the_widest_one_on_disk(tmp_path: Path) -> None:
+    from bat.evaluate.store import partial_runs_path
+    from bat.experiment.wide import _seed_partial
+    from bat.state.jsonl import read_jsonl
+
+    layout = RunLayout(tmp_path / "arm")
+
+    def runs(n: int, variant: str | None) -> None:
+        records = [
+            EvalRun(run_id=f"final-t-r{r:02d}", split="final", track="t", repeat=r, seed=r, instance_id=f"i{r}")
+            for r in range(n)
+        ]
+        write_jsonl(layout.heldout_run_records(1, "final", variant), records)
+
+    runs(2, None)  # the end-of-run evaluation
+    assert _seed_partial(layout, 1, 3, 2) == 2
+    runs(3, "wide_r03")
+    assert _seed_partial(layout, 1, 5, 2) == 3  # from wide_r03, not the end-of-run runs
+    assert len(read_jsonl(partial_runs_path(layout, 1, "final", "wide_r05"), EvalRun)) == 3
+    assert _seed_partial(layout, 1, 5, 2) == 0  # a partial exists: the evaluation resumes from it
