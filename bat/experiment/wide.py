@@ -24,11 +24,10 @@ from pathlib import Path
 from typing import Any
 
 from bat.experiment.spec import ExperimentSpec, arm_config
+from bat.state.experiment_layout import WIDE_DIR_NAME, wide_piece
 
 WIDE_PHASE = "final_test"
 """The end-of-run phase folder the wide aggregate is filed under (as a variant of its final aggregate)."""
-WIDE_DIR_NAME = "wide"
-"""Folder under an experiment's results dir holding the committed wide-evaluation records."""
 
 
 class WideError(ValueError):
@@ -38,11 +37,6 @@ class WideError(ValueError):
 def wide_variant(repeats: int) -> str:
     """Variant name of a wide evaluation with `repeats` runs per track (`wide_r15`)."""
     return f"wide_r{repeats:02d}"
-
-
-def wide_piece(out_dir: Path, arm: str, seed: int, repeats: int) -> Path:
-    """`<out_dir>/wide/<arm>/seed_<seed>_r<NN>.json`: the committed record of one wide evaluation."""
-    return Path(out_dir) / WIDE_DIR_NAME / arm / f"seed_{seed}_r{repeats:02d}.json"
 
 
 def wide_config(spec: ExperimentSpec, arm: str, seed: int, repeats: int) -> Any:

@@ -52,3 +52,12 @@ def superseded_piece(out_dir: Path, tag: str, arm: str, seed: int) -> Path:
 def superseded_state(seed_dir: Path, tag: str, arm: str) -> Path:
     """`<seed state dir>/_superseded/<tag>/<arm>`: where a superseded arm run's state dir is kept."""
     return Path(seed_dir) / SUPERSEDED_STATE_DIR_NAME / tag / arm
+
+
+WIDE_DIR_NAME = "wide"
+"""Folder under an experiment's results dir holding the committed wide final evaluations (`bat.experiment.wide`)."""
+
+
+def wide_piece(out_dir: Path, arm: str, seed: int, repeats: int) -> Path:
+    """`<out_dir>/wide/<arm>/seed_<seed>_r<NN>.json`: the committed record of one wide final evaluation."""
+    return Path(out_dir) / WIDE_DIR_NAME / arm / f"seed_{seed}_r{repeats:02d}.json"
