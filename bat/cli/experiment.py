@@ -81,7 +81,8 @@ def _run(spec, args: argparse.Namespace, supersede_as: tuple[str, str] | None):
 
 
 def _run_wide(spec, args: argparse.Namespace) -> dict:
-    """`--wide-final N`: widen the selected finished arm x seeds (`bat.experiment.wide`), then re-collect."""
+    """`--wide-final N`: widen the selected finished arm x seeds (`bat.experiment.wide`), then re-collect; the
+    results carry `wide_skipped` (one line per arm x seed that could not be widened: exit 1)."""
     from pathlib import Path
 
     from bat.experiment.collect import collect
@@ -91,11 +92,12 @@ def _run_wide(spec, args: argparse.Namespace) -> dict:
 
     arms, seeds = select(spec, args.only, args.seeds)
     out = Path(args.out or spec.out_dir)
-    for line in run_wide(spec, [a.name for a in arms], seeds, args.wide_final, out):
+    lines, skipped = run_wide(spec, [a.name for a in arms], seeds, args.wide_final, out)
+    for line in lines + skipped:
         print(f"bat experiment: wide final: {line}", flush=True)
     results = stamp(collect(spec, out), _command(args))
     write_results(spec, results, args.out)
-    return results
+    return {**results, "wide_skipped": skipped}
 
 
 def _wide_repeats(text: str) -> int:
@@ -129,7 +131,7 @@ def _report(args: argparse.Namespace, spec, arms: list, seeds: list[int], result
                 f"--seeds {seed} --supersede TAG --reason TEXT to rerun it)"
             )
         print(f"bat experiment: arm {name} seed {seed}: {status}{hint}")
-    return 1 if bad or results.get("shared_failures") else 0
+    return 1 if bad or results.get("shared_failures") or results.get("wide_skipped") else 0
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:

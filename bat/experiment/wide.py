@@ -218,10 +218,13 @@ def read_wide_pieces(out_dir: Path) -> list[dict[str, Any]]:
     return sorted(records, key=lambda r: (r["repeats"], r["arm"], r["seed"]))
 
 
-def run_wide(spec: ExperimentSpec, arms: list[str], seeds: list[int], repeats: int, out_dir: Path) -> list[str]:
-    """Widen every selected arm x seed that has no committed record yet; returns one line per arm x seed (written,
-    committed already, or why it was skipped). A failure of one arm x seed does not stop the others."""
-    lines = []
+def run_wide(
+    spec: ExperimentSpec, arms: list[str], seeds: list[int], repeats: int, out_dir: Path
+) -> tuple[list[str], list[str]]:
+    """Widen every selected arm x seed that has no committed record yet; returns (one line per arm x seed widened
+    or committed already, one line per arm x seed skipped and why). One that cannot be widened does not stop the
+    others."""
+    lines, skipped = [], []
     known = {r["checkpoint_digest"]: r for r in read_wide_pieces(out_dir) if r["repeats"] == repeats}
     for arm in arms:
         for seed in seeds:
@@ -232,7 +235,7 @@ def run_wide(spec: ExperimentSpec, arms: list[str], seeds: list[int], repeats: i
             try:
                 record = evaluate_wide(spec, arm, seed, repeats, known)
             except WideError as exc:
-                lines.append(f"{arm} seed {seed}: skipped: {exc}")
+                skipped.append(f"{arm} seed {seed}: skipped: {exc}")
                 continue
             path = write_wide_piece(out_dir, record)
             known.setdefault(record["checkpoint_digest"], record)
@@ -241,7 +244,7 @@ def run_wide(spec: ExperimentSpec, arms: list[str], seeds: list[int], repeats: i
                 f"{arm} seed {seed}: Overall {100 * (record['overall'] or 0):.1f} over {record['n_runs']} runs "
                 f"({record['reused_runs']} {source}) -> {path} (commit it)"
             )
-    return lines
+    return lines, skipped
 
 
 def wide_summary(out_dir: Path, reference: str, *, confidence: float = 0.95) -> list[dict[str, Any]]:
