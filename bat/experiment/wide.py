@@ -123,10 +123,11 @@ def evaluate_wide(
             f"than {end_repeats}"
         )
     started, reused = time.monotonic(), 0
+    finished = load_aggregate(layout, final_round, "final", WIDE_PHASE, variant) is not None
     twin = (known or {}).get(manifest.checkpoint_digest)
-    if twin is not None and load_aggregate(layout, final_round, "final", WIDE_PHASE, variant) is None:
+    if twin is not None and not finished:
         return _from_twin(twin, arm, seed, end_repeats, final_round, read_heldout_runs(layout, final_round, "final"))
-    if load_aggregate(layout, final_round, "final", WIDE_PHASE, variant) is None:
+    if not finished:
         if not Path(manifest.checkpoint).is_dir():
             raise WideError(
                 f"{manifest_path}: its retained checkpoint {manifest.checkpoint} is gone; the wide evaluation "
@@ -179,12 +180,16 @@ def _from_twin(
 ) -> dict[str, Any]:
     """The record of an arm x seed whose retained checkpoint `twin` (another arm x seed's record) already scored;
     WideError when the twin's runs do not hold this arm x seed's end-of-run runs (not the same experiment)."""
-    moved = [r.run_id for r in end_runs if (twin["runs"].get(r.run_id) or {}).get("instance_id") != r.instance_id]
-    differ = [r.run_id for r in end_runs if twin["runs"].get(r.run_id, {}).get("overall") != r.overall]
-    if moved or differ:
+    mismatched = [
+        r.run_id
+        for r in end_runs
+        if twin["runs"].get(r.run_id) is None
+        or (twin["runs"][r.run_id]["instance_id"], twin["runs"][r.run_id]["overall"]) != (r.instance_id, r.overall)
+    ]
+    if mismatched:
         raise WideError(
             f"arm {twin['arm']} seed {twin['seed']}'s wide record has this checkpoint's digest but not its end-of-run "
-            f"runs (first: {(moved or differ)[0]}); move that record aside and evaluate both afresh"
+            f"runs (first: {mismatched[0]}); move that record aside and evaluate both afresh"
         )
     return {
         **{k: twin[k] for k in ("repeats", "checkpoint_digest", "overall", "n_runs", "runs")},

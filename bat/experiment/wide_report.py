@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from bat.experiment.markdown import table_head
+
 
 def wide_section(results: dict[str, Any]) -> list[str]:
     """Markdown lines of the report's "Wide final evaluation" section (none without committed wide records)."""
@@ -27,8 +29,9 @@ def wide_section(results: dict[str, Any]) -> list[str]:
             "",
             f"**{summary['repeats']} runs per track ({n} runs)**",
             "",
-            f"| arm | seeds | Overall | {ref} - arm | p | runs differing | per-run SD | detectable gap |",
-            "|---|---|---|---|---|---|---|---|",
+            *table_head(
+                ["arm", "seeds", "Overall", f"{ref} - arm", "p", "runs differing", "per-run SD", "detectable gap"]
+            ),
         ]
         for arm, data in summary["arms"].items():
             cells = ["", "", "", "", ""]
