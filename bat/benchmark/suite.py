@@ -38,6 +38,22 @@ class SuiteRun:
     sampling_seed: int
 
 
+def suite_run_id(split: str, track: str, repeat: int) -> str:
+    """The id of held-out run `repeat` of `track` on `split`: `<split>-<track>-rNN`."""
+    return f"{split}-{track}-r{repeat:02d}"
+
+
+def suite_run_track(run_id: str) -> str:
+    """The track named in a held-out run id (`suite_run_id`'s form); ValueError naming the valid form otherwise."""
+    split, _, rest = run_id.partition("-")
+    track, marker, repeat = rest.rpartition("-r")
+    if split not in SPLITS or not track or not marker or not repeat.isdigit():
+        raise ValueError(
+            f"{run_id!r} is not a held-out run id; valid form: <split>-<track>-rNN, split in {list(SPLITS)}"
+        )
+    return track
+
+
 def _cfg(config: Any) -> Any:
     from bat.config.root import BatConfig
 
@@ -56,7 +72,7 @@ def heldout_suite(
         get_track(t)
     return [
         SuiteRun(
-            f"{split}-{t}-r{r:02d}",
+            suite_run_id(split, t, r),
             split,
             t,
             r,

@@ -252,9 +252,31 @@ def run_wide(
     return lines, skipped
 
 
+def _profile(records: list[dict[str, Any]]) -> dict[str, Any]:
+    """Where an arm's wide score comes from, over all its seeds' runs (each seed has the same runs, so this is the
+    mean of the seed-averaged runs): mean Task and Agentic (`components`, those the records carry) and mean Overall
+    per track (`by_track`, the track read from the run id)."""
+    from bat.benchmark.suite import suite_run_track
+
+    runs = [(run_id, run) for record in records for run_id, run in record["runs"].items()]
+    by_track: dict[str, list[float]] = {}
+    for run_id, run in runs:
+        by_track.setdefault(suite_run_track(run_id), []).append(run["overall"])
+    components = {}
+    for metric in ("task", "agentic"):
+        values = [run[metric] for _, run in runs if run.get(metric) is not None]
+        if values:
+            components[metric] = statistics.fmean(values)
+    return {
+        "components": components,
+        "by_track": {track: statistics.fmean(values) for track, values in sorted(by_track.items())},
+    }
+
+
 def wide_summary(out_dir: Path, reference: str, *, confidence: float = 0.95) -> list[dict[str, Any]]:
-    """Per repeats value of the committed wide records: each arm's seeds and mean Overall over runs, and every arm
-    paired run by run against `reference` (scores averaged over an arm's seeds per run; `bat.experiment.power`)."""
+    """Per repeats value of the committed wide records: each arm's seeds, mean Overall over runs and its profile
+    (`_profile`), and every arm paired run by run against `reference` (scores averaged over an arm's seeds per run;
+    `bat.experiment.power`)."""
     from bat.experiment.power import PowerInputError, paired_comparison, seed_average
 
     by_repeats: dict[int, dict[str, list[dict[str, Any]]]] = {}
@@ -285,6 +307,7 @@ def wide_summary(out_dir: Path, reference: str, *, confidence: float = 0.95) -> 
                         "seeds": [r["seed"] for r in records],
                         "n_runs": len(scores[arm]),
                         "mean": statistics.fmean(v for _, v in scores[arm].values()),
+                        **_profile(records),
                     }
                     for arm, records in arms.items()
                 },

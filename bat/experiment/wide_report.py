@@ -48,4 +48,23 @@ def wide_section(results: dict[str, Any]) -> list[str]:
                 ]
             seeds = ", ".join(str(s) for s in data["seeds"])
             out.append(f"| {arm} | {seeds} | {100 * data['mean']:.1f} | " + " | ".join(cells) + " |")
+        out += _profile_table(summary["arms"])
+    return out
+
+
+def _profile_table(arms: dict[str, Any]) -> list[str]:
+    """Markdown lines of the table of where each arm's score comes from: mean Task and Agentic, Overall per track."""
+    tracks = sorted({track for data in arms.values() for track in data.get("by_track", {})})
+    if not tracks:
+        return []
+    out = [
+        "",
+        "Where the score comes from (mean over runs and seeds): the two halves of Overall, and Overall per track.",
+        "",
+        *table_head(["arm", "Task", "Agentic", *tracks]),
+    ]
+    for arm, data in arms.items():
+        cells = [data.get("components", {}).get(metric) for metric in ("task", "agentic")]
+        cells += [data.get("by_track", {}).get(track) for track in tracks]
+        out.append(f"| {arm} | " + " | ".join("" if v is None else f"{100 * v:.1f}" for v in cells) + " |")
     return out

@@ -11,6 +11,7 @@ from bat.benchmark import (
     suite_instance,
 )
 from bat.benchmark.secret import HeldoutSecret
+from bat.benchmark.suite import suite_run_track
 from bat.benchmark.tracks import TRACKS
 
 SECRET = HeldoutSecret.from_text("tests")
@@ -37,6 +38,15 @@ def test_heldout_and_practice_share_no_identifiers(fast_config):
             )
     assert len(heldout) > 100 and len(practice) > 100
     assert heldout.isdisjoint(practice)
+
+
+def test_a_suite_run_id_names_its_track(fast_config):
+    for split in ("controller", "final", "test"):
+        for run in heldout_suite(fast_config, split, secret=SECRET):
+            assert suite_run_track(run.run_id) == run.track
+    for bad in ("final-r00", "train-vqa-r00", "final-vqa-rx", "final-vqa"):
+        with pytest.raises(ValueError, match="<split>-<track>-rNN"):
+            suite_run_track(bad)
 
 
 def test_splits_are_disjoint_runs(fast_config):

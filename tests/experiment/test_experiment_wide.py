@@ -133,7 +133,13 @@ def test_the_section_pairs_each_arm_with_the_reference_run_by_run(tmp_path: Path
     assert write_wide_piece(tmp_path, _record("grpo", 1, [1.0, 1.0, 1.0, 1.0])) is None  # never overwritten
     assert wide_piece(tmp_path, "grpo", 1, 2).name == "seed_1_r02.json"
     [summary] = wide_summary(tmp_path, "bicurl")
-    assert summary["arms"]["bicurl"] == {"seeds": [1, 2], "n_runs": 4, "mean": pytest.approx(0.625)}
+    assert summary["arms"]["bicurl"] == {
+        "seeds": [1, 2],
+        "n_runs": 4,
+        "mean": pytest.approx(0.625),
+        "components": {},  # these records carry Overall only
+        "by_track": {"t": pytest.approx(0.625)},
+    }
     row = summary["vs_reference"]["grpo"]  # per run: bicurl 1, .5, 0, 1 vs grpo 0, 1, 0, 0
     assert row["mean_delta"] == pytest.approx(0.375) and row["runs_differing"] == 3 and row["n_runs"] == 4
     lines = wide_section({"wide": [summary], "reference_arm": "bicurl", "confidence": 0.95})
@@ -146,6 +152,28 @@ def test_the_section_pairs_each_arm_with_the_reference_run_by_run(tmp_path: Path
         {**_record("no-e2e", 1, [1.0, 0.0, 1.0, 0.0]), "runs": {"final-x-r00": {"instance_id": "z", "overall": 1.0}}},
     )
     assert "run ids differ" in wide_summary(tmp_path, "bicurl")[0]["vs_reference"]["no-e2e"]["error"]
+
+
+def test_the_section_shows_where_each_arms_score_comes_from(tmp_path: Path) -> None:
+    def record(arm: str, seed: int, runs: dict[str, tuple[float, float]]) -> dict:
+        return {
+            **_record(arm, seed, [0.0] * len(runs)),
+            "runs": {
+                run_id: {"instance_id": run_id, "overall": (task + agentic) / 2, "task": task, "agentic": agentic}
+                for run_id, (task, agentic) in runs.items()
+            },
+        }
+
+    write_wide_piece(tmp_path, record("bicurl", 1, {"final-vqa-r00": (1.0, 0.5), "final-det-r00": (0.0, 0.5)}))
+    write_wide_piece(tmp_path, record("bicurl", 2, {"final-vqa-r00": (0.0, 0.5), "final-det-r00": (0.0, 0.1)}))
+    write_wide_piece(tmp_path, record("grpo", 1, {"final-vqa-r00": (1.0, 1.0), "final-det-r00": (0.0, 0.0)}))
+    [summary] = wide_summary(tmp_path, "bicurl")
+    bicurl = summary["arms"]["bicurl"]
+    assert bicurl["components"] == {"task": pytest.approx(0.25), "agentic": pytest.approx(0.4)}
+    assert bicurl["by_track"] == {"det": pytest.approx(0.15), "vqa": pytest.approx(0.5)}
+    lines = wide_section({"wide": [summary], "reference_arm": "bicurl", "confidence": 0.95})
+    assert "| arm | Task | Agentic | det | vqa |" in lines
+    assert "| bicurl | 25.0 | 40.0 | 15.0 | 50.0 |" in lines and "| grpo | 50.0 | 50.0 | 0.0 | 100.0 |" in lines
 
 
 def test_an_arm_seed_sharing_a_scored_checkpoint_takes_its_runs(tmp_path: Path) -> None:
