@@ -83,6 +83,20 @@ def supersede(spec: ExperimentSpec, arms: list, seeds: list[int], tag: str, reas
     return lines
 
 
+def widen_now(spec: ExperimentSpec, arm: str, seed: int, out: Path) -> list[str]:
+    """Widen a just-finished arm x seed to `spec.wide_final_repeats` final runs per track (`bat.experiment.wide`;
+    records under `<out>/wide/`); returns one line per arm x seed that could not be widened and why."""
+    from bat.experiment.wide import run_wide
+
+    assert spec.wide_final_repeats is not None
+    lines, skipped = run_wide(spec, [arm], [seed], spec.wide_final_repeats, out)
+    for line in lines:
+        print(f"bat experiment: wide final: {line}", flush=True)
+    for line in skipped:
+        print(f"bat experiment: WARNING: wide final: {line}", flush=True)
+    return skipped
+
+
 def run_experiment(
     spec: ExperimentSpec,
     *,
@@ -100,6 +114,8 @@ def run_experiment(
 
     `allow_config_change` lets an arm run resume under a changed resolved config (see `bat.config.run_record`).
     `supersede_as` = (tag, reason) first sets the selected arm x seeds aside (`supersede`), so they run afresh.
+    With `spec.wide_final_repeats`, each arm x seed run here to completion is widened at once (`widen_now`); the
+    returned results then carry `wide_skipped` for those that could not be.
     """
     arms, chosen = select(spec, only, seeds)
     out = Path(out_dir or spec.out_dir)
@@ -108,6 +124,7 @@ def run_experiment(
             print(f"bat experiment: superseded {line}", flush=True)
     failures: dict[str, str] = {}
     warnings: list[str] = []
+    wide_skipped: list[str] = []
     if not collect_only:
         committed = committed_arms(out)
         for seed in chosen:
@@ -142,6 +159,8 @@ def run_experiment(
                     print(
                         f"bat experiment: arm {arm.name} seed {seed} recorded under {out}/runs/ (commit it)", flush=True
                     )
+                if record.get("status") == "done" and spec.wide_final_repeats is not None:
+                    wide_skipped += widen_now(spec, arm.name, seed, out)
     results = stamp({**collect(spec, out), "shared_failures": failures, "bootstrap_warnings": warnings}, command)
     write_results(spec, results, out_dir)
-    return results
+    return {**results, "wide_skipped": wide_skipped} if wide_skipped else results

@@ -91,6 +91,11 @@ class ExperimentSpec(BaseModel):
     reference_arm: str | None = None
     """Arm the others are compared against (paired per-track deltas); default: the first arm named `bicurl`, else
     the last arm."""
+    wide_final_repeats: int | None = Field(None, ge=2, le=1000)
+    """None: arm x seeds are widened only by `bat experiment --wide-final N`. An integer N: each arm x seed this
+    driver finishes is widened at once to N final runs per track (`bat.experiment.wide`), while its retained
+    checkpoint is still on the disk that trained it (checkpoints are not committed); a failed widening is reported
+    and does not stop the other arms."""
 
     @field_validator("seeds")
     @classmethod

@@ -26,7 +26,7 @@ def test_two_arm_experiment_matched_budget_shared_sft(tmp_path: Path) -> None:
     exp = tmp_path / "exp.yaml"
     exp.write_text(
         f"name: t2\nbase_config: {REPO / 'configs' / 'smoke.yaml'}\n"
-        "overrides: [run.rounds=1, bank.e2e_per_track=4]\nseeds: [3]\n"
+        "overrides: [run.rounds=1, bank.e2e_per_track=4]\nseeds: [3]\nwide_final_repeats: 3\n"
         f"state_dir: {tmp_path / 'state'}\nout_dir: {tmp_path / 'out'}\n"
         "arms:\n  - {name: grpo, overrides: [curriculum.arm=grpo]}\n  - {name: bicurl, overrides: [curriculum.arm=bicurl]}\n"
     )
@@ -97,8 +97,8 @@ def test_two_arm_experiment_matched_budget_shared_sft(tmp_path: Path) -> None:
     assert re.fullmatch(r"[0-9a-f]{40}(\+dirty)?", piece["commit"]) and piece["cpu"]["cores"] >= 1
     assert read_json(out / "runs" / "_shared" / "seed_3.json")["sft_digest"] == digest
 
-    # the wide final evaluation: the retained checkpoints on 3 final runs per track, the end-of-run run reused
-    assert main(["experiment", "--config", str(exp), "--wide-final", "3"]) == 0
+    # the wide final evaluation (wide_final_repeats: each arm x seed widened as it finished): the retained
+    # checkpoints on 3 final runs per track, the end-of-run run reused
     for name in runs:
         wide = read_json(out / "wide" / name / "seed_3_r03.json")
         assert (wide["n_runs"], wide["end_of_run_repeats"]) == (6, 1)
@@ -112,7 +112,7 @@ def test_two_arm_experiment_matched_budget_shared_sft(tmp_path: Path) -> None:
     assert [w["repeats"] for w in widened] == [3] and set(widened[0]["vs_reference"]) == {"grpo"}
     assert "## Wide final evaluation" in (out / "README.md").read_text()
     recorded = read_json(out / "wide" / "grpo" / "seed_3_r03.json")["recorded_at"]
-    assert main(["experiment", "--config", str(exp), "--wide-final", "3"]) == 0  # committed: not redone
+    assert main(["experiment", "--config", str(exp), "--wide-final", "3"]) == 0  # recorded: not redone
     assert read_json(out / "wide" / "grpo" / "seed_3_r03.json")["recorded_at"] == recorded
 
     # a later piece on a fresh disk: no state dirs, the committed records give the same table
