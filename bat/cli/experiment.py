@@ -87,14 +87,13 @@ def _run_wide(spec, args: argparse.Namespace) -> dict:
 
     from bat.experiment.collect import collect
     from bat.experiment.run import select
-    from bat.experiment.wide import run_wide
+    from bat.experiment.wide import print_wide, run_wide
     from bat.experiment.write import stamp, write_results
 
     arms, seeds = select(spec, args.only, args.seeds)
     out = Path(args.out or spec.out_dir)
     lines, skipped = run_wide(spec, [a.name for a in arms], seeds, args.wide_final, out)
-    for line in lines + skipped:
-        print(f"bat experiment: wide final: {line}", flush=True)
+    print_wide(lines, skipped)
     results = stamp(collect(spec, out), _command(args))
     write_results(spec, results, args.out)
     return {**results, "wide_skipped": skipped}

@@ -86,14 +86,11 @@ def supersede(spec: ExperimentSpec, arms: list, seeds: list[int], tag: str, reas
 def widen_now(spec: ExperimentSpec, arm: str, seed: int, out: Path) -> list[str]:
     """Widen a just-finished arm x seed to `spec.wide_final_repeats` final runs per track (`bat.experiment.wide`;
     records under `<out>/wide/`); returns one line per arm x seed that could not be widened and why."""
-    from bat.experiment.wide import run_wide
+    from bat.experiment.wide import print_wide, run_wide
 
     assert spec.wide_final_repeats is not None
     lines, skipped = run_wide(spec, [arm], [seed], spec.wide_final_repeats, out)
-    for line in lines:
-        print(f"bat experiment: wide final: {line}", flush=True)
-    for line in skipped:
-        print(f"bat experiment: WARNING: wide final: {line}", flush=True)
+    print_wide(lines, skipped)
     return skipped
 
 

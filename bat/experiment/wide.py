@@ -252,6 +252,14 @@ def run_wide(
     return lines, skipped
 
 
+def print_wide(lines: list[str], skipped: list[str]) -> None:
+    """Print `run_wide`'s outcome: one line per arm x seed widened or recorded already, one warning per skip."""
+    for line in lines:
+        print(f"bat experiment: wide final: {line}", flush=True)
+    for line in skipped:
+        print(f"bat experiment: WARNING: wide final: {line}", flush=True)
+
+
 def _profile(records: list[dict[str, Any]]) -> dict[str, Any]:
     """Where an arm's wide score comes from, over all its seeds' runs (each seed has the same runs, so this is the
     mean of the seed-averaged runs): mean Task and Agentic (`components`, those the records carry) and mean Overall
