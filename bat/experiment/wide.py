@@ -169,7 +169,13 @@ def evaluate_wide(
         "reused_runs": reused,
         "wall_s": round(time.monotonic() - started, 3),
         "runs": {
-            r.run_id: {"instance_id": r.instance_id, "overall": r.overall, "task": r.task, "agentic": r.agentic}
+            r.run_id: {
+                "instance_id": r.instance_id,
+                "track": r.track,
+                "overall": r.overall,
+                "task": r.task,
+                "agentic": r.agentic,
+            }
             for r in sorted(runs, key=lambda r: r.run_id)
         },
     }
@@ -263,13 +269,13 @@ def print_wide(lines: list[str], skipped: list[str]) -> None:
 def _profile(records: list[dict[str, Any]]) -> dict[str, Any]:
     """Where an arm's wide score comes from, over all its seeds' runs (each seed has the same runs, so this is the
     mean of the seed-averaged runs): mean Task and Agentic (`components`, those the records carry) and mean Overall
-    per track (`by_track`, the track read from the run id)."""
+    per track (`by_track`: the run's recorded track; records written before runs carried it name it in the run id)."""
     from bat.benchmark.suite import suite_run_track
 
     runs = [(run_id, run) for record in records for run_id, run in record["runs"].items()]
     by_track: dict[str, list[float]] = {}
     for run_id, run in runs:
-        by_track.setdefault(suite_run_track(run_id), []).append(run["overall"])
+        by_track.setdefault(run.get("track") or suite_run_track(run_id), []).append(run["overall"])
     components = {}
     for metric in ("task", "agentic"):
         values = [run[metric] for _, run in runs if run.get(metric) is not None]

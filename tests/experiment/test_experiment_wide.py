@@ -174,6 +174,10 @@ def test_the_section_shows_where_each_arms_score_comes_from(tmp_path: Path) -> N
     lines = wide_section({"wide": [summary], "reference_arm": "bicurl", "confidence": 0.95})
     assert "| arm | Task | Agentic | det | vqa |" in lines
     assert "| bicurl | 25.0 | 40.0 | 15.0 | 50.0 |" in lines and "| grpo | 50.0 | 50.0 | 0.0 | 100.0 |" in lines
+    # a run that records its track is grouped by it (an external benchmark's id also names its task)
+    runs = {"final-vqa-task7-r00": {"instance_id": "i", "track": "vqa", "overall": 0.5}}
+    write_wide_piece(tmp_path, {**_record("no-e2e", 1, [0.5]), "runs": runs})
+    assert wide_summary(tmp_path, "bicurl")[0]["arms"]["no-e2e"]["by_track"] == {"vqa": 0.5}
 
 
 def test_an_arm_seed_sharing_a_scored_checkpoint_takes_its_runs(tmp_path: Path) -> None:
