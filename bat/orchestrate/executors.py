@@ -10,6 +10,7 @@ import submitit
 
 from bat.orchestrate.container import submitit_python
 from bat.orchestrate.graph import PHASES
+from bat.perf import mkl_vendor
 from bat.state.layout import RunLayout
 
 if TYPE_CHECKING:
@@ -35,6 +36,24 @@ def phase_resources(config: BatConfig, phase: str):
     return config.orchestrate.resources[PHASES[phase].resources if phase in PHASES else "driver"]
 
 
+def mkl_vendor_setup(env: dict[str, str]) -> list[str]:
+    """Shell lines that preload `bat.perf.mkl_vendor`'s shim when `env` pins an MKL branch (`MKL_CBWR=AVX2,...`),
+    so that the pin holds on CPUs that are not Intel's (MKL ignores it there otherwise); builds the shim on first use.
+    Without a C compiler the pin holds on Intel CPUs only, and a warning says so."""
+    if not mkl_vendor.pins_a_branch(env):
+        return []
+    path, why = mkl_vendor.ensure_shim()
+    if path is None:
+        if why not in _WARNED:
+            _WARNED.add(why)
+            print(f"bat: WARNING: MKL_CBWR={env['MKL_CBWR']} holds on Intel CPUs only: the MKL vendor shim: {why}")
+        return []
+    return [f"export LD_PRELOAD={shlex.quote(str(path))}${{LD_PRELOAD:+:$LD_PRELOAD}}"]
+
+
+_WARNED: set[str] = set()
+
+
 def resource_parameters(config: BatConfig, phase: str, kind: str, round_index: int = 0) -> dict[str, Any]:
     """submitit parameters for `phase` (generic + `slurm_`-prefixed) from `orchestrate.resources`.
 
@@ -50,6 +69,8 @@ def resource_parameters(config: BatConfig, phase: str, kind: str, round_index: i
             params["gpus_per_node"] = res.gpus
     if res.env and kind in ("local", "slurm"):  # run in the job's shell before its Python starts
         params[f"{kind}_setup"] = [f"export {name}={shlex.quote(value)}" for name, value in sorted(res.env.items())]
+        if not config.orchestrate.container.enabled:  # an image carries its own libraries (and shim, if any)
+            params[f"{kind}_setup"] += mkl_vendor_setup(res.env)
     if kind == "slurm":
         params.update(
             mem_gb=res.mem_gb,

@@ -1,5 +1,7 @@
 """Executors and per-phase resources from config; preflight refuses bad launches."""
 
+from pathlib import Path
+
 import pytest
 import toy_phases
 
@@ -117,3 +119,40 @@ def test_a_bad_env_name_is_refused(name):
 
     with pytest.raises(ConfigError, match="not an environment variable name"):
         load_config(None, [f"orchestrate.resources.sft.env={{'{name}': x}}"])
+
+
+def _pinned_fingerprint():
+    import os
+
+    from bat.perf.numerics import fingerprint
+
+    return os.environ.get("LD_PRELOAD", ""), fingerprint()
+
+
+@pytest.mark.skipif(
+    "avx2" not in Path("/proc/cpuinfo").read_text() if Path("/proc/cpuinfo").exists() else True,
+    reason="the pin selects MKL's AVX2 branch",
+)
+def test_the_pinned_sft_job_computes_the_recorded_fingerprint_on_this_cpu_kind(tmp_path):
+    """`configs/experiments/arms_cpu.yaml`'s SFT pin, with the MKL vendor shim the job preloads, computes the digest
+    measured under the same pin on an Intel Xeon (session 23) and an AMD EPYC (session 31): the bootstrap rebuilds
+    bit-identically on either vendor. Without the shim, MKL on an AMD CPU ignores MKL_CBWR's branch."""
+    from bat.perf.mkl_vendor import shim_path
+
+    pin = "{MKL_CBWR: 'AVX2,STRICT', ATEN_CPU_CAPABILITY: avx2, ONEDNN_MAX_CPU_ISA: AVX2, OMP_NUM_THREADS: '2'}"
+    cfg = load_config(None, ["orchestrate.executor=local", f"orchestrate.resources.sft.env={pin}"])
+    params = resource_parameters(cfg, "sft", "local")
+    assert params["local_setup"][-1].startswith(f"export LD_PRELOAD={shim_path()}")
+    preload, digest = make_executor(cfg, RunLayout(tmp_path), 0, "sft").submit(_pinned_fingerprint).result()
+    assert preload.split(":")[0] == str(shim_path())
+    assert digest == "4c128e4708907d6b"
+
+
+def test_only_a_pinned_mkl_branch_preloads_the_shim():
+    from bat.orchestrate.executors import mkl_vendor_setup
+
+    assert mkl_vendor_setup({"ATEN_CPU_CAPABILITY": "avx2"}) == []
+    assert mkl_vendor_setup({"MKL_CBWR": "COMPATIBLE"}) == []
+    assert mkl_vendor_setup({"MKL_CBWR": "auto"}) == []
+    (line,) = mkl_vendor_setup({"MKL_CBWR": "AVX2,STRICT"})
+    assert line.startswith("export LD_PRELOAD=") and line.endswith("${LD_PRELOAD:+:$LD_PRELOAD}")
