@@ -60,6 +60,6 @@ if [ "${BAT_SKIP_VLLM:-0}" != "1" ] && [ "$(uname -m)" = "x86_64" ]; then
   fi
 fi
 # MKL honours an MKL_CBWR branch pin (orchestrate.resources.<phase>.env) only on Intel CPUs unless this shim is
-# preloaded (bat.perf.mkl_vendor); phases build it on first use too, so a missing compiler only warns.
-"$VENV/bin/python" -m bat.perf.mkl_vendor >/dev/null || echo "[bootstrap] WARNING: no MKL vendor shim (see above)"
+# preloaded (bat.orchestrate.mkl_vendor); phases build it on first use too, so a missing compiler only warns.
+"$VENV/bin/python" -m bat.orchestrate.mkl_vendor >/dev/null || echo "[bootstrap] WARNING: no MKL vendor shim (see above)"
 echo "[bootstrap] ready: $VENV ($("$VENV/bin/python" -c 'import torch; print("torch", torch.__version__)'))"

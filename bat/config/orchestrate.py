@@ -33,7 +33,8 @@ class PhaseResources(Section):
     """Environment variables exported in this phase's job before Python starts (local and Slurm executors; passed
     into the container too), e.g. `{NCCL_DEBUG: INFO}`, or a pin of the CPU math libraries to one instruction set so
     that a phase rebuilt on another x86 CPU kind computes bit-identical numbers: `{MKL_CBWR: "AVX2,STRICT",
-    ATEN_CPU_CAPABILITY: avx2, ONEDNN_MAX_CPU_ISA: AVX2}`."""
+    ATEN_CPU_CAPABILITY: avx2, ONEDNN_MAX_CPU_ISA: AVX2}` (a job whose env pins an MKL_CBWR branch also preloads
+    `bat.orchestrate.mkl_vendor`'s shim, without which MKL ignores the branch on CPUs that are not Intel's)."""
     gpu_mem_gb: float | None = Field(None, gt=0, le=4096)
     """Memory of one GPU of this phase's partition in GiB, for `bat config plan` only (not an sbatch option);
     None = `orchestrate.gpu_mem_gb`."""

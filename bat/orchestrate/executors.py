@@ -8,9 +8,9 @@ from typing import TYPE_CHECKING, Any
 
 import submitit
 
+from bat.orchestrate import mkl_vendor
 from bat.orchestrate.container import submitit_python
 from bat.orchestrate.graph import PHASES
-from bat.perf import mkl_vendor
 from bat.state.layout import RunLayout
 
 if TYPE_CHECKING:
@@ -37,7 +37,7 @@ def phase_resources(config: BatConfig, phase: str):
 
 
 def mkl_vendor_setup(env: dict[str, str]) -> list[str]:
-    """Shell lines that preload `bat.perf.mkl_vendor`'s shim when `env` pins an MKL branch (`MKL_CBWR=AVX2,...`),
+    """Shell lines that preload `bat.orchestrate.mkl_vendor`'s shim when `env` pins an MKL branch (`MKL_CBWR=AVX2,...`),
     so that the pin holds on CPUs that are not Intel's (MKL ignores it there otherwise); builds the shim on first use.
     Without a C compiler the pin holds on Intel CPUs only, and a warning says so."""
     if not mkl_vendor.pins_a_branch(env):

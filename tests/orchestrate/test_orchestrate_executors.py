@@ -137,7 +137,7 @@ def test_the_pinned_sft_job_computes_the_recorded_fingerprint_on_this_cpu_kind(t
     """`configs/experiments/arms_cpu.yaml`'s SFT pin, with the MKL vendor shim the job preloads, computes the digest
     measured under the same pin on an Intel Xeon (session 23) and an AMD EPYC (session 31): the bootstrap rebuilds
     bit-identically on either vendor. Without the shim, MKL on an AMD CPU ignores MKL_CBWR's branch."""
-    from bat.perf.mkl_vendor import shim_path
+    from bat.orchestrate.mkl_vendor import shim_path
 
     pin = "{MKL_CBWR: 'AVX2,STRICT', ATEN_CPU_CAPABILITY: avx2, ONEDNN_MAX_CPU_ISA: AVX2, OMP_NUM_THREADS: '2'}"
     cfg = load_config(None, ["orchestrate.executor=local", f"orchestrate.resources.sft.env={pin}"])

@@ -10,7 +10,7 @@ fingerprint). On an Intel CPU the answer is what MKL found anyway, so the shim c
 
 `shim_path()` is where the library is built (inside the Python environment, beside its packages); `ensure_shim()`
 compiles it with the C compiler (`cc`, or `$CC`) when it is missing and returns its path, or None with the reason
-when no compiler is at hand. `python -m bat.perf.mkl_vendor` builds it and prints the path (scripts/bootstrap.sh
+when no compiler is at hand. `python -m bat.orchestrate.mkl_vendor` builds it and prints the path (scripts/bootstrap.sh
 runs it). Reads and writes only that library and its C source beside it.
 """
 
@@ -72,7 +72,7 @@ def ensure_shim(path: Path | None = None) -> tuple[Path | None, str]:
 def main() -> int:
     path, why = ensure_shim()
     if path is None:
-        print(f"bat.perf.mkl_vendor: could not build the MKL vendor shim: {why}", file=sys.stderr)
+        print(f"bat.orchestrate.mkl_vendor: could not build the MKL vendor shim: {why}", file=sys.stderr)
         return 1
     print(path)
     return 0
