@@ -15,6 +15,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+from bat.benchmark.secret import read_secret
 from bat.config.load import ConfigError
 from bat.config.run_record import recorded_config
 from bat.curriculum.arms import resolve_arm
@@ -132,6 +133,8 @@ def seed_result(spec: ExperimentSpec, arm_name: str, seed: int) -> dict[str, Any
     layout = RunLayout(arm_dir(spec, seed, arm_name))
     if not layout.root.exists():
         return out
+    if layout.heldout_secret.exists():  # the suite's public name: run by run, arms pair only within one suite
+        out["heldout_suite"] = read_secret(layout.heldout_secret).fingerprint
     out.update(_counts(layout))
     out["budget"] = _run_budget(layout)
     out["curve"] = _curve(layout)

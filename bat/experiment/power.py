@@ -68,7 +68,7 @@ def arm_run_scores(arm_dirs: list[Path], split: str, metric: str = "overall") ->
             if value is None:
                 raise PowerInputError(f"{path}: run {run.run_id} has a null {metric} ({run.null_reason}); rerun it")
             scores[run.run_id] = (run.instance_id, float(value))
-        problem = _alignment(per_seed[0], scores) if per_seed else ""
+        problem = run_alignment(per_seed[0], scores) if per_seed else ""
         if problem:
             raise PowerInputError(f"{path}: {problem} (the first directory's); same experiment?")
         per_seed.append(scores)
@@ -83,7 +83,7 @@ def seed_average(per_seed: list[dict[str, tuple[str, float | None]]]) -> dict[st
     if not per_seed:
         raise PowerInputError("no seed given")
     for index, scores in enumerate(per_seed):
-        problem = _alignment(per_seed[0], scores)
+        problem = run_alignment(per_seed[0], scores)
         if problem:
             raise PowerInputError(f"seed {index + 1}: {problem} (the first seed's); same experiment?")
         nulls = sorted(run_id for run_id, (_, value) in scores.items() if value is None)
@@ -95,7 +95,7 @@ def seed_average(per_seed: list[dict[str, tuple[str, float | None]]]) -> dict[st
     }
 
 
-def _alignment(a: dict[str, tuple[str, Any]], b: dict[str, tuple[str, Any]]) -> str:
+def run_alignment(a: dict[str, tuple[str, Any]], b: dict[str, tuple[str, Any]]) -> str:
     """Why two run sets cannot be paired ('' when they can): run ids or their instances differ."""
     if set(a) != set(b):
         return f"run ids differ ({len(set(a) ^ set(b))} not in both)"
@@ -139,7 +139,7 @@ def paired_comparison(
     """Paired over runs, `a - b`: mean, SD, t half-width and p value of the per-run differences, how many runs
     differ at all, the minimum detectable difference at `power`, and the runs needed for each of `gaps` (scores on
     [0, 1], as are the gaps)."""
-    problem = _alignment(a, b)
+    problem = run_alignment(a, b)
     if problem:
         raise PowerInputError(f"the two arms cannot be paired: {problem}")
     deltas = [a[run_id][1] - b[run_id][1] for run_id in sorted(a)]
@@ -157,6 +157,30 @@ def paired_comparison(
         "runs_differing": sum(1 for d in deltas if abs(d) > 1e-9),
         "minimum_detectable": float(minimum_detectable_difference(sd, n, alpha=alpha, power=power)),
         "runs_needed": {gap: runs_needed(sd, gap, alpha=alpha, power=power) for gap in gaps},
+    }
+
+
+def unpaired_comparison(
+    a: list[float], b: list[float], *, confidence: float = 0.95, power: float = 0.8
+) -> dict[str, Any]:
+    """Unpaired (Welch), `a - b`, for two arms whose runs faced different instances (another held-out suite): mean
+    difference, Welch t half-width and p value, each side's per-run SD and count, and the smallest gap these runs
+    detect at `power` (`(t_{1-a/2} + t_{power}) * se` with Welch-Satterthwaite degrees of freedom)."""
+    if len(a) < 2 or len(b) < 2:
+        raise PowerInputError(f"{len(a)} and {len(b)} run(s); an unpaired comparison needs at least 2 on each side")
+    sd_a, sd_b = statistics.stdev(a), statistics.stdev(b)
+    va, vb = sd_a**2 / len(a), sd_b**2 / len(b)
+    se = math.sqrt(va + vb)
+    df = (va + vb) ** 2 / (va**2 / (len(a) - 1) + vb**2 / (len(b) - 1)) if se > 0 else len(a) + len(b) - 2
+    alpha = 1 - confidence
+    return {
+        "design": "unpaired",
+        "n_runs": [len(a), len(b)],
+        "mean_delta": statistics.fmean(a) - statistics.fmean(b),
+        "sd": [sd_a, sd_b],
+        "half_width": float(stats.t.ppf(1 - alpha / 2, df) * se),
+        "p_value": 1.0 if se == 0 else float(stats.ttest_ind(a, b, equal_var=False).pvalue),
+        "minimum_detectable": float((stats.t.ppf(1 - alpha / 2, df) + stats.t.ppf(power, df)) * se),
     }
 
 

@@ -99,6 +99,7 @@ def evaluate_wide(
     deterministic (the same checkpoint with the same sampling seeds plays the same runs: the `sft` arm's seeds,
     which share one checkpoint, scored identically run by run), so an arm x seed whose retained checkpoint has a
     record there takes its runs (`reused_from`) instead of playing them again."""
+    from bat.benchmark.secret import read_secret
     from bat.config.load import config_hash
     from bat.evaluate.episodes import policy_driver
     from bat.evaluate.manifest import checkpoint_digest
@@ -125,8 +126,11 @@ def evaluate_wide(
     started, reused = time.monotonic(), 0
     finished = load_aggregate(layout, final_round, "final", WIDE_PHASE, variant) is not None
     twin = (known or {}).get(manifest.checkpoint_digest)
+    # the suite's public name (the key stays in the state dir); runs pair only within one suite
+    suite = read_secret(layout.heldout_secret).fingerprint if layout.heldout_secret.exists() else None
     if twin is not None and not finished:
-        return _from_twin(twin, arm, seed, end_repeats, final_round, read_heldout_runs(layout, final_round, "final"))
+        end_runs = read_heldout_runs(layout, final_round, "final")
+        return {**_from_twin(twin, arm, seed, end_repeats, final_round, end_runs), "heldout_suite": suite}
     if not finished:
         if not Path(manifest.checkpoint).is_dir():
             raise WideError(
@@ -164,6 +168,7 @@ def evaluate_wide(
         "end_of_run_repeats": end_repeats,
         "final_round": final_round,
         "checkpoint_digest": manifest.checkpoint_digest,
+        "heldout_suite": suite,
         "overall": agg.overall,
         "n_runs": agg.n_runs,
         "reused_runs": reused,
@@ -287,30 +292,73 @@ def _profile(records: list[dict[str, Any]]) -> dict[str, Any]:
     }
 
 
+def _suites(records: list[dict[str, Any]]) -> list[list[dict[str, Any]]]:
+    """`records` (one arm's seeds) grouped by held-out suite: seeds whose runs face the same instances run by run
+    share a group. Pieces run on another disk meet another experiment secret, so other instances."""
+    from bat.experiment.power import run_alignment
+
+    groups: list[list[dict[str, Any]]] = []
+    for record in records:
+        runs = _run_scores(record)
+        home = next((g for g in groups if not run_alignment(_run_scores(g[0]), runs)), None)
+        if home is None:
+            groups.append([record])
+        else:
+            home.append(record)
+    return groups
+
+
+def _run_scores(record: dict[str, Any]) -> dict[str, tuple[str, float]]:
+    return {rid: (run["instance_id"], run["overall"]) for rid, run in record["runs"].items()}
+
+
+def _suite_labels(arms: dict[str, list[list[dict[str, Any]]]], reference: str) -> dict[str, list[str]]:
+    """A letter per distinct suite (A = the reference arm's first), per arm in its groups' order."""
+    from bat.experiment.power import run_alignment
+
+    seen: list[dict[str, tuple[str, float]]] = []
+    labels: dict[str, list[str]] = {}
+    for arm in sorted(arms, key=lambda name: name != reference):
+        labels[arm] = []
+        for group in arms[arm]:
+            runs = _run_scores(group[0])
+            index = next((i for i, other in enumerate(seen) if not run_alignment(other, runs)), None)
+            if index is None:
+                seen.append(runs)
+                index = len(seen) - 1
+            labels[arm].append(chr(ord("A") + index) if index < 26 else str(index))
+    return labels
+
+
 def wide_summary(out_dir: Path, reference: str, *, confidence: float = 0.95) -> list[dict[str, Any]]:
     """Per repeats value of the committed wide records: each arm's seeds, mean Overall over runs and its profile
-    (`_profile`), and every arm paired run by run against `reference` (scores averaged over an arm's seeds per run;
-    `bat.experiment.power`)."""
-    from bat.experiment.power import PowerInputError, paired_comparison, seed_average
+    (`_profile`), and every arm against `reference` (`bat.experiment.power`): paired run by run when both arms'
+    seeds faced one held-out suite (scores averaged over an arm's seeds per run), else unpaired (Welch) over the
+    runs of each suite (seed-averaged within it); `suites` names each arm's suites by letter (A: the reference's)."""
+    from bat.experiment.power import PowerInputError, paired_comparison, seed_average, unpaired_comparison
 
     by_repeats: dict[int, dict[str, list[dict[str, Any]]]] = {}
     for record in read_wide_pieces(out_dir):
         by_repeats.setdefault(record["repeats"], {}).setdefault(record["arm"], []).append(record)
     summaries = []
     for repeats, arms in sorted(by_repeats.items()):
+        groups = {arm: _suites(records) for arm, records in arms.items()}
+        labels = _suite_labels(groups, reference)
         scores = {
-            arm: seed_average(
-                [{rid: (run["instance_id"], run["overall"]) for rid, run in r["runs"].items()} for r in records]
-            )
-            for arm, records in arms.items()
+            arm: [seed_average([_run_scores(r) for r in group]) for group in arm_groups]
+            for arm, arm_groups in groups.items()
         }
-        rows = {}
+        pooled = {arm: [v for suite in suites for _, v in suite.values()] for arm, suites in scores.items()}
+        rows: dict[str, Any] = {}
         if reference in scores:
             for arm in scores:
                 if arm == reference:
                     continue
                 try:
-                    rows[arm] = paired_comparison(scores[reference], scores[arm], confidence=confidence)
+                    if labels[arm] == labels[reference] and len(labels[arm]) == 1:
+                        rows[arm] = paired_comparison(scores[reference][0], scores[arm][0], confidence=confidence)
+                    else:
+                        rows[arm] = unpaired_comparison(pooled[reference], pooled[arm], confidence=confidence)
                 except PowerInputError as exc:
                     rows[arm] = {"error": str(exc)}
         summaries.append(
@@ -319,8 +367,9 @@ def wide_summary(out_dir: Path, reference: str, *, confidence: float = 0.95) -> 
                 "arms": {
                     arm: {
                         "seeds": [r["seed"] for r in records],
-                        "n_runs": len(scores[arm]),
-                        "mean": statistics.fmean(v for _, v in scores[arm].values()),
+                        "suites": {label: [r["seed"] for r in g] for label, g in zip(labels[arm], groups[arm])},
+                        "n_runs": len(pooled[arm]),
+                        "mean": statistics.fmean(pooled[arm]),
                         **_profile(records),
                     }
                     for arm, records in arms.items()

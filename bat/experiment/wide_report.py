@@ -21,7 +21,10 @@ def wide_section(results: dict[str, Any]) -> list[str]:
         "N`); the first end-of-run runs are the same instances and sampling seeds and are reused. Each arm's score "
         "is averaged over its seeds run by run, then paired run by run with the reference (same instance, same "
         f"sampling seed): mean difference +- {conf}% t half-width over runs, runs that differ, per-run SD, and the "
-        "smallest gap these runs detect at 80% power. Scores 0-100.",
+        "smallest gap these runs detect at 80% power. Scores 0-100. An arm x seed run on another disk met another "
+        "experiment secret, so other held-out instances (suite B, C, ...; A is the reference arm's): an arm whose "
+        "seeds are not all on the reference's one suite is compared unpaired (Welch, over each suite's runs, seeds "
+        "averaged within a suite; runs column: reference vs arm, SD column: the arm's per-run SD).",
     ]
     for summary in summaries:
         n = max(a["n_runs"] for a in summary["arms"].values())
@@ -33,11 +36,20 @@ def wide_section(results: dict[str, Any]) -> list[str]:
                 ["arm", "seeds", "Overall", f"{ref} - arm", "p", "runs differing", "per-run SD", "detectable gap"]
             ),
         ]
+        several_suites = any(set(data.get("suites") or {"A": 0}) != {"A"} for data in summary["arms"].values())
         for arm, data in summary["arms"].items():
             cells = ["", "", "", "", ""]
             row = summary["vs_reference"].get(arm)
             if row and "error" in row:
                 cells = [row["error"], "", "", "", ""]
+            elif row and row.get("design") == "unpaired":
+                cells = [
+                    f"{100 * row['mean_delta']:+.1f} +- {100 * row['half_width']:.1f}",
+                    f"{row['p_value']:.2f}",
+                    "unpaired: {} vs {}".format(*row["n_runs"]),
+                    f"{100 * row['sd'][1]:.1f}",
+                    f"{100 * row['minimum_detectable']:.1f}",
+                ]
             elif row:
                 cells = [
                     f"{100 * row['mean_delta']:+.1f} +- {100 * row['half_width']:.1f}",
@@ -46,7 +58,11 @@ def wide_section(results: dict[str, Any]) -> list[str]:
                     f"{100 * row['sd_delta']:.1f}",
                     f"{100 * row['minimum_detectable']:.1f}",
                 ]
-            seeds = ", ".join(str(s) for s in data["seeds"])
+            suites = data.get("suites") or {"A": data["seeds"]}
+            seeds = "; ".join(
+                ", ".join(str(s) for s in seeds) + (f" ({label})" if several_suites else "")
+                for label, seeds in suites.items()
+            )
             out.append(f"| {arm} | {seeds} | {100 * data['mean']:.1f} | " + " | ".join(cells) + " |")
         out += _profile_table(summary["arms"])
     return out

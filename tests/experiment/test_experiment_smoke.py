@@ -11,6 +11,7 @@ from pathlib import Path
 
 import pytest
 
+from bat.benchmark.secret import read_secret
 from bat.cli.main import main
 from bat.evaluate.manifest import checkpoint_digest
 from bat.schemas.evaluation import EvalRun
@@ -72,6 +73,8 @@ def test_two_arm_experiment_matched_budget_shared_sft(tmp_path: Path) -> None:
     assert all(
         (root / "heldout" / "SECRET").read_text() == secret for root in (shared, arm_root / "grpo", arm_root / "bicurl")
     )
+    suite = read_secret(tmp_path / "state" / "t2" / "HELDOUT_SECRET").fingerprint  # its public name
+    assert all(run["heldout_suite"] == suite for run in runs.values()) and suite not in secret
 
     plans = {n: read_json(arm_root / n / "round_01" / "plan.json") for n in runs}
     assert plans["grpo"]["reward_mode"] == "final" and set(plans["grpo"]["mixture"]) == {"E2E"}
@@ -108,6 +111,7 @@ def test_two_arm_experiment_matched_budget_shared_sft(tmp_path: Path) -> None:
         end = {r.run_id: r.overall for r in read_jsonl(layout.heldout_run_records(1, "final"), EvalRun)}
         assert {rid: wide["runs"][rid]["overall"] for rid in end} == end and len(wide["runs"]) == 6
         assert wide["checkpoint_digest"] == read_json(layout.heldout_manifest(1, "final"))["checkpoint_digest"]
+        assert wide["heldout_suite"] == suite
     widened = json.loads((out / "results.json").read_text())["wide"]
     assert [w["repeats"] for w in widened] == [3] and set(widened[0]["vs_reference"]) == {"grpo"}
     assert "## Wide final evaluation" in (out / "README.md").read_text()

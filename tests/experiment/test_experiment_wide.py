@@ -7,6 +7,7 @@ from pathlib import Path
 
 import pytest
 
+from bat.benchmark.secret import install_secret
 from bat.cli.main import main
 from bat.evaluate.runner import suite_runs
 from bat.experiment.spec import load_experiment
@@ -135,6 +136,7 @@ def test_the_section_pairs_each_arm_with_the_reference_run_by_run(tmp_path: Path
     [summary] = wide_summary(tmp_path, "bicurl")
     assert summary["arms"]["bicurl"] == {
         "seeds": [1, 2],
+        "suites": {"A": [1, 2]},
         "n_runs": 4,
         "mean": pytest.approx(0.625),
         "components": {},  # these records carry Overall only
@@ -151,7 +153,38 @@ def test_the_section_pairs_each_arm_with_the_reference_run_by_run(tmp_path: Path
         tmp_path,
         {**_record("no-e2e", 1, [1.0, 0.0, 1.0, 0.0]), "runs": {"final-x-r00": {"instance_id": "z", "overall": 1.0}}},
     )
-    assert "run ids differ" in wide_summary(tmp_path, "bicurl")[0]["vs_reference"]["no-e2e"]["error"]
+    assert "at least 2 on each side" in wide_summary(tmp_path, "bicurl")[0]["vs_reference"]["no-e2e"]["error"]
+
+
+def test_seeds_on_another_held_out_suite_are_compared_unpaired(tmp_path: Path) -> None:
+    """A piece run on another disk met another experiment secret: same run ids, other instances. Its arm is
+    compared with the reference unpaired (Welch), each suite's seeds averaged run by run within it."""
+    write_wide_piece(tmp_path, _record("bicurl", 1, [1.0, 1.0, 0.0, 1.0]))
+    write_wide_piece(tmp_path, _record("bicurl", 2, [1.0, 0.0, 0.0, 1.0]))
+    write_wide_piece(tmp_path, _record("grpo", 1, [0.0, 1.0, 0.0, 0.0]))
+    other = _record("no-e2e", 1, [0.0, 0.5, 0.0, 0.5])
+    other["runs"] = {rid: {**run, "instance_id": run["instance_id"] + "b"} for rid, run in other["runs"].items()}
+    write_wide_piece(tmp_path, other)
+    mixed = _record("no-smix", 2, [0.0, 0.0, 1.0, 0.0])  # seed 2 on the reference's suite, seed 3 on another
+    write_wide_piece(tmp_path, mixed)
+    write_wide_piece(tmp_path, {**other, "arm": "no-smix", "seed": 3})
+    [summary] = wide_summary(tmp_path, "bicurl")
+    arms, rows = summary["arms"], summary["vs_reference"]
+    assert arms["bicurl"]["suites"] == {"A": [1, 2]} and arms["no-e2e"]["suites"] == {"B": [1]}
+    assert arms["no-smix"]["suites"] == {"A": [2], "B": [3]} and arms["no-smix"]["n_runs"] == 8
+    assert "design" not in rows["grpo"] and rows["grpo"]["runs_differing"] == 3  # one suite: still paired
+    row = rows["no-e2e"]  # bicurl per run 1, .5, 0, 1 (mean .625) vs .0, .5, .0, .5 (mean .25)
+    assert row["design"] == "unpaired" and row["n_runs"] == [4, 4]
+    assert row["mean_delta"] == pytest.approx(0.375)
+    assert row["sd"] == [pytest.approx(0.478714, abs=1e-5), pytest.approx(0.288675, abs=1e-5)]
+    assert 0.23 < row["p_value"] < 0.25 and row["half_width"] > row["mean_delta"]  # Welch t = 1.342, df 4.93
+    assert rows["no-smix"]["design"] == "unpaired" and rows["no-smix"]["n_runs"] == [4, 8]
+    lines = wide_section({"wide": [summary], "reference_arm": "bicurl", "confidence": 0.95})
+    assert any(
+        line.startswith("| no-e2e | 1 (B) | 25.0 | +37.5 +- ") and "| unpaired: 4 vs 4 |" in line for line in lines
+    )
+    assert any(line.startswith("| no-smix | 2 (A); 3 (B) | 25.0 | ") for line in lines)
+    assert any(line.startswith("| bicurl | 1, 2 (A) | 62.5 |") for line in lines)
 
 
 def test_the_section_shows_where_each_arms_score_comes_from(tmp_path: Path) -> None:
@@ -182,7 +215,8 @@ def test_the_section_shows_where_each_arms_score_comes_from(tmp_path: Path) -> N
 
 def test_an_arm_seed_sharing_a_scored_checkpoint_takes_its_runs(tmp_path: Path) -> None:
     _, spec = _spec(tmp_path)
-    _finished_arm(spec, "grpo", 1, repeats=2, overall=[1.0, 0.0])  # digest "d" * 64, checkpoint not on disk
+    root = _finished_arm(spec, "grpo", 1, repeats=2, overall=[1.0, 0.0])  # digest "d" * 64, checkpoint not on disk
+    secret = install_secret(tmp_path / "HELDOUT_SECRET", RunLayout(root).heldout_secret)
     twin = {
         "arm": "bicurl",
         "seed": 2,
@@ -194,6 +228,7 @@ def test_an_arm_seed_sharing_a_scored_checkpoint_takes_its_runs(tmp_path: Path) 
     }
     record = evaluate_wide(spec, "grpo", 1, 3, {"d" * 64: twin})
     assert record["reused_from"] == "bicurl seed 2" and record["runs"] == twin["runs"]
+    assert record["heldout_suite"] == secret.fingerprint  # the suite's public name, never the key
     assert (record["arm"], record["seed"], record["end_of_run_repeats"], record["reused_runs"]) == ("grpo", 1, 2, 3)
     # a record whose runs disagree with this arm x seed's end-of-run runs is not taken
     twin["runs"]["final-t-r01"]["overall"] = 1.0
