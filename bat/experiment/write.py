@@ -301,11 +301,13 @@ def _superseded_table(results: dict[str, Any]) -> list[str]:
 
 
 def _provenance(seed_run: dict[str, Any]) -> str:
-    """Where an arm x seed's numbers come from: this disk's state, or a committed piece (its commit and CPU kind)."""
+    """Where an arm x seed's numbers come from: this disk's state, or a committed piece (its commit and CPU kind),
+    and the held-out suite it was evaluated on where recorded (the secret's fingerprint, first 8 hex)."""
+    suite = f", suite `{seed_run['heldout_suite'][:8]}`" if seed_run.get("heldout_suite") else ""
     if seed_run.get("source") != "committed":
-        return "state"
+        return "state" + suite
     cpu = seed_run.get("cpu") or {}
-    return f"piece `{str(seed_run.get('commit', '?'))[:7]}` ({isa_kind(cpu)}, {cpu.get('model', '?')})"
+    return f"piece `{str(seed_run.get('commit', '?'))[:7]}` ({isa_kind(cpu)}, {cpu.get('model', '?')}){suite}"
 
 
 def _pool_signal_table(results: dict[str, Any]) -> list[str]:

@@ -128,6 +128,7 @@ def test_two_arm_experiment_matched_budget_shared_sft(tmp_path: Path) -> None:
         assert arm["summary"]["mean"]["overall"] == pytest.approx(results["arms"][name]["summary"]["mean"]["overall"])
     assert merged["budget"]["matched"] and merged["shared"]["3"]["sft_digest"] == digest
     assert "| grpo | 3 | done |" in (out / "README.md").read_text() and "piece `" in (out / "README.md").read_text()
+    assert f"suite `{suite[:8]}`" in (out / "README.md").read_text()  # the committed piece names its suite
     assert merged["wide"] == widened  # the wide section is rebuilt from the committed wide records
     # running the experiment there does not redo committed arm x seeds, nor rebuild their bootstrap
     assert main(["experiment", "--config", str(exp)]) == 0
