@@ -4,7 +4,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-DEBIAN_PACKAGES=(bubblewrap procps util-linux python3-venv)
+DEBIAN_PACKAGES=(bubblewrap procps util-linux python3-venv gcc libc6-dev)  # gcc: bat.orchestrate.mkl_vendor
 VENV=${BAT_VENV:-.venv}
 PYTHON=${PYTHON:-python3}
 
