@@ -77,6 +77,7 @@ def _run(spec, args: argparse.Namespace, supersede_as: tuple[str, str] | None):
         collect_only=args.collect_only,
         allow_config_change=args.allow_config_change,
         supersede_as=supersede_as,
+        allow_bootstrap_change=args.allow_bootstrap_change,
     )
 
 
@@ -156,6 +157,12 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         "are kept, the previous run.json is kept as run.<hash>.json",
     )
     parser.add_argument(
+        "--allow-bootstrap-change",
+        action="store_true",
+        help="train the selected arms even when the rebuilt shared bootstrap's SFT digest differs from the committed "
+        "one (another CPU kind): their results then start from another checkpoint than the committed arms'",
+    )
+    parser.add_argument(
         "--supersede",
         metavar="TAG",
         help="run the --only ARM x --seeds N again: their committed records move to OUT/superseded/TAG/ and their "
@@ -185,6 +192,8 @@ def _command(args: argparse.Namespace) -> str:
         words.append("--collect-only")
     if args.allow_config_change:
         words.append("--allow-config-change")
+    if args.allow_bootstrap_change:
+        words.append("--allow-bootstrap-change")
     if args.supersede:
         words += ["--supersede", args.supersede, "--reason", args.reason or ""]
     if args.wide_final is not None:

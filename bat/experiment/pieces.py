@@ -91,8 +91,9 @@ def digest_check(out_dir: Path, seed: int, digest: str) -> str | None:
         f"the shared bootstrap (seed {seed}) rebuilt with SFT digest {digest[:16]}, not the committed "
         f"{str(committed.get('sft_digest'))[:16]} ({shared_piece(out_dir, seed)}): built on {then.get('model')!r} "
         f"{isa_kind(then)}, now on {now.get('model')!r} {isa_kind(now)}. Arms run now train from another SFT checkpoint than "
-        "the committed ones; the results' budget audit names them. To keep one bootstrap, continue on the CPU kind "
-        "that built it, or copy its state dir here."
+        "the committed ones; the results' budget audit names them. To keep one bootstrap, check the SFT phase's "
+        "pin (orchestrate.resources.sft.env; `python -m bat.perf.numerics` under it prints the same fingerprint on "
+        "both CPUs when it holds), continue on the CPU kind that built it, or copy its state dir here."
     )
 
 

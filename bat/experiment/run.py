@@ -104,12 +104,16 @@ def run_experiment(
     collect_only: bool = False,
     allow_config_change: bool = False,
     supersede_as: tuple[str, str] | None = None,
+    allow_bootstrap_change: bool = False,
 ) -> dict[str, Any]:
     """Run the selected arms x seeds, then write results for the whole experiment. Finished ones are skipped: those
     finished in their state dir, and those with a committed piece under `<out>/runs/` (a seed whose selected arms are
     all committed does not rebuild its bootstrap).
 
     `allow_config_change` lets an arm run resume under a changed resolved config (see `bat.config.run_record`).
+    A seed whose rebuilt bootstrap has another SFT digest than the committed one trains none of its arms (they would
+    not be comparable with the committed ones; the seed is reported in `shared_failures`) unless
+    `allow_bootstrap_change`, which trains them and keeps the warning.
     `supersede_as` = (tag, reason) first sets the selected arm x seeds aside (`supersede`), so they run afresh.
     With `spec.wide_final_repeats`, each arm x seed run here to completion is widened at once (`widen_now`); the
     returned results then carry `wide_skipped` for those that could not be.
@@ -144,6 +148,10 @@ def run_experiment(
                 continue
             boot = bootstrap_seed_of(spec, seed)
             mismatch = digest_check(out, boot, shared.sft_digest)
+            if mismatch and not allow_bootstrap_change:
+                failures[str(seed)] = f"{mismatch} Not trained; --allow-bootstrap-change trains them anyway."
+                print(f"bat experiment: seed {seed}: {failures[str(seed)]}", flush=True)
+                continue
             if mismatch and mismatch not in warnings:
                 warnings.append(mismatch)
                 print(f"bat experiment: WARNING: {mismatch}", flush=True)

@@ -135,3 +135,15 @@ def test_two_arm_experiment_matched_budget_shared_sft(tmp_path: Path) -> None:
     assert not (tmp_path / "state" / "t2" / "seed_3").exists()
     rerun = json.loads((out / "results.json").read_text())
     assert all(arm["seeds"][0]["source"] == "committed" for arm in rerun["arms"].values())
+
+    # a bootstrap rebuilt with another SFT digest than the committed one (another CPU kind) trains nothing: the arm
+    # would start from another checkpoint than the committed arms did
+    shared_record, bicurl_piece = out / "runs" / "_shared" / "seed_3.json", out / "runs" / "bicurl" / "seed_3.json"
+    shared_record.write_text(json.dumps({**read_json(shared_record), "sft_digest": "0" * 64}))
+    bicurl_piece.write_text(json.dumps({**read_json(bicurl_piece), "shared_sft_digest": "0" * 64}))
+    redo = ["experiment", "--config", str(exp), "--only", "grpo", "--seeds", "3"]
+    assert main([*redo, "--supersede", "t", "--reason", "digest check"]) == 1
+    blocked = json.loads((out / "results.json").read_text())
+    assert "not the committed 0000000000000000" in blocked["shared_failures"]["3"]
+    assert "--allow-bootstrap-change" in blocked["shared_failures"]["3"]
+    assert not (tmp_path / "state" / "t2" / "seed_3" / "grpo").exists()  # the arm never started
