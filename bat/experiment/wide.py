@@ -191,12 +191,8 @@ def _from_twin(
 ) -> dict[str, Any]:
     """The record of an arm x seed whose retained checkpoint `twin` (another arm x seed's record) already scored;
     WideError when the twin's runs do not hold this arm x seed's end-of-run runs (not the same experiment)."""
-    mismatched = [
-        r.run_id
-        for r in end_runs
-        if twin["runs"].get(r.run_id) is None
-        or (twin["runs"][r.run_id]["instance_id"], twin["runs"][r.run_id]["overall"]) != (r.instance_id, r.overall)
-    ]
+    twin_runs = {rid: (run["instance_id"], run["overall"]) for rid, run in twin["runs"].items()}
+    mismatched = [r.run_id for r in end_runs if twin_runs.get(r.run_id) != (r.instance_id, r.overall)]
     if mismatched:
         raise WideError(
             f"arm {twin['arm']} seed {twin['seed']}'s wide record has this checkpoint's digest but not its end-of-run "
