@@ -90,15 +90,16 @@ def _seed_partial(layout: Any, final_round: int, repeats: int, end_repeats: int)
 
 
 def evaluate_wide(
-    spec: ExperimentSpec, arm: str, seed: int, repeats: int, known: dict[str, dict[str, Any]] | None = None
+    spec: ExperimentSpec, arm: str, seed: int, repeats: int, known: dict[str, list[dict[str, Any]]] | None = None
 ) -> dict[str, Any]:
     """Evaluate (or resume) the arm x seed's retained checkpoint on `repeats` final runs per track; returns the
     record to commit. An evaluation already finished is read back, not redone.
 
-    `known`: checkpoint digest -> a wide record of the same experiment and `repeats`. The evaluation is
+    `known`: checkpoint digest -> wide records of the same experiment and `repeats`. The evaluation is
     deterministic (the same checkpoint with the same sampling seeds plays the same runs: the `sft` arm's seeds,
     which share one checkpoint, scored identically run by run), so an arm x seed whose retained checkpoint has a
-    record there takes its runs (`reused_from`) instead of playing them again."""
+    record there on the same held-out suite (its end-of-run runs face the record's instances) takes its runs
+    (`reused_from`) instead of playing them again; a record of another suite (another disk's secret) is not a twin."""
     from bat.benchmark.secret import read_secret
     from bat.config.load import config_hash
     from bat.evaluate.episodes import policy_driver
@@ -125,11 +126,11 @@ def evaluate_wide(
         )
     started, reused = time.monotonic(), 0
     finished = load_aggregate(layout, final_round, "final", WIDE_PHASE, variant) is not None
-    twin = (known or {}).get(manifest.checkpoint_digest)
     # the suite's public name (the key stays in the state dir); runs pair only within one suite
     suite = read_secret(layout.heldout_secret).fingerprint if layout.heldout_secret.exists() else None
-    if twin is not None and not finished:
-        end_runs = read_heldout_runs(layout, final_round, "final")
+    end_runs = read_heldout_runs(layout, final_round, "final") if not finished else []
+    twin = next((r for r in (known or {}).get(manifest.checkpoint_digest, []) if _same_suite(r, end_runs)), None)
+    if twin is not None:
         return {**_from_twin(twin, arm, seed, end_repeats, final_round, end_runs), "heldout_suite": suite}
     if not finished:
         if not Path(manifest.checkpoint).is_dir():
@@ -186,11 +187,19 @@ def evaluate_wide(
     }
 
 
+def _same_suite(record: dict[str, Any], end_runs: list[Any]) -> bool:
+    """True when the wide `record` holds every one of `end_runs` (an arm x seed's end-of-run runs) with the same
+    instance: both were evaluated on one held-out suite."""
+    return bool(end_runs) and all(
+        record["runs"].get(r.run_id, {}).get("instance_id") == r.instance_id for r in end_runs
+    )
+
+
 def _from_twin(
     twin: dict[str, Any], arm: str, seed: int, end_repeats: int, final_round: int, end_runs: list[Any]
 ) -> dict[str, Any]:
-    """The record of an arm x seed whose retained checkpoint `twin` (another arm x seed's record) already scored;
-    WideError when the twin's runs do not hold this arm x seed's end-of-run runs (not the same experiment)."""
+    """The record of an arm x seed whose retained checkpoint `twin` (another arm x seed's record, same suite) already
+    scored; WideError when the twin scored this arm x seed's end-of-run runs otherwise (not the same experiment)."""
     twin_runs = {rid: (run["instance_id"], run["overall"]) for rid, run in twin["runs"].items()}
     mismatched = [r.run_id for r in end_runs if twin_runs.get(r.run_id) != (r.instance_id, r.overall)]
     if mismatched:
@@ -237,7 +246,10 @@ def run_wide(
     or committed already, one line per arm x seed skipped and why). One that cannot be widened does not stop the
     others."""
     lines, skipped = [], []
-    known = {r["checkpoint_digest"]: r for r in read_wide_pieces(out_dir) if r["repeats"] == repeats}
+    known: dict[str, list[dict[str, Any]]] = {}
+    for record in read_wide_pieces(out_dir):
+        if record["repeats"] == repeats:
+            known.setdefault(record["checkpoint_digest"], []).append(record)
     for arm in arms:
         for seed in seeds:
             if wide_piece(out_dir, arm, seed, repeats).exists():
@@ -250,7 +262,7 @@ def run_wide(
                 skipped.append(f"{arm} seed {seed}: skipped: {exc}")
                 continue
             path = write_wide_piece(out_dir, record)
-            known.setdefault(record["checkpoint_digest"], record)
+            known.setdefault(record["checkpoint_digest"], []).append(record)
             source = f"reused from {record['reused_from']}" if "reused_from" in record else "reused"
             lines.append(
                 f"{arm} seed {seed}: Overall {100 * (record['overall'] or 0):.1f} over {record['n_runs']} runs "

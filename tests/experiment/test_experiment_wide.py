@@ -226,14 +226,22 @@ def test_an_arm_seed_sharing_a_scored_checkpoint_takes_its_runs(tmp_path: Path) 
         "n_runs": 3,
         "runs": {f"final-t-r{r:02d}": {"instance_id": f"i{r}", "overall": v} for r, v in enumerate([1.0, 0.0, 0.0])},
     }
-    record = evaluate_wide(spec, "grpo", 1, 3, {"d" * 64: twin})
+    record = evaluate_wide(spec, "grpo", 1, 3, {"d" * 64: [twin]})
     assert record["reused_from"] == "bicurl seed 2" and record["runs"] == twin["runs"]
     assert record["heldout_suite"] == secret.fingerprint  # the suite's public name, never the key
     assert (record["arm"], record["seed"], record["end_of_run_repeats"], record["reused_runs"]) == ("grpo", 1, 2, 3)
     # a record whose runs disagree with this arm x seed's end-of-run runs is not taken
     twin["runs"]["final-t-r01"]["overall"] = 1.0
     with pytest.raises(WideError, match="final-t-r01"):
-        evaluate_wide(spec, "grpo", 1, 3, {"d" * 64: twin})
+        evaluate_wide(spec, "grpo", 1, 3, {"d" * 64: [twin]})
+    # the same checkpoint scored on another held-out suite (another disk's secret: other instances) is no twin:
+    # this arm x seed plays its own runs (here its checkpoint is not on disk, so it stops there)
+    other_suite = {
+        **twin,
+        "runs": {rid: {**run, "instance_id": "x" + run["instance_id"]} for rid, run in twin["runs"].items()},
+    }
+    with pytest.raises(WideError, match="retained checkpoint .* is gone"):
+        evaluate_wide(spec, "grpo", 1, 3, {"d" * 64: [other_suite]})
 
 
 def test_a_wider_evaluation_starts_from_the_widest_one_on_disk(tmp_path: Path) -> None:
