@@ -239,5 +239,7 @@ def collect(spec: ExperimentSpec, out_dir: Path | None = None) -> dict[str, Any]
         "budget": budget_audit(spec, arms),
         "shared": shared,
         "superseded": superseded_records(out),
-        "wide": wide_summary(out, ref, confidence=confidence),
+        "wide": wide_summary(
+            out, ref, confidence=confidence, anchor_digests=tuple(str(b.get("sft_digest")) for b in shared.values())
+        ),
     }

@@ -338,11 +338,37 @@ def _suite_labels(arms: dict[str, list[list[dict[str, Any]]]], reference: str) -
     return labels
 
 
-def wide_summary(out_dir: Path, reference: str, *, confidence: float = 0.95) -> list[dict[str, Any]]:
+def _anchored(
+    ref: dict[str, tuple[str, float]],
+    arm: dict[str, tuple[str, float]],
+    anchors: list[dict[str, tuple[str, float]]],
+    confidence: float,
+) -> dict[str, Any] | None:
+    """`ref - arm` across two held-out suites through a checkpoint scored on both (`anchors`: the shared SFT's runs,
+    one entry per suite): each arm paired run by run with the anchor on its own suite, then the two mean differences
+    compared (Welch over the two sets of per-run differences). None when the anchor was not scored on both suites."""
+    from bat.experiment.power import run_alignment, unpaired_comparison
+
+    on_ref = next((a for a in anchors if not run_alignment(a, ref)), None)
+    on_arm = next((a for a in anchors if not run_alignment(a, arm)), None)
+    if on_ref is None or on_arm is None:
+        return None
+    ref_gain = [ref[rid][1] - on_ref[rid][1] for rid in sorted(ref)]
+    arm_gain = [arm[rid][1] - on_arm[rid][1] for rid in sorted(arm)]
+    return {**unpaired_comparison(ref_gain, arm_gain, confidence=confidence), "design": "anchored"}
+
+
+def wide_summary(
+    out_dir: Path, reference: str, *, confidence: float = 0.95, anchor_digests: tuple[str, ...] = ()
+) -> list[dict[str, Any]]:
     """Per repeats value of the committed wide records: each arm's seeds, mean Overall over runs and its profile
     (`_profile`), and every arm against `reference` (`bat.experiment.power`): paired run by run when both arms'
-    seeds faced one held-out suite (scores averaged over an arm's seeds per run), else unpaired (Welch) over the
-    runs of each suite (seed-averaged within it); `suites` names each arm's suites by letter (A: the reference's)."""
+    seeds faced one held-out suite (scores averaged over an arm's seeds per run). Across suites (an arm's seeds on
+    another disk's suite) a suite's own difficulty enters a plain difference, so when a checkpoint of
+    `anchor_digests` (the shared SFT, which every disk rebuilds bit-identically) was scored on both suites the row
+    compares each arm's gain over it on its own suite (`anchored`, with the plain Welch row under `unpaired`), else
+    unpaired (Welch) over the runs of each suite (seed-averaged within it); `suites` names each arm's suites by
+    letter (A: the reference's)."""
     from bat.experiment.power import PowerInputError, paired_comparison, seed_average, unpaired_comparison
 
     by_repeats: dict[int, dict[str, list[dict[str, Any]]]] = {}
@@ -357,6 +383,8 @@ def wide_summary(out_dir: Path, reference: str, *, confidence: float = 0.95) -> 
             for arm, arm_groups in groups.items()
         }
         pooled = {arm: [v for suite in suites for _, v in suite.values()] for arm, suites in scores.items()}
+        anchor_records = [r for rs in arms.values() for r in rs if r.get("checkpoint_digest") in anchor_digests]
+        anchors = [seed_average([_run_scores(group[0])]) for group in _suites(anchor_records)]
         rows: dict[str, Any] = {}
         if reference in scores:
             for arm in scores:
@@ -367,6 +395,12 @@ def wide_summary(out_dir: Path, reference: str, *, confidence: float = 0.95) -> 
                         rows[arm] = paired_comparison(scores[reference][0], scores[arm][0], confidence=confidence)
                     else:
                         rows[arm] = unpaired_comparison(pooled[reference], pooled[arm], confidence=confidence)
+                        one_suite_each = len(scores[reference]) == 1 and len(scores[arm]) == 1
+                        anchored = one_suite_each and _anchored(
+                            scores[reference][0], scores[arm][0], anchors, confidence
+                        )
+                        if anchored:
+                            rows[arm] = {**anchored, "unpaired": rows[arm]}
                 except PowerInputError as exc:
                     rows[arm] = {"error": str(exc)}
         summaries.append(

@@ -264,3 +264,36 @@ def test_a_wider_evaluation_starts_from_the_widest_one_on_disk(tmp_path: Path) -
     assert _seed_partial(layout, 1, 5, 2) == 3  # from wide_r03, not the end-of-run runs
     assert len(read_jsonl(partial_runs_path(layout, 1, "final", "wide_r05"), EvalRun)) == 3
     assert _seed_partial(layout, 1, 5, 2) == 0  # a partial exists: the evaluation resumes from it
+
+
+def test_across_suites_each_arm_is_measured_by_its_gain_over_the_sft_on_its_own_suite(tmp_path: Path) -> None:
+    """Suite B is harder: the shared SFT checkpoint (the same digest on both disks) scores lower there. The anchored
+    row compares gains over the SFT within each suite, so the suite's difficulty cancels."""
+
+    def on_suite(arm: str, seed: int, overall: list[float], suite: str, digest: str) -> dict:
+        record = {**_record(arm, seed, overall), "checkpoint_digest": digest}
+        record["runs"] = {
+            rid: {**run, "instance_id": suite + run["instance_id"]} for rid, run in record["runs"].items()
+        }
+        return record
+
+    sft = "s" * 64
+    write_wide_piece(tmp_path, on_suite("bicurl", 1, [1.0, 0.5, 0.5, 0.5], "a", "b" * 64))
+    write_wide_piece(tmp_path, on_suite("sft", 1, [0.5, 0.5, 0.0, 0.5], "a", sft))
+    write_wide_piece(tmp_path, on_suite("no-smix", 1, [0.0, 0.0, 0.0, 0.5], "b", sft))  # retained the SFT itself
+    write_wide_piece(tmp_path, on_suite("no-e2e", 1, [0.5, 0.0, 0.5, 0.5], "b", "e" * 64))
+    [plain] = wide_summary(tmp_path, "bicurl")
+    assert plain["vs_reference"]["no-smix"]["design"] == "unpaired"  # without an anchor digest: the plain difference
+    [summary] = wide_summary(tmp_path, "bicurl", anchor_digests=(sft,))
+    rows = summary["vs_reference"]
+    # bicurl gains .5, 0, .5, 0 over the SFT on A (mean .25); no-smix gains 0 on B: .25; no-e2e gains .5, 0, .5, 0
+    assert rows["no-smix"]["design"] == "anchored" and rows["no-smix"]["mean_delta"] == pytest.approx(0.25)
+    assert rows["no-smix"]["unpaired"]["mean_delta"] == pytest.approx(0.5)  # suite B's difficulty included
+    assert rows["no-e2e"]["mean_delta"] == pytest.approx(0.0) and rows["no-e2e"]["n_runs"] == [4, 4]
+    assert "design" not in rows["sft"]  # one suite: paired as before
+    lines = wide_section({"wide": [summary], "reference_arm": "bicurl", "confidence": 0.95})
+    assert any(
+        line.startswith("| no-smix | 1 (B) | 12.5 | +25.0 +- ")
+        and "anchored on the SFT: 4 vs 4 (unpaired: +50.0)" in line
+        for line in lines
+    )
