@@ -88,10 +88,23 @@ def _ordering(results: dict[str, Any], split: str | None = None) -> str:
             lines.append(f"* {ref} vs {name}: not comparable (missing or null results).")
             continue
         p = "n/a" if cmp["p_value"] is None else f"{cmp['p_value']:.3f}"
+        caveat = ""
+        if _suites_of(results, name) != _suites_of(results, ref):
+            caveat = (
+                " Evaluated on other held-out suites than the reference's, so the difference includes the suites' "
+                "own difficulty (the wide section anchors it on the SFT where it can)."
+            )
         lines.append(
             f"* {ref} − {name}: {delta(cmp)} (paired over {cmp['n_tracks']} tracks, p = {p}): {ref} is {_verdict(cmp)}."
+            + caveat
         )
     return "\n".join(lines)
+
+
+def _suites_of(results: dict[str, Any], arm: str) -> set[str | None]:
+    """The held-out suites (secret fingerprints; None where a record predates them) of an arm's finished seeds."""
+    seeds = results["arms"].get(arm, {}).get("seeds", [])
+    return {x.get("heldout_suite") for x in seeds if x.get("status") == "done"}
 
 
 def _verdict(cmp: dict[str, Any]) -> str:

@@ -80,6 +80,10 @@ def test_compare_paired_deltas_and_closing_note() -> None:
     note = _ordering(results)
     assert "bicurl (73.3) > grpo (33.3)" in note and "bicurl − grpo: +40.0 points ±" in note
     assert "bicurl is ahead" in note and "bicurl vs no-e2e: not comparable" in note
+    assert "other held-out suites" not in note  # no suite recorded anywhere: one suite
+    # grpo's seed evaluated on another held-out suite (another disk's secret): its row says so
+    results["arms"]["grpo"]["seeds"] = [{"seed": 1, "status": "done", "heldout_suite": "ec6d4bf3cc05f0dc"}]
+    assert "bicurl is ahead. Evaluated on other held-out suites than the reference's" in _ordering(results)
 
 
 def test_stage_staircase_table_profile_and_figure(tmp_path) -> None:
