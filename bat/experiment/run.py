@@ -85,11 +85,18 @@ def supersede(spec: ExperimentSpec, arms: list, seeds: list[int], tag: str, reas
 
 def widen_now(spec: ExperimentSpec, arm: str, seed: int, out: Path) -> list[str]:
     """Widen a just-finished arm x seed to `spec.wide_final_repeats` final runs per track (`bat.experiment.wide`;
-    records under `<out>/wide/`); returns one line per arm x seed that could not be widened and why."""
+    records under `<out>/wide/`), and score the shared SFT on this disk's held-out suite once
+    (`bat.experiment.anchor`); returns one line per evaluation that could not be done and why."""
+    from bat.experiment.anchor import widen_anchor
     from bat.experiment.wide import print_wide, run_wide
 
     assert spec.wide_final_repeats is not None
     lines, skipped = run_wide(spec, [arm], [seed], spec.wide_final_repeats, out)
+    try:  # this disk's suite gets the shared SFT's score once, so arms on other suites compare through it
+        anchor = widen_anchor(spec, arm, bootstrap_seed_of(spec, seed), spec.wide_final_repeats, out)
+        lines += [anchor] if anchor else []
+    except Exception as exc:  # reported like a skipped widening; the arm's own record stands
+        skipped.append(f"suite anchor (the shared SFT on this disk's suite): {type(exc).__name__}: {exc}")
     print_wide(lines, skipped)
     return skipped
 

@@ -24,7 +24,7 @@ from pathlib import Path
 from typing import Any
 
 from bat.experiment.spec import ExperimentSpec, arm_config
-from bat.state.experiment_layout import WIDE_DIR_NAME, wide_piece
+from bat.state.experiment_layout import WIDE_ANCHOR_DIR_NAME, WIDE_DIR_NAME, wide_piece
 
 WIDE_PHASE = "final_test"
 """The end-of-run phase folder the wide aggregate is filed under (as a variant of its final aggregate)."""
@@ -239,6 +239,15 @@ def read_wide_pieces(out_dir: Path) -> list[dict[str, Any]]:
     return sorted(records, key=lambda r: (r["repeats"], r["arm"], r["seed"]))
 
 
+def read_anchor_pieces(out_dir: Path) -> list[dict[str, Any]]:
+    """Every committed suite anchor under `<out_dir>/wide/_anchor/`, sorted by (repeats, suite)."""
+    from bat.state.atomic import read_json
+
+    folder = Path(out_dir) / WIDE_DIR_NAME / WIDE_ANCHOR_DIR_NAME
+    records = [read_json(p) for p in sorted(folder.glob("suite_*_r*.json"))] if folder.is_dir() else []
+    return sorted(records, key=lambda r: (r["repeats"], r["heldout_suite"]))
+
+
 def run_wide(
     spec: ExperimentSpec, arms: list[str], seeds: list[int], repeats: int, out_dir: Path
 ) -> tuple[list[str], list[str]]:
@@ -368,12 +377,14 @@ def wide_summary(
     `anchor_digests` (the shared SFT, which every disk rebuilds bit-identically) was scored on both suites the row
     compares each arm's gain over it on its own suite (`anchored`, with the plain Welch row under `unpaired`), else
     unpaired (Welch) over the runs of each suite (seed-averaged within it); `suites` names each arm's suites by
-    letter (A: the reference's)."""
+    letter (A: the reference's). The SFT's runs on a suite come from an arm's record of that checkpoint or from the
+    suite's anchor record (`bat.experiment.anchor`)."""
     from bat.experiment.power import PowerInputError, paired_comparison, seed_average, unpaired_comparison
 
     by_repeats: dict[int, dict[str, list[dict[str, Any]]]] = {}
     for record in read_wide_pieces(out_dir):
         by_repeats.setdefault(record["repeats"], {}).setdefault(record["arm"], []).append(record)
+    anchor_pieces = read_anchor_pieces(out_dir)
     summaries = []
     for repeats, arms in sorted(by_repeats.items()):
         groups = {arm: _suites(records) for arm, records in arms.items()}
@@ -384,6 +395,9 @@ def wide_summary(
         }
         pooled = {arm: [v for suite in suites for _, v in suite.values()] for arm, suites in scores.items()}
         anchor_records = [r for rs in arms.values() for r in rs if r.get("checkpoint_digest") in anchor_digests]
+        anchor_records += [
+            r for r in anchor_pieces if r["repeats"] == repeats and r["checkpoint_digest"] in anchor_digests
+        ]
         anchors = [seed_average([_run_scores(group[0])]) for group in _suites(anchor_records)]
         rows: dict[str, Any] = {}
         if reference in scores:

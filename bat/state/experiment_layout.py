@@ -61,3 +61,13 @@ WIDE_DIR_NAME = "wide"
 def wide_piece(out_dir: Path, arm: str, seed: int, repeats: int) -> Path:
     """`<out_dir>/wide/<arm>/seed_<seed>_r<NN>.json`: the committed record of one wide final evaluation."""
     return Path(out_dir) / WIDE_DIR_NAME / arm / f"seed_{seed}_r{repeats:02d}.json"
+
+
+WIDE_ANCHOR_DIR_NAME = "_anchor"
+"""Folder under `<out_dir>/wide/` of the suite anchors (never an arm's name: arms cannot start with `_`)."""
+
+
+def wide_anchor_piece(out_dir: Path, suite: str, repeats: int) -> Path:
+    """`<out_dir>/wide/_anchor/suite_<fingerprint>_r<NN>.json`: the shared SFT checkpoint's wide final evaluation on
+    one held-out suite (named by its secret's public fingerprint)."""
+    return Path(out_dir) / WIDE_DIR_NAME / WIDE_ANCHOR_DIR_NAME / f"suite_{suite}_r{repeats:02d}.json"

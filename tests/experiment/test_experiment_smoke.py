@@ -112,6 +112,17 @@ def test_two_arm_experiment_matched_budget_shared_sft(tmp_path: Path) -> None:
         assert {rid: wide["runs"][rid]["overall"] for rid in end} == end and len(wide["runs"]) == 6
         assert wide["checkpoint_digest"] == read_json(layout.heldout_manifest(1, "final"))["checkpoint_digest"]
         assert wide["heldout_suite"] == suite
+    # this disk's suite is anchored: the shared SFT scored on the same wide split (or an arm's record of it)
+    wide_digests = {read_json(out / "wide" / n / "seed_3_r03.json")["checkpoint_digest"] for n in runs}
+    anchors = [read_json(p) for p in (out / "wide" / "_anchor").glob("suite_*_r03.json")]
+    if digest in wide_digests:  # an arm retained the SFT itself: its record anchors the suite
+        assert anchors == []
+    else:
+        [anchor] = anchors
+        assert (anchor["checkpoint_digest"], anchor["heldout_suite"], anchor["n_runs"]) == (digest, suite, 6)
+        assert [r["instance_id"] for r in anchor["runs"].values()] == [
+            r["instance_id"] for r in read_json(out / "wide" / "grpo" / "seed_3_r03.json")["runs"].values()
+        ]  # the same instances as the arms' wide runs
     widened = json.loads((out / "results.json").read_text())["wide"]
     assert [w["repeats"] for w in widened] == [3] and set(widened[0]["vs_reference"]) == {"grpo"}
     assert "## Wide final evaluation" in (out / "README.md").read_text()

@@ -297,3 +297,27 @@ def test_across_suites_each_arm_is_measured_by_its_gain_over_the_sft_on_its_own_
         and "anchored on the SFT: 4 vs 4 (unpaired: +50.0)" in line
         for line in lines
     )
+
+
+def test_a_suite_anchor_record_anchors_the_arms_on_its_suite(tmp_path: Path) -> None:
+    """The shared SFT scored on a disk's suite (`bat.experiment.anchor`, under wide/_anchor/) anchors that suite's
+    arms though no arm there retained the SFT; it is not an arm of the table."""
+    from bat.state.experiment_layout import wide_anchor_piece
+
+    def on_suite(arm: str, overall: list[float], suite: str, digest: str) -> dict:
+        record = {**_record(arm, 1, overall), "checkpoint_digest": digest, "heldout_suite": suite * 16}
+        record["runs"] = {
+            rid: {**run, "instance_id": suite + run["instance_id"]} for rid, run in record["runs"].items()
+        }
+        return record
+
+    sft = "s" * 64
+    write_wide_piece(tmp_path, on_suite("bicurl", [1.0, 0.5, 0.5, 0.5], "a", "b" * 64))
+    write_wide_piece(tmp_path, on_suite("sft", [0.5, 0.5, 0.0, 0.5], "a", sft))
+    write_wide_piece(tmp_path, on_suite("no-e2e", [0.5, 0.0, 0.5, 0.5], "b", "e" * 64))
+    atomic_write_json(wide_anchor_piece(tmp_path, "b" * 16, 2), {**on_suite("_anchor", [0.0, 0.0, 0.5, 0.0], "b", sft)})
+    [summary] = wide_summary(tmp_path, "bicurl", anchor_digests=(sft,))
+    assert "_anchor" not in summary["arms"]
+    row = summary["vs_reference"]["no-e2e"]  # gains: bicurl .5, 0, .5, 0 (A); no-e2e .5, 0, 0, .5 (B)
+    assert row["design"] == "anchored" and row["mean_delta"] == pytest.approx(0.0)
+    assert row["unpaired"]["mean_delta"] == pytest.approx(0.25)
