@@ -21,7 +21,14 @@ from pathlib import Path
 
 from bat.experiment.share import sft_checkpoint, shared_dir
 from bat.experiment.spec import ExperimentSpec
-from bat.experiment.wide import WIDE_PHASE, read_anchor_pieces, read_wide_pieces, wide_config, wide_variant
+from bat.experiment.wide import (
+    WIDE_PHASE,
+    read_anchor_pieces,
+    read_wide_pieces,
+    run_entries,
+    wide_config,
+    wide_variant,
+)
 from bat.state.experiment_layout import WIDE_ANCHOR_DIR_NAME, wide_anchor_piece
 
 
@@ -83,16 +90,7 @@ def widen_anchor(spec: ExperimentSpec, arm: str, seed: int, repeats: int, out_di
         "overall": agg.overall,
         "n_runs": agg.n_runs,
         "wall_s": round(time.monotonic() - started, 3),
-        "runs": {
-            r.run_id: {
-                "instance_id": r.instance_id,
-                "track": r.track,
-                "overall": r.overall,
-                "task": r.task,
-                "agentic": r.agentic,
-            }
-            for r in sorted(runs, key=lambda r: r.run_id)
-        },
+        "runs": run_entries(runs),
     }
     atomic_write_json(path, stamp_piece(record))
     return f"suite {suite[:8]}: the shared SFT scored {100 * (agg.overall or 0):.1f} over {agg.n_runs} runs -> {path}"

@@ -174,16 +174,21 @@ def evaluate_wide(
         "n_runs": agg.n_runs,
         "reused_runs": reused,
         "wall_s": round(time.monotonic() - started, 3),
-        "runs": {
-            r.run_id: {
-                "instance_id": r.instance_id,
-                "track": r.track,
-                "overall": r.overall,
-                "task": r.task,
-                "agentic": r.agentic,
-            }
-            for r in sorted(runs, key=lambda r: r.run_id)
-        },
+        "runs": run_entries(runs),
+    }
+
+
+def run_entries(runs: list[Any]) -> dict[str, dict[str, Any]]:
+    """A wide record's `runs`: run id -> instance, track and scores, from held-out run records (`EvalRun`)."""
+    return {
+        r.run_id: {
+            "instance_id": r.instance_id,
+            "track": r.track,
+            "overall": r.overall,
+            "task": r.task,
+            "agentic": r.agentic,
+        }
+        for r in sorted(runs, key=lambda r: r.run_id)
     }
 
 
