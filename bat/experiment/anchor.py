@@ -23,6 +23,7 @@ from bat.experiment.share import sft_checkpoint, shared_dir
 from bat.experiment.spec import ExperimentSpec
 from bat.experiment.wide import (
     WIDE_PHASE,
+    play_final,
     read_anchor_pieces,
     read_wide_pieces,
     run_entries,
@@ -46,10 +47,7 @@ def widen_anchor(spec: ExperimentSpec, arm: str, seed: int, repeats: int, out_di
     `arm`'s wide config: the arms differ in training, not in evaluation) and record it; None when the suite is
     anchored already, else the line to print."""
     from bat.benchmark.secret import read_secret
-    from bat.config.load import config_hash
-    from bat.evaluate.episodes import policy_driver
     from bat.evaluate.manifest import checkpoint_digest
-    from bat.evaluate.runner import evaluate_split
     from bat.evaluate.store import load_aggregate, read_heldout_runs
     from bat.experiment.pieces import stamp_piece
     from bat.state.atomic import atomic_write_json
@@ -63,21 +61,7 @@ def widen_anchor(spec: ExperimentSpec, arm: str, seed: int, repeats: int, out_di
         return None
     cfg, variant, started = wide_config(spec, arm, seed, repeats), wide_variant(repeats), time.monotonic()
     if load_aggregate(layout, 0, "final", WIDE_PHASE, variant) is None:
-        driver, close = policy_driver(cfg, Path(checkpoint))
-        try:
-            evaluate_split(
-                cfg,
-                layout,
-                0,
-                "final",
-                checkpoint,
-                driver,
-                config_hash=config_hash(cfg),
-                phase=WIDE_PHASE,
-                variant=variant,
-            )
-        finally:
-            close()
+        play_final(cfg, layout, 0, checkpoint, variant)
     agg = load_aggregate(layout, 0, "final", WIDE_PHASE, variant)
     assert agg is not None
     runs = read_heldout_runs(layout, 0, "final", variant)

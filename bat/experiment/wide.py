@@ -101,10 +101,7 @@ def evaluate_wide(
     record there on the same held-out suite (its end-of-run runs face the record's instances) takes its runs
     (`reused_from`) instead of playing them again; a record of another suite (another disk's secret) is not a twin."""
     from bat.benchmark.secret import read_secret
-    from bat.config.load import config_hash
-    from bat.evaluate.episodes import policy_driver
     from bat.evaluate.manifest import checkpoint_digest
-    from bat.evaluate.runner import evaluate_split
     from bat.evaluate.store import aggregate_path, heldout_manifest_path, load_aggregate, read_heldout_runs
     from bat.schemas.evaluation import EvalManifest
     from bat.state.atomic import read_json
@@ -144,21 +141,7 @@ def evaluate_wide(
                 f"({manifest_path}); the retained checkpoint changed, so its runs cannot be extended"
             )
         reused = _seed_partial(layout, final_round, repeats, end_repeats)
-        driver, close = policy_driver(cfg, Path(manifest.checkpoint))
-        try:
-            evaluate_split(
-                cfg,
-                layout,
-                final_round,
-                "final",
-                manifest.checkpoint,
-                driver,
-                config_hash=config_hash(cfg),
-                phase=WIDE_PHASE,
-                variant=variant,
-            )
-        finally:
-            close()
+        play_final(cfg, layout, final_round, manifest.checkpoint, variant)
     agg = load_aggregate(layout, final_round, "final", WIDE_PHASE, variant)
     assert agg is not None, aggregate_path(layout, final_round, "final", WIDE_PHASE, variant)
     runs = read_heldout_runs(layout, final_round, "final", variant)
@@ -176,6 +159,29 @@ def evaluate_wide(
         "wall_s": round(time.monotonic() - started, 3),
         "runs": run_entries(runs),
     }
+
+
+def play_final(cfg: Any, layout: Any, round_index: int, checkpoint: str, variant: str) -> None:
+    """Play (or resume) `checkpoint`'s runs of the final split under `cfg` into `layout`'s wide `variant` files."""
+    from bat.config.load import config_hash
+    from bat.evaluate.episodes import policy_driver
+    from bat.evaluate.runner import evaluate_split
+
+    driver, close = policy_driver(cfg, Path(checkpoint))
+    try:
+        evaluate_split(
+            cfg,
+            layout,
+            round_index,
+            "final",
+            checkpoint,
+            driver,
+            config_hash=config_hash(cfg),
+            phase=WIDE_PHASE,
+            variant=variant,
+        )
+    finally:
+        close()
 
 
 def run_entries(runs: list[Any]) -> dict[str, dict[str, Any]]:
