@@ -40,8 +40,10 @@ Public API:
   the split's run count detects and the runs a given gap needs.
 * `bat experiment --config FILE --wide-final N` (`bat.experiment.wide.run_wide`): the finished arm x seeds' retained
   checkpoints re-scored on N final runs per track (the end-of-run runs reused: run r of a track is keyed by (split,
-  track, r)); per-run scores recorded under `<out>/wide/` and paired with the reference arm in the report
-  (`bat.experiment.wide_report`). Reporting only: the final split never feeds routing or tuning.
+  track, r)); per-run scores recorded under `<out>/wide/`, with each disk's held-out suite anchored by the shared
+  SFT's score on it (`bat.experiment.anchor`), summarised against the reference arm (`bat.experiment.wide_summary`)
+  and shown in the report (`bat.experiment.wide_report`). Reporting only: the final split never feeds routing or
+  tuning.
 
 Matched budget: arm overrides may only touch `curriculum.*` (not batch_size/batches_per_round/exhausted); the
 results' `budget` audit checks resolved budget fields and the RL arms' rollout/GRPO-step counts, and names arms whose

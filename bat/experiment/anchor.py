@@ -2,7 +2,7 @@
 different suites (pieces run on different disks, each with its own experiment secret) compare through it.
 
 A suite's own difficulty moves every arm's score (the same SFT checkpoint: 16.2 on one suite, 9.3 on another, over
-40 final runs each), so `bat.experiment.wide.wide_summary` compares two arms on different suites by their gains over
+40 final runs each), so `bat.experiment.wide_summary.wide_summary` compares two arms on different suites by their gains over
 the SFT on their own suites. The SFT checkpoint rebuilds bit-identically on every disk (its digest is checked), so
 each disk can score it on its own suite: `widen_anchor` does so once per suite, on the same wide final split as the
 arms' wide evaluations, unless a wide record of that checkpoint on that suite exists already (an arm that retained

@@ -27,7 +27,7 @@ from bat.experiment.pieces import read_arm_piece, read_shared_piece, superseded_
 from bat.experiment.share import ROUND0_PHASES, arm_dir, shared_dir
 from bat.experiment.spec import ExperimentSpec, arm_config, bootstrap_seed_of, budget_signature
 from bat.experiment.summary import END_SPLITS, arm_summary, compare, held_out_profile
-from bat.experiment.wide import wide_summary
+from bat.experiment.wide_summary import wide_summary
 from bat.schemas.evaluation import EvalAggregate
 from bat.state.atomic import read_json
 from bat.state.errors import StateFileError

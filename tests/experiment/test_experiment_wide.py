@@ -16,10 +16,10 @@ from bat.experiment.wide import (
     evaluate_wide,
     wide_config,
     wide_piece,
-    wide_summary,
     write_wide_piece,
 )
 from bat.experiment.wide_report import wide_section
+from bat.experiment.wide_summary import wide_summary
 from bat.schemas.evaluation import EvalManifest, EvalRun, RunEntry
 from bat.state.atomic import atomic_write_json
 from bat.state.jsonl import write_jsonl
