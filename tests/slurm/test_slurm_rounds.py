@@ -274,6 +274,13 @@ def _wait_for(condition, what: str, timeout_s: float = 600.0) -> None:
         time.sleep(0.05)
 
 
+def _has_entries(folder: Path) -> bool:
+    try:
+        return any(folder.iterdir())
+    except FileNotFoundError:  # not made yet, or removed at the shard's end
+        return False
+
+
 @pytest.mark.slow
 def test_real_phases_preempted_on_slurm_finish_with_identical_outputs(product_run, tmp_path):
     """USR2 (preemption notice) to the real SFT job once it has saved a checkpoint, SIGKILL of the real rollout
@@ -295,10 +302,14 @@ def test_real_phases_preempted_on_slurm_finish_with_identical_outputs(product_ru
     subprocess.run(["scancel", "--signal=USR2", sft_job], check=True)
 
     shard = layout.phase_dir(1, "rollout") / "shard_0000"
+    # The shard's sandbox workspaces appear once the policy is loaded and its environments are open, i.e. while it
+    # generates; its own files land only at its end. Killing then is mid-shard on a fast or a loaded machine alike.
+    workspaces = layout.phase_scratch(1, "rollout") / "shard_0000"
     _wait_for(
-        lambda: toy_phases.event_pid(layout.root, 1, "rollout") is not None, "the rollout started", PRODUCT_TIMEOUT_S
+        lambda: _has_entries(workspaces) or (shard / "DONE.json").exists(),
+        "the rollout opened its shard's environments",
+        PRODUCT_TIMEOUT_S,
     )
-    time.sleep(3.0)  # loading the policy and generating (the shard takes ~15 s here; its files land at its end)
     assert not (shard / "DONE.json").exists(), "the rollout shard finished before it could be killed"
     rollout_job = read_job_record(layout, 1, "rollout")["job_id"]
     os.kill(toy_phases.event_pid(layout.root, 1, "rollout"), signal.SIGKILL)
