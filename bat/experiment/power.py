@@ -128,6 +128,14 @@ def runs_needed(sd: float, gap: float, *, alpha: float = 0.05, power: float = 0.
     return low
 
 
+def _zero_if_rounding(delta: float) -> float:
+    """0.0 for a difference below `_ROUNDING` (scores are on [0, 1] with far coarser steps), else `delta`."""
+    return 0.0 if abs(delta) <= _ROUNDING else delta
+
+
+_ROUNDING = 1e-9
+
+
 def paired_comparison(
     a: dict[str, tuple[str, float]],
     b: dict[str, tuple[str, float]],
@@ -142,7 +150,8 @@ def paired_comparison(
     problem = run_alignment(a, b)
     if problem:
         raise PowerInputError(f"the two arms cannot be paired: {problem}")
-    deltas = [a[run_id][1] - b[run_id][1] for run_id in sorted(a)]
+    # scores averaged over seeds carry float rounding (a mean of three equal scores need not equal the score)
+    deltas = [_zero_if_rounding(a[run_id][1] - b[run_id][1]) for run_id in sorted(a)]
     n = len(deltas)
     if n < 2:
         raise PowerInputError(f"{n} paired run(s); at least 2 are needed")
@@ -154,7 +163,7 @@ def paired_comparison(
         "sd_delta": sd,
         "half_width": half_width(deltas, confidence),
         "p_value": 1.0 if sd == 0 else float(stats.ttest_1samp(deltas, 0.0).pvalue),
-        "runs_differing": sum(1 for d in deltas if abs(d) > 1e-9),
+        "runs_differing": sum(1 for d in deltas if d != 0.0),
         "minimum_detectable": float(minimum_detectable_difference(sd, n, alpha=alpha, power=power)),
         "runs_needed": {gap: runs_needed(sd, gap, alpha=alpha, power=power) for gap in gaps},
     }

@@ -27,7 +27,9 @@ def wide_section(results: dict[str, Any]) -> list[str]:
         "averaged within a suite; runs column: reference vs arm, SD column: the arm's per-run SD). A suite's own "
         "difficulty then enters the difference, so where the shared SFT checkpoint (rebuilt bit-identically on "
         "every disk) was scored on both suites, the row compares each arm's gain over the SFT on its own suite "
-        "(anchored on the SFT; SD column: the arm's per-run gain), the plain unpaired difference in brackets.",
+        "(anchored on the SFT; SD column: the arm's per-run gain), the plain unpaired difference in brackets. "
+        "Last column: each arm's gain over the SFT checkpoint it started from, paired run by run on the instances "
+        "of its own suite(s) (where the SFT was scored on them).",
     ]
     for summary in summaries:
         n = max(a["n_runs"] for a in summary["arms"].values())
@@ -36,7 +38,17 @@ def wide_section(results: dict[str, Any]) -> list[str]:
             f"**{summary['repeats']} runs per track ({n} runs)**",
             "",
             *table_head(
-                ["arm", "seeds", "Overall", f"{ref} - arm", "p", "runs differing", "per-run SD", "detectable gap"]
+                [
+                    "arm",
+                    "seeds",
+                    "Overall",
+                    f"{ref} - arm",
+                    "p",
+                    "runs differing",
+                    "per-run SD",
+                    "detectable gap",
+                    "arm - SFT (own suite)",
+                ]
             ),
         ]
         several_suites = any(set(data.get("suites") or {"A": 0}) != {"A"} for data in summary["arms"].values())
@@ -67,12 +79,25 @@ def wide_section(results: dict[str, Any]) -> list[str]:
                 ", ".join(str(s) for s in seeds) + (f" ({label})" if several_suites else "")
                 for label, seeds in suites.items()
             )
+            cells.append(_gain_cell(summary.get("vs_anchor", {}).get(arm)))
             out.append(f"| {arm} | {seeds} | {100 * data['mean']:.1f} | " + " | ".join(cells) + " |")
         out += _profile_table(summary["arms"])
     return out
 
 
 _DESIGN_NAMES = {"unpaired": "unpaired", "anchored": "anchored on the SFT"}
+
+
+def _gain_cell(gain: dict[str, Any] | None) -> str:
+    """An arm's paired gain over the SFT on its own suites: mean +- half-width (p, runs)."""
+    if not gain:
+        return ""
+    if "error" in gain:
+        return gain["error"]
+    return (
+        f"{100 * gain['mean_delta']:+.1f} +- {100 * gain['half_width']:.1f} "
+        f"(p {gain['p_value']:.3f}, {gain['n_runs']} runs)"
+    )
 
 
 def _profile_table(arms: dict[str, Any]) -> list[str]:

@@ -93,6 +93,28 @@ def _anchored(
     return {**unpaired_comparison(ref_gain, arm_gain, confidence=confidence), "design": "anchored"}
 
 
+def _gain_over_anchor(
+    suites: list[dict[str, tuple[str, float]]],
+    anchors: list[dict[str, tuple[str, float]]],
+    confidence: float,
+) -> dict[str, Any] | None:
+    """`arm - anchor` paired run by run on each of the arm's suites (`suites`: its seed-averaged runs per suite), the
+    per-run differences of all its suites pooled (`bat.experiment.power.paired_comparison` over run ids prefixed by
+    the suite): the arm's RL gain over the SFT it started from, measured on the instances it met. None when the
+    anchor was not scored on every one of the arm's suites."""
+    from bat.experiment.power import paired_comparison, run_alignment
+
+    arm_runs: dict[str, tuple[str, float]] = {}
+    anchor_runs: dict[str, tuple[str, float]] = {}
+    for index, suite in enumerate(suites):
+        anchor = next((a for a in anchors if not run_alignment(a, suite)), None)
+        if anchor is None:
+            return None
+        for rid in suite:
+            arm_runs[f"{index}/{rid}"], anchor_runs[f"{index}/{rid}"] = suite[rid], anchor[rid]
+    return paired_comparison(arm_runs, anchor_runs, confidence=confidence)
+
+
 def wide_summary(
     out_dir: Path, reference: str, *, confidence: float = 0.95, anchor_digests: tuple[str, ...] = ()
 ) -> list[dict[str, Any]]:
@@ -104,7 +126,8 @@ def wide_summary(
     compares each arm's gain over it on its own suite (`anchored`, with the plain Welch row under `unpaired`), else
     unpaired (Welch) over the runs of each suite (seed-averaged within it); `suites` names each arm's suites by
     letter (A: the reference's). The SFT's runs on a suite come from an arm's record of that checkpoint or from the
-    suite's anchor record (`bat.experiment.anchor`)."""
+    suite's anchor record (`bat.experiment.anchor`). `vs_anchor`: each arm's gain over that SFT on its own suites,
+    paired run by run (`_gain_over_anchor`), where the SFT was scored on all of them."""
     from bat.experiment.power import PowerInputError, paired_comparison, seed_average, unpaired_comparison
 
     by_repeats: dict[int, dict[str, list[dict[str, Any]]]] = {}
@@ -126,6 +149,14 @@ def wide_summary(
         ]
         anchors = [seed_average([_run_scores(group[0])]) for group in _suites(anchor_records)]
         rows: dict[str, Any] = {}
+        gains: dict[str, Any] = {}
+        for arm, suites in scores.items():
+            try:
+                gain = _gain_over_anchor(suites, anchors, confidence) if anchors else None
+            except PowerInputError as exc:
+                gain = {"error": str(exc)}
+            if gain is not None:
+                gains[arm] = gain
         if reference in scores:
             for arm in scores:
                 if arm == reference:
@@ -157,6 +188,7 @@ def wide_summary(
                     for arm, records in arms.items()
                 },
                 "vs_reference": rows,
+                "vs_anchor": gains,
             }
         )
     return summaries

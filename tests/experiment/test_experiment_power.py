@@ -57,6 +57,16 @@ def test_seeds_average_per_run_and_arms_pair_on_the_same_runs(tmp_path):
     assert c["minimum_detectable"] == pytest.approx(minimum_detectable_difference(c["sd_delta"], 4))
 
 
+def test_seed_averages_equal_but_for_rounding_do_not_differ():
+    """Three seeds of one checkpoint averaged per run need not give back the run's score to the last bit."""
+    third = 0.1 + 0.2  # 0.30000000000000004
+    a = {f"r{i}": (f"i{i}", (third + third + third) / 3) for i in range(3)}
+    b = {f"r{i}": (f"i{i}", 0.3) for i in range(3)}
+    assert a["r0"][1] != 0.3
+    c = paired_comparison(a, b)
+    assert c["mean_delta"] == 0.0 and c["sd_delta"] == 0.0 and c["p_value"] == 1.0 and c["runs_differing"] == 0
+
+
 def test_minimum_detectable_difference_and_runs_needed_agree():
     # (t_.975 + t_.8) with 19 degrees of freedom is 2.093 + 0.861
     assert minimum_detectable_difference(0.5, 20) == pytest.approx(2.954 * 0.5 / 20**0.5, abs=1e-3)

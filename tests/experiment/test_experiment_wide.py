@@ -291,11 +291,19 @@ def test_across_suites_each_arm_is_measured_by_its_gain_over_the_sft_on_its_own_
     assert rows["no-smix"]["unpaired"]["mean_delta"] == pytest.approx(0.5)  # suite B's difficulty included
     assert rows["no-e2e"]["mean_delta"] == pytest.approx(0.0) and rows["no-e2e"]["n_runs"] == [4, 4]
     assert "design" not in rows["sft"]  # one suite: paired as before
+    gains = summary["vs_anchor"]  # each arm against the SFT on its own suite, run by run
+    assert gains["bicurl"]["mean_delta"] == pytest.approx(0.25) and gains["bicurl"]["n_runs"] == 4
+    assert gains["no-e2e"]["mean_delta"] == pytest.approx(0.25) and gains["no-e2e"]["runs_differing"] == 2
+    assert gains["no-smix"]["mean_delta"] == 0.0 and gains["sft"]["runs_differing"] == 0
+    assert "vs_anchor" in plain and plain["vs_anchor"] == {}  # no anchor digest: no gains
     lines = wide_section({"wide": [summary], "reference_arm": "bicurl", "confidence": 0.95})
     assert any(
         line.startswith("| no-smix | 1 (B) | 12.5 | +25.0 +- ")
         and "anchored on the SFT: 4 vs 4 (unpaired: +50.0)" in line
         for line in lines
+    )
+    assert any(
+        line.startswith("| no-e2e | 1 (B) |") and line.endswith("| +25.0 +- 45.9 (p 0.182, 4 runs) |") for line in lines
     )
 
 
