@@ -126,6 +126,9 @@ def test_two_arm_experiment_matched_budget_shared_sft(tmp_path: Path) -> None:
     widened = json.loads((out / "results.json").read_text())["wide"]
     assert [w["repeats"] for w in widened] == [3] and set(widened[0]["vs_reference"]) == {"grpo"}
     assert "## Wide final evaluation" in (out / "README.md").read_text()
+    # every widened arm measured against the shared SFT on this suite, run by run (through the anchor)
+    assert set(widened[0]["vs_anchor"]) == set(widened[0]["arms"])
+    assert all(gain["n_runs"] == 6 for gain in widened[0]["vs_anchor"].values())
     recorded = read_json(out / "wide" / "grpo" / "seed_3_r03.json")["recorded_at"]
     assert main(["experiment", "--config", str(exp), "--wide-final", "3"]) == 0  # recorded: not redone
     assert read_json(out / "wide" / "grpo" / "seed_3_r03.json")["recorded_at"] == recorded
