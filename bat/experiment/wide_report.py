@@ -26,8 +26,9 @@ def wide_section(results: dict[str, Any]) -> list[str]:
         "seeds are not all on the reference's one suite is compared unpaired (Welch, over each suite's runs, seeds "
         "averaged within a suite; runs column: reference vs arm, SD column: the arm's per-run SD). A suite's own "
         "difficulty then enters the difference, so where the shared SFT checkpoint (rebuilt bit-identically on "
-        "every disk) was scored on both suites, the row compares each arm's gain over the SFT on its own suite "
-        "(anchored on the SFT; SD column: the arm's per-run gain), the plain unpaired difference in brackets. "
+        "every disk) was scored on every suite of both arms, the row compares each arm's gain over the SFT run by "
+        "run on its own suites (anchored on the SFT, an arm's suites pooled; SD column: the arm's per-run gain), the "
+        "plain unpaired difference in brackets. "
         "Last column: each arm's gain over the SFT checkpoint it started from, paired run by run on the instances "
         "of its own suite(s) (where the SFT was scored on them).",
     ]

@@ -73,36 +73,13 @@ def _suite_labels(arms: dict[str, list[list[dict[str, Any]]]], reference: str) -
     return labels
 
 
-def _anchored(
-    ref: dict[str, tuple[str, float]],
-    arm: dict[str, tuple[str, float]],
-    anchors: list[dict[str, tuple[str, float]]],
-    confidence: float,
-) -> dict[str, Any] | None:
-    """`ref - arm` across two held-out suites through a checkpoint scored on both (`anchors`: the shared SFT's runs,
-    one entry per suite): each arm paired run by run with the anchor on its own suite, then the two mean differences
-    compared (Welch over the two sets of per-run differences). None when the anchor was not scored on both suites."""
-    from bat.experiment.power import run_alignment, unpaired_comparison
-
-    on_ref = next((a for a in anchors if not run_alignment(a, ref)), None)
-    on_arm = next((a for a in anchors if not run_alignment(a, arm)), None)
-    if on_ref is None or on_arm is None:
-        return None
-    ref_gain = [ref[rid][1] - on_ref[rid][1] for rid in sorted(ref)]
-    arm_gain = [arm[rid][1] - on_arm[rid][1] for rid in sorted(arm)]
-    return {**unpaired_comparison(ref_gain, arm_gain, confidence=confidence), "design": "anchored"}
-
-
-def _gain_over_anchor(
-    suites: list[dict[str, tuple[str, float]]],
-    anchors: list[dict[str, tuple[str, float]]],
-    confidence: float,
-) -> dict[str, Any] | None:
-    """`arm - anchor` paired run by run on each of the arm's suites (`suites`: its seed-averaged runs per suite), the
-    per-run differences of all its suites pooled (`bat.experiment.power.paired_comparison` over run ids prefixed by
-    the suite): the arm's RL gain over the SFT it started from, measured on the instances it met. None when the
-    anchor was not scored on every one of the arm's suites."""
-    from bat.experiment.power import paired_comparison, run_alignment
+def _against_anchor(
+    suites: list[dict[str, tuple[str, float]]], anchors: list[dict[str, tuple[str, float]]]
+) -> tuple[dict[str, tuple[str, float]], dict[str, tuple[str, float]]] | None:
+    """An arm's runs on each of its suites (`suites`: seed-averaged per suite) beside the anchor's runs on the same
+    suite (`anchors`: the shared SFT's runs, one entry per suite), run ids prefixed by the suite's index so that
+    several suites pool: (arm runs, anchor runs). None when the anchor was not scored on every one of the suites."""
+    from bat.experiment.power import run_alignment
 
     arm_runs: dict[str, tuple[str, float]] = {}
     anchor_runs: dict[str, tuple[str, float]] = {}
@@ -112,7 +89,13 @@ def _gain_over_anchor(
             return None
         for rid in suite:
             arm_runs[f"{index}/{rid}"], anchor_runs[f"{index}/{rid}"] = suite[rid], anchor[rid]
-    return paired_comparison(arm_runs, anchor_runs, confidence=confidence)
+    return arm_runs, anchor_runs
+
+
+def _gains(pair: tuple[dict[str, tuple[str, float]], dict[str, tuple[str, float]]]) -> list[float]:
+    """Per-run differences, arm - anchor, of `_against_anchor`'s pair."""
+    arm_runs, anchor_runs = pair
+    return [arm_runs[rid][1] - anchor_runs[rid][1] for rid in sorted(arm_runs)]
 
 
 def wide_summary(
@@ -122,12 +105,13 @@ def wide_summary(
     (`_profile`), and every arm against `reference` (`bat.experiment.power`): paired run by run when both arms'
     seeds faced one held-out suite (scores averaged over an arm's seeds per run). Across suites (an arm's seeds on
     another disk's suite) a suite's own difficulty enters a plain difference, so when a checkpoint of
-    `anchor_digests` (the shared SFT, which every disk rebuilds bit-identically) was scored on both suites the row
-    compares each arm's gain over it on its own suite (`anchored`, with the plain Welch row under `unpaired`), else
+    `anchor_digests` (the shared SFT, which every disk rebuilds bit-identically) was scored on every suite of both
+    arms the row compares their gains over it run by run on their own suites (`anchored`: Welch over the two sets of
+    per-run gains, an arm's suites pooled; the plain Welch row under `unpaired`), else
     unpaired (Welch) over the runs of each suite (seed-averaged within it); `suites` names each arm's suites by
     letter (A: the reference's). The SFT's runs on a suite come from an arm's record of that checkpoint or from the
     suite's anchor record (`bat.experiment.anchor`). `vs_anchor`: each arm's gain over that SFT on its own suites,
-    paired run by run (`_gain_over_anchor`), where the SFT was scored on all of them."""
+    paired run by run (`_against_anchor`), where the SFT was scored on all of them."""
     from bat.experiment.power import PowerInputError, paired_comparison, seed_average, unpaired_comparison
 
     by_repeats: dict[int, dict[str, list[dict[str, Any]]]] = {}
@@ -149,14 +133,14 @@ def wide_summary(
         ]
         anchors = [seed_average([_run_scores(group[0])]) for group in _suites(anchor_records)]
         rows: dict[str, Any] = {}
+        paired_with_anchor = {arm: _against_anchor(suites, anchors) for arm, suites in scores.items()}
         gains: dict[str, Any] = {}
-        for arm, suites in scores.items():
+        for arm, pair in paired_with_anchor.items():
             try:
-                gain = _gain_over_anchor(suites, anchors, confidence) if anchors else None
+                if pair is not None:
+                    gains[arm] = paired_comparison(*pair, confidence=confidence)
             except PowerInputError as exc:
-                gain = {"error": str(exc)}
-            if gain is not None:
-                gains[arm] = gain
+                gains[arm] = {"error": str(exc)}
         if reference in scores:
             for arm in scores:
                 if arm == reference:
@@ -166,12 +150,10 @@ def wide_summary(
                         rows[arm] = paired_comparison(scores[reference][0], scores[arm][0], confidence=confidence)
                     else:
                         rows[arm] = unpaired_comparison(pooled[reference], pooled[arm], confidence=confidence)
-                        one_suite_each = len(scores[reference]) == 1 and len(scores[arm]) == 1
-                        anchored = one_suite_each and _anchored(
-                            scores[reference][0], scores[arm][0], anchors, confidence
-                        )
-                        if anchored:
-                            rows[arm] = {**anchored, "unpaired": rows[arm]}
+                        ref_pair, arm_pair = paired_with_anchor[reference], paired_with_anchor[arm]
+                        if ref_pair is not None and arm_pair is not None:
+                            anchored = unpaired_comparison(_gains(ref_pair), _gains(arm_pair), confidence=confidence)
+                            rows[arm] = {**anchored, "design": "anchored", "unpaired": rows[arm]}
                 except PowerInputError as exc:
                     rows[arm] = {"error": str(exc)}
         summaries.append(

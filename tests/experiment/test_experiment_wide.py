@@ -307,6 +307,32 @@ def test_across_suites_each_arm_is_measured_by_its_gain_over_the_sft_on_its_own_
     )
 
 
+def test_an_arm_with_seeds_on_two_suites_is_anchored_on_each(tmp_path: Path) -> None:
+    """no-starget seed 1 on suite A, seed 2 on suite B: each seed's runs are paired with the SFT on its own suite and
+    the gains of both suites pooled, against the reference's gains on its suite."""
+
+    def on_suite(arm: str, seed: int, overall: list[float], suite: str, digest: str) -> dict:
+        record = {**_record(arm, seed, overall), "checkpoint_digest": digest}
+        record["runs"] = {
+            rid: {**run, "instance_id": suite + run["instance_id"]} for rid, run in record["runs"].items()
+        }
+        return record
+
+    sft = "s" * 64
+    write_wide_piece(tmp_path, on_suite("bicurl", 1, [1.0, 0.5, 0.5, 0.5], "a", "b" * 64))
+    write_wide_piece(tmp_path, on_suite("sft", 1, [0.5, 0.5, 0.0, 0.5], "a", sft))
+    write_wide_piece(tmp_path, on_suite("no-smix", 1, [0.0, 0.0, 0.0, 0.5], "b", sft))  # the SFT on suite B
+    write_wide_piece(tmp_path, on_suite("no-starget", 1, [0.5, 0.5, 0.5, 0.5], "a", "n" * 64))  # gains 0 0 .5 0
+    write_wide_piece(tmp_path, on_suite("no-starget", 2, [1.0, 0.0, 0.0, 1.0], "b", "m" * 64))  # gains 1 0 0 .5
+    [summary] = wide_summary(tmp_path, "bicurl", anchor_digests=(sft,))
+    assert summary["arms"]["no-starget"]["suites"] == {"A": [1], "B": [2]}
+    row = summary["vs_reference"]["no-starget"]  # bicurl's gains .5 0 .5 0 (mean .25); no-starget's mean .25
+    assert row["design"] == "anchored" and row["n_runs"] == [4, 8] and row["mean_delta"] == pytest.approx(0.0)
+    assert row["unpaired"]["mean_delta"] == pytest.approx(0.625 - 0.5)
+    gain = summary["vs_anchor"]["no-starget"]
+    assert gain["n_runs"] == 8 and gain["mean_delta"] == pytest.approx(0.25) and gain["runs_differing"] == 3
+
+
 def test_a_suite_anchor_record_anchors_the_arms_on_its_suite(tmp_path: Path) -> None:
     """The shared SFT scored on a disk's suite (`bat.experiment.anchor`, under wide/_anchor/) anchors that suite's
     arms though no arm there retained the SFT; it is not an arm of the table."""
