@@ -127,6 +127,14 @@ def _record(arm: str, seed: int, overall: list[float]) -> dict:
     }
 
 
+def _on_suite(arm: str, seed: int, overall: list[float], suite: str, digest: str, fingerprint: bool = False) -> dict:
+    """A wide record whose runs face suite `suite`'s instances (instance ids prefixed), of checkpoint `digest`;
+    with `fingerprint`, the record names its suite as records do since `heldout_suite` exists."""
+    record = {**_record(arm, seed, overall), "checkpoint_digest": digest}
+    record["runs"] = {rid: {**run, "instance_id": suite + run["instance_id"]} for rid, run in record["runs"].items()}
+    return {**record, "heldout_suite": suite * 16} if fingerprint else record
+
+
 def test_the_section_pairs_each_arm_with_the_reference_run_by_run(tmp_path: Path) -> None:
     write_wide_piece(tmp_path, _record("bicurl", 1, [1.0, 1.0, 0.0, 1.0]))
     write_wide_piece(tmp_path, _record("bicurl", 2, [1.0, 0.0, 0.0, 1.0]))
@@ -270,18 +278,11 @@ def test_across_suites_each_arm_is_measured_by_its_gain_over_the_sft_on_its_own_
     """Suite B is harder: the shared SFT checkpoint (the same digest on both disks) scores lower there. The anchored
     row compares gains over the SFT within each suite, so the suite's difficulty cancels."""
 
-    def on_suite(arm: str, seed: int, overall: list[float], suite: str, digest: str) -> dict:
-        record = {**_record(arm, seed, overall), "checkpoint_digest": digest}
-        record["runs"] = {
-            rid: {**run, "instance_id": suite + run["instance_id"]} for rid, run in record["runs"].items()
-        }
-        return record
-
     sft = "s" * 64
-    write_wide_piece(tmp_path, on_suite("bicurl", 1, [1.0, 0.5, 0.5, 0.5], "a", "b" * 64))
-    write_wide_piece(tmp_path, on_suite("sft", 1, [0.5, 0.5, 0.0, 0.5], "a", sft))
-    write_wide_piece(tmp_path, on_suite("no-smix", 1, [0.0, 0.0, 0.0, 0.5], "b", sft))  # retained the SFT itself
-    write_wide_piece(tmp_path, on_suite("no-e2e", 1, [0.5, 0.0, 0.5, 0.5], "b", "e" * 64))
+    write_wide_piece(tmp_path, _on_suite("bicurl", 1, [1.0, 0.5, 0.5, 0.5], "a", "b" * 64))
+    write_wide_piece(tmp_path, _on_suite("sft", 1, [0.5, 0.5, 0.0, 0.5], "a", sft))
+    write_wide_piece(tmp_path, _on_suite("no-smix", 1, [0.0, 0.0, 0.0, 0.5], "b", sft))  # retained the SFT itself
+    write_wide_piece(tmp_path, _on_suite("no-e2e", 1, [0.5, 0.0, 0.5, 0.5], "b", "e" * 64))
     [plain] = wide_summary(tmp_path, "bicurl")
     assert plain["vs_reference"]["no-smix"]["design"] == "unpaired"  # without an anchor digest: the plain difference
     [summary] = wide_summary(tmp_path, "bicurl", anchor_digests=(sft,))
@@ -311,19 +312,12 @@ def test_an_arm_with_seeds_on_two_suites_is_anchored_on_each(tmp_path: Path) -> 
     """no-starget seed 1 on suite A, seed 2 on suite B: each seed's runs are paired with the SFT on its own suite and
     the gains of both suites pooled, against the reference's gains on its suite."""
 
-    def on_suite(arm: str, seed: int, overall: list[float], suite: str, digest: str) -> dict:
-        record = {**_record(arm, seed, overall), "checkpoint_digest": digest}
-        record["runs"] = {
-            rid: {**run, "instance_id": suite + run["instance_id"]} for rid, run in record["runs"].items()
-        }
-        return record
-
     sft = "s" * 64
-    write_wide_piece(tmp_path, on_suite("bicurl", 1, [1.0, 0.5, 0.5, 0.5], "a", "b" * 64))
-    write_wide_piece(tmp_path, on_suite("sft", 1, [0.5, 0.5, 0.0, 0.5], "a", sft))
-    write_wide_piece(tmp_path, on_suite("no-smix", 1, [0.0, 0.0, 0.0, 0.5], "b", sft))  # the SFT on suite B
-    write_wide_piece(tmp_path, on_suite("no-starget", 1, [0.5, 0.5, 0.5, 0.5], "a", "n" * 64))  # gains 0 0 .5 0
-    write_wide_piece(tmp_path, on_suite("no-starget", 2, [1.0, 0.0, 0.0, 1.0], "b", "m" * 64))  # gains 1 0 0 .5
+    write_wide_piece(tmp_path, _on_suite("bicurl", 1, [1.0, 0.5, 0.5, 0.5], "a", "b" * 64))
+    write_wide_piece(tmp_path, _on_suite("sft", 1, [0.5, 0.5, 0.0, 0.5], "a", sft))
+    write_wide_piece(tmp_path, _on_suite("no-smix", 1, [0.0, 0.0, 0.0, 0.5], "b", sft))  # the SFT on suite B
+    write_wide_piece(tmp_path, _on_suite("no-starget", 1, [0.5, 0.5, 0.5, 0.5], "a", "n" * 64))  # gains 0 0 .5 0
+    write_wide_piece(tmp_path, _on_suite("no-starget", 2, [1.0, 0.0, 0.0, 1.0], "b", "m" * 64))  # gains 1 0 0 .5
     [summary] = wide_summary(tmp_path, "bicurl", anchor_digests=(sft,))
     assert summary["arms"]["no-starget"]["suites"] == {"A": [1], "B": [2]}
     row = summary["vs_reference"]["no-starget"]  # bicurl's gains .5 0 .5 0 (mean .25); no-starget's mean .25
@@ -338,18 +332,14 @@ def test_a_suite_anchor_record_anchors_the_arms_on_its_suite(tmp_path: Path) -> 
     arms though no arm there retained the SFT; it is not an arm of the table."""
     from bat.state.experiment_layout import wide_anchor_piece
 
-    def on_suite(arm: str, overall: list[float], suite: str, digest: str) -> dict:
-        record = {**_record(arm, 1, overall), "checkpoint_digest": digest, "heldout_suite": suite * 16}
-        record["runs"] = {
-            rid: {**run, "instance_id": suite + run["instance_id"]} for rid, run in record["runs"].items()
-        }
-        return record
-
     sft = "s" * 64
-    write_wide_piece(tmp_path, on_suite("bicurl", [1.0, 0.5, 0.5, 0.5], "a", "b" * 64))
-    write_wide_piece(tmp_path, on_suite("sft", [0.5, 0.5, 0.0, 0.5], "a", sft))
-    write_wide_piece(tmp_path, on_suite("no-e2e", [0.5, 0.0, 0.5, 0.5], "b", "e" * 64))
-    atomic_write_json(wide_anchor_piece(tmp_path, "b" * 16, 2), {**on_suite("_anchor", [0.0, 0.0, 0.5, 0.0], "b", sft)})
+    write_wide_piece(tmp_path, _on_suite("bicurl", 1, [1.0, 0.5, 0.5, 0.5], "a", "b" * 64, fingerprint=True))
+    write_wide_piece(tmp_path, _on_suite("sft", 1, [0.5, 0.5, 0.0, 0.5], "a", sft, fingerprint=True))
+    write_wide_piece(tmp_path, _on_suite("no-e2e", 1, [0.5, 0.0, 0.5, 0.5], "b", "e" * 64, fingerprint=True))
+    atomic_write_json(
+        wide_anchor_piece(tmp_path, "b" * 16, 2),
+        {**_on_suite("_anchor", 1, [0.0, 0.0, 0.5, 0.0], "b", sft, fingerprint=True)},
+    )
     [summary] = wide_summary(tmp_path, "bicurl", anchor_digests=(sft,))
     assert "_anchor" not in summary["arms"]
     row = summary["vs_reference"]["no-e2e"]  # gains: bicurl .5, 0, .5, 0 (A); no-e2e .5, 0, 0, .5 (B)
