@@ -118,12 +118,20 @@ def _usage_errors(handler):
 
 
 def _finish(out: Path, summary: dict, is_main: bool) -> int:
+    """Write the run's summary (rank 0); the ranks of a multi-process run then leave the process group together: a
+    rank that exits with its communication threads still running can abort at interpreter exit ("terminate called
+    without an active exception") after its work is done."""
+    import torch.distributed as dist
+
     from bat.state.atomic import atomic_write_json
 
     clean = {k: v for k, v in summary.items() if isinstance(v, (int, float, str, bool, dict, type(None)))}
     if is_main:
         atomic_write_json(out / "summary.json", clean)
         print(f"step {clean['step']} done={clean['done']} -> {out}")
+    if dist.is_initialized() and dist.get_world_size() > 1:  # a lone process keeps its group for later calls
+        dist.barrier()
+        dist.destroy_process_group()
     return 0
 
 
