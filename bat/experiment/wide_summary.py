@@ -131,7 +131,7 @@ def wide_summary(
         anchor_records += [
             r for r in anchor_pieces if r["repeats"] == repeats and r["checkpoint_digest"] in anchor_digests
         ]
-        anchors = [seed_average([_run_scores(group[0])]) for group in _suites(anchor_records)]
+        anchors = [_run_scores(group[0]) for group in _suites(anchor_records)]  # one scoring per suite
         rows: dict[str, Any] = {}
         paired_with_anchor = {arm: _against_anchor(suites, anchors) for arm, suites in scores.items()}
         gains: dict[str, Any] = {}
