@@ -22,6 +22,8 @@ import time
 from pathlib import Path
 from typing import Any
 
+import submitit
+
 from bat.experiment.spec import ExperimentSpec, arm_config
 from bat.state.experiment_layout import WIDE_ANCHOR_DIR_NAME, WIDE_DIR_NAME, wide_piece
 
@@ -161,26 +163,52 @@ def evaluate_wide(
 
 
 def play_final(cfg: Any, layout: Any, round_index: int, checkpoint: str, variant: str) -> None:
-    """Play (or resume) `checkpoint`'s runs of the final split under `cfg` into `layout`'s wide `variant` files."""
-    from bat.config.load import config_hash
-    from bat.evaluate.episodes import policy_driver
-    from bat.evaluate.runner import evaluate_split
+    """Play (or resume) `checkpoint`'s runs of the final split under `cfg` into `layout`'s wide `variant` files, as
+    one job of the end-of-run evaluation's kind (`orchestrate.executor`, `orchestrate.resources.evaluate`): on a
+    cluster the policy runs on a compute node, not in the `bat experiment` process. Raises WideError naming the
+    job's log when it fails (its partial runs are kept: a rerun resumes)."""
+    from bat.config.load import resolved_dict
+    from bat.orchestrate.driver import PhaseFailed, run_callable
 
-    driver, close = policy_driver(cfg, Path(checkpoint))
+    job = FinalPlayJob(resolved_dict(cfg), str(layout.root), round_index, checkpoint, variant)
     try:
-        evaluate_split(
-            cfg,
-            layout,
-            round_index,
-            "final",
-            checkpoint,
-            driver,
-            config_hash=config_hash(cfg),
-            phase=WIDE_PHASE,
-            variant=variant,
-        )
-    finally:
-        close()
+        run_callable(cfg, layout, round_index, WIDE_PHASE, job, f"bat experiment: wide final {variant}")
+    except PhaseFailed as exc:
+        raise WideError(str(exc)) from None
+
+
+class FinalPlayJob(submitit.helpers.Checkpointable):
+    """The callable `play_final` submits: plain-data arguments (pickled by submitit); a requeued job resumes from
+    the evaluation's partial runs."""
+
+    def __init__(self, config_data: dict[str, Any], state_root: str, round_index: int, checkpoint: str, variant: str):
+        self.config_data, self.state_root = config_data, state_root
+        self.round_index, self.checkpoint, self.variant = round_index, checkpoint, variant
+
+    def __call__(self) -> int:
+        """Play the runs still missing; returns how many runs the variant holds."""
+        from bat.config.load import config_hash, parse_config
+        from bat.evaluate.episodes import policy_driver
+        from bat.evaluate.runner import evaluate_split
+        from bat.state.layout import RunLayout
+
+        cfg, layout = parse_config(self.config_data, "<wide job config>"), RunLayout(Path(self.state_root))
+        driver, close = policy_driver(cfg, Path(self.checkpoint))
+        try:
+            agg, _written = evaluate_split(
+                cfg,
+                layout,
+                self.round_index,
+                "final",
+                self.checkpoint,
+                driver,
+                config_hash=config_hash(cfg),
+                phase=WIDE_PHASE,
+                variant=self.variant,
+            )
+        finally:
+            close()
+        return agg.n_runs
 
 
 def run_entries(runs: list[Any]) -> dict[str, dict[str, Any]]:

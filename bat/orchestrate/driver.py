@@ -238,32 +238,9 @@ def _wait_local(
 ) -> None:
     """Wait for a local/debug job, printing progress; raise PhaseFailed unless it wrote DONE.json."""
     started = time.monotonic()
-    print(f"[round {r}] {phase}: running (job {job.job_id}, log {job.paths.stderr})", flush=True)
-    progress = StepProgress(layout.training_metrics(r, phase), f"[round {r}] {phase}")
-    try:
-        while not job.done():
-            heartbeat()
-            progress.report()
-            time.sleep(min(config.orchestrate.poll_s, 0.5))
-    except KeyboardInterrupt:
-        if kind == "local":
-            log_event(layout, r, phase, "interrupted (Ctrl-C): stopping the job; rerun to resume")
-            _stop_local_job(job)
-        raise
-    if kind == "local" and not _wait_for(job.paths.result_pickle, 2.0):  # none at all = the job was killed
-        raise PhaseFailed(
-            f"round {r} phase {phase}: job {job.job_id} died without a result (killed?); "
-            f"log {job.paths.stderr}; rerun to resume from its partial outputs"
-        )
-    try:
-        summary = job.result()
-    except Exception as exc:  # submitit re-raises the job's failure with its whole traceback: keep the last line
-        last = _last_line(exc)
-        if last.split(":")[0].endswith("KeyboardInterrupt"):  # Ctrl-C reached the job before this process
-            raise KeyboardInterrupt from None
-        raise PhaseFailed(
-            f"round {r} phase {phase} failed (job {job.job_id}): {last}; traceback in {job.paths.stderr}"
-        ) from None
+    summary = _await_job(
+        config, layout, r, phase, job, kind, heartbeat, f"[round {r}] {phase}", f"round {r} phase {phase}"
+    )
     if isinstance(summary, dict) and summary.get("input_error"):
         raise PhaseInputError(f"round {r} phase {phase}: {summary['input_error']}")
     done = read_done(layout.phase_dir(r, phase))
@@ -271,6 +248,64 @@ def _wait_local(
         raise PhaseFailed(f"round {r} phase {phase}: job {job.job_id} ended without DONE.json")
     counts = ", ".join(f"{k}={v:g}" for k, v in done.counts.items())
     print(f"[round {r}] {phase}: DONE in {time.monotonic() - started:.1f}s ({counts})", flush=True)
+
+
+def _await_job(
+    config: BatConfig,
+    layout: RunLayout,
+    r: int,
+    phase: str,
+    job,
+    kind: str,
+    heartbeat: Callable[[], None],
+    label: str,
+    name: str,
+) -> Any:
+    """Wait for `job` (any executor kind), printing where its log is and each training step under `label`; returns
+    its result.
+
+    Ctrl-C stops a local job (its files are atomic; a rerun resumes) and is re-raised. Raises PhaseFailed (`name`
+    and the job's log) when the job failed or (local) died without a result."""
+    print(f"{label}: running (job {job.job_id}, log {job.paths.stderr})", flush=True)
+    progress = StepProgress(layout.training_metrics(r, phase), label)
+    try:
+        while not job.done():
+            heartbeat()
+            progress.report()
+            time.sleep(min(config.orchestrate.poll_s, 0.5) if kind != "slurm" else config.orchestrate.poll_s)
+    except KeyboardInterrupt:
+        if kind == "local":
+            log_event(layout, r, phase, "interrupted (Ctrl-C): stopping the job; rerun to resume")
+            _stop_local_job(job)
+        raise
+    if kind == "local" and not _wait_for(job.paths.result_pickle, 2.0):  # none at all = the job was killed
+        raise PhaseFailed(
+            f"{name}: job {job.job_id} died without a result (killed?); "
+            f"log {job.paths.stderr}; rerun to resume from its partial outputs"
+        )
+    try:
+        return job.result()
+    except Exception as exc:  # submitit re-raises the job's failure with its whole traceback: keep the last line
+        last = _last_line(exc)
+        if last.split(":")[0].endswith("KeyboardInterrupt"):  # Ctrl-C reached the job before this process
+            raise KeyboardInterrupt from None
+        raise PhaseFailed(f"{name} failed (job {job.job_id}): {last}; traceback in {job.paths.stderr}") from None
+
+
+def run_callable(config: BatConfig, layout: RunLayout, r: int, phase: str, fn: Callable[[], Any], label: str) -> Any:
+    """Run `fn` (a picklable callable, e.g. a `submitit.helpers.Checkpointable`) as one job under (round `r`,
+    `phase`)'s executor and resources, its submitit files under `jobs/round_NN/<phase>/`, and wait for it
+    (`orchestrate.executor`: a Slurm job, a local process or this process); returns its result.
+
+    For work that belongs to a phase's job but is not the phase itself (an extra evaluation of a finished run), so
+    that on a cluster it runs on a compute node, never in the process that asked for it. Writes one event line;
+    `fn` must be idempotent (a requeued or rerun job calls it again). Raises PhaseFailed naming the job's log."""
+    kind = executor_kind(config)
+    executor = make_executor(config, layout, r, phase)
+    with _children_ignore_sigint(kind == "local"):
+        job = executor.submit(fn)
+    log_event(layout, r, phase, f"{label}: job {job.job_id} on {kind}")
+    return _await_job(config, layout, r, phase, job, kind, lambda: None, label, label)
 
 
 def _wait_for(path, timeout_s: float) -> bool:

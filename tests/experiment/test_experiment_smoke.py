@@ -112,6 +112,10 @@ def test_two_arm_experiment_matched_budget_shared_sft(tmp_path: Path) -> None:
         assert {rid: wide["runs"][rid]["overall"] for rid in end} == end and len(wide["runs"]) == 6
         assert wide["checkpoint_digest"] == read_json(layout.heldout_manifest(1, "final"))["checkpoint_digest"]
         assert wide["heldout_suite"] == suite
+        if "reused_from" not in wide:  # played as an evaluation job of its own (on a cluster: a Slurm job)
+            events = layout.events_log.read_text()
+            [job_id] = re.findall(r"final_test: bat experiment: wide final wide_r03: job (\S+) on local", events)
+            assert (layout.submitit_dir(wide["final_round"], "final_test") / job_id).is_dir()
     # this disk's suite is anchored: the shared SFT scored on the same wide split (or an arm's record of it)
     wide_digests = {read_json(out / "wide" / n / "seed_3_r03.json")["checkpoint_digest"] for n in runs}
     anchors = [read_json(p) for p in (out / "wide" / "_anchor").glob("suite_*_r03.json")]
