@@ -164,7 +164,7 @@ def evaluate_wide(
 
 def play_final(cfg: Any, layout: Any, round_index: int, checkpoint: str, variant: str) -> None:
     """Play (or resume) `checkpoint`'s runs of the final split under `cfg` into `layout`'s wide `variant` files, as
-    one job of the end-of-run evaluation's kind (`orchestrate.executor`, `orchestrate.resources.evaluate`): on a
+    one job of the end-of-run evaluation's kind (`orchestrate.executor`, `orchestrate.resources.final_test`): on a
     cluster the policy runs on a compute node, not in the `bat experiment` process. Raises WideError naming the
     job's log when it fails (its partial runs are kept: a rerun resumes)."""
     from bat.config.load import resolved_dict
