@@ -107,9 +107,17 @@ class PhaseJob(submitit.helpers.Checkpointable):
         return super().checkpoint(*args, **kwargs)
 
 
+_TRACE_RULE = "-" * 22
+"""The rule submitit's `FailedJobError` text puts above and below the job's traceback (its log paths follow)."""
+
+
 def _last_line(error: BaseException) -> str:
-    """The final `Type: message` line of a job failure (submitit's error text carries the job's whole traceback)."""
-    lines = [line.strip() for line in str(error).strip().splitlines() if line.strip()]
+    """The final `Type: message` line of a job failure: the last line of the job's traceback inside submitit's
+    error text (which ends with the job's log paths), else of the whole text."""
+    text = str(error).strip()
+    parts = text.split(_TRACE_RULE)
+    trace = parts[1] if len(parts) >= 3 else text
+    lines = [line.strip() for line in trace.strip().splitlines() if line.strip()]
     return lines[-1] if lines else type(error).__name__
 
 

@@ -152,6 +152,16 @@ def test_job_failure_keeps_the_last_line_and_ctrl_c_is_an_interrupt():
     assert driver._last_line(RuntimeError("")) == "RuntimeError"
 
 
+def test_a_real_job_failure_keeps_the_error_not_the_log_paths(tmp_path):
+    """submitit's failure text ends with the job's log paths; the line kept is the job's own error."""
+    import submitit
+
+    job = submitit.AutoExecutor(folder=tmp_path / "%j", cluster="local").submit(int, "not a number")
+    error = job.exception()
+    assert str(error).rstrip().endswith(str(job.paths.stdout))  # the paths come last
+    assert driver._last_line(error) == "ValueError: invalid literal for int() with base 10: 'not a number'"
+
+
 def test_ctrl_c_of_bat_run_exits_130_with_one_line_and_resumes(tmp_path):
     import subprocess
     import sys

@@ -356,3 +356,16 @@ def test_the_driver_flags_from_config_are_accepted_by_real_sbatch(slurm_cluster,
         timeout=60,
     )
     assert out.returncode == 0 and "to start at" in out.stderr, out.stderr
+
+
+def test_run_callable_runs_as_a_slurm_job_and_names_its_log_when_it_fails(slurm_cluster, tmp_path):
+    """An extra job (the experiment's wide evaluation) is a Slurm job under a phase's resources, waited for."""
+    import functools
+
+    cfg, _ = _config_file(tmp_path, "extra")
+    layout = RunLayout(tmp_path / "state")
+    job_id = driver.run_callable(cfg, layout, 1, "final_test", functools.partial(os.getenv, "SLURM_JOB_ID"), "extra")
+    assert job_id and (layout.submitit_dir(1, "final_test") / job_id).is_dir()  # ran inside that Slurm job
+    assert f"extra: job {job_id} on slurm" in layout.events_log.read_text()
+    with pytest.raises(driver.PhaseFailed, match=r"extra failed \(job \d+\): ValueError.*traceback in .*_log\.err"):
+        driver.run_callable(cfg, layout, 1, "final_test", functools.partial(int, "not a number"), "extra")
