@@ -94,11 +94,29 @@ def _ordering(results: dict[str, Any], split: str | None = None) -> str:
                 " Evaluated on other held-out suites than the reference's, so the difference includes the suites' "
                 "own difficulty (the wide section anchors it on the SFT where it can)."
             )
+            anchored = _anchored_row(results, name) if split == "final" else None
+            if anchored is not None:
+                runs = " vs ".join(str(n) for n in anchored["n_runs"])
+                caveat += (
+                    f" Anchored on the SFT over the wide final runs ({runs}): {delta(anchored)}, "
+                    f"p = {anchored['p_value']:.3f}."
+                )
         lines.append(
             f"* {ref} − {name}: {delta(cmp)} (paired over {cmp['n_tracks']} tracks, p = {p}): {ref} is {_verdict(cmp)}."
             + caveat
         )
     return "\n".join(lines)
+
+
+def _anchored_row(results: dict[str, Any], arm: str) -> dict[str, Any] | None:
+    """The reference - `arm` comparison of the widest wide final evaluation when it is anchored on the SFT (the
+    arms' gains over it on their own suites; `bat.experiment.wide_summary`; `n_runs`: reference's, arm's); None
+    otherwise."""
+    widest = max(results.get("wide") or [], key=lambda w: w["repeats"], default=None)
+    row = (widest or {}).get("vs_reference", {}).get(arm)
+    if not row or row.get("design") != "anchored" or row.get("p_value") is None:
+        return None
+    return row
 
 
 def _suites_of(results: dict[str, Any], arm: str) -> set[str | None]:

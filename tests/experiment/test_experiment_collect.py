@@ -84,6 +84,14 @@ def test_compare_paired_deltas_and_closing_note() -> None:
     # grpo's seed evaluated on another held-out suite (another disk's secret): its row says so
     results["arms"]["grpo"]["seeds"] = [{"seed": 1, "status": "done", "heldout_suite": "ec6d4bf3cc05f0dc"}]
     assert "bicurl is ahead. Evaluated on other held-out suites than the reference's" in _ordering(results)
+    assert "Anchored on the SFT" not in _ordering(results)  # no wide evaluation anchored it
+    # the wide final evaluation anchored the pair on the SFT: the row quotes it (final split only)
+    anchored = {"design": "anchored", "mean_delta": -0.027, "half_width": 0.095, "p_value": 0.576, "n_runs": [40, 80]}
+    results["wide"] = [{"repeats": 10, "vs_reference": {"grpo": anchored}}]
+    line = next(x for x in _ordering(results).splitlines() if x.startswith("* bicurl − grpo"))
+    assert line.endswith("Anchored on the SFT over the wide final runs (40 vs 80): -2.7 points ± 9.5, p = 0.576.")
+    results["wide"][0]["vs_reference"]["grpo"] = {**anchored, "design": "unpaired"}
+    assert "Anchored on the SFT" not in _ordering(results)
 
 
 def test_stage_staircase_table_profile_and_figure(tmp_path) -> None:
