@@ -8,6 +8,8 @@ Writes under `--out`: `checkpoints/step_NNNNNN/`, `metrics.jsonl`, `export/` (HF
 from __future__ import annotations
 
 import argparse
+import os
+import sys
 from pathlib import Path
 
 
@@ -118,9 +120,14 @@ def _usage_errors(handler):
 
 
 def _finish(out: Path, summary: dict, is_main: bool) -> int:
-    """Write the run's summary (rank 0); the ranks of a multi-process run then leave the process group together: a
-    rank that exits with its communication threads still running can abort at interpreter exit ("terminate called
-    without an active exception") after its work is done."""
+    """Write the run's summary (rank 0) and return the exit code; a lone process keeps its process group (in-process
+    callers reuse it).
+
+    A rank of a multi-process run (torchrun, srun) leaves the group with the others and then ends the process
+    itself (`os._exit(0)`, after flushing stdout and stderr): every output is written and closed by then, and the
+    interpreter's teardown of the communication and DeepSpeed libraries' native threads aborted finished ranks
+    ("terminate called without an active exception", exit -6) in two full test runs beside a long experiment, the
+    second after the group was destroyed."""
     import torch.distributed as dist
 
     from bat.state.atomic import atomic_write_json
@@ -129,9 +136,12 @@ def _finish(out: Path, summary: dict, is_main: bool) -> int:
     if is_main:
         atomic_write_json(out / "summary.json", clean)
         print(f"step {clean['step']} done={clean['done']} -> {out}")
-    if dist.is_initialized() and dist.get_world_size() > 1:  # a lone process keeps its group for later calls
+    if dist.is_initialized() and dist.get_world_size() > 1:
         dist.barrier()
         dist.destroy_process_group()
+        sys.stdout.flush()
+        sys.stderr.flush()
+        os._exit(0)
     return 0
 
 
