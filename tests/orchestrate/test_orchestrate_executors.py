@@ -124,9 +124,13 @@ def test_a_bad_env_name_is_refused(name):
 def _pinned_fingerprint():
     import os
 
-    from bat.perf.numerics import fingerprint
+    import torch
 
-    return os.environ.get("LD_PRELOAD", ""), fingerprint()
+    from bat.perf.numerics import PIN_NAMES, fingerprint
+
+    seen = {name: os.environ.get(name) for name in (*PIN_NAMES, "MKL_DYNAMIC", "OMP_DYNAMIC", "MKL_NUM_THREADS")}
+    seen |= {"capability": torch.backends.cpu.get_cpu_capability(), "threads": torch.get_num_threads()}
+    return os.environ.get("LD_PRELOAD", ""), fingerprint(), seen
 
 
 @pytest.mark.skipif(
@@ -143,9 +147,11 @@ def test_the_pinned_sft_job_computes_the_recorded_fingerprint_on_this_cpu_kind(t
     cfg = load_config(None, ["orchestrate.executor=local", f"orchestrate.resources.sft.env={pin}"])
     params = resource_parameters(cfg, "sft", "local")
     assert params["local_setup"][-1].startswith(f"export LD_PRELOAD={shim_path()}")
-    preload, digest = make_executor(cfg, RunLayout(tmp_path), 0, "sft").submit(_pinned_fingerprint).result()
+    preload, digest, seen = make_executor(cfg, RunLayout(tmp_path), 0, "sft").submit(_pinned_fingerprint).result()
     assert preload.split(":")[0] == str(shim_path())
-    assert digest == "4c128e4708907d6b"
+    # (once, in a full run beside a long experiment, this job computed 60b94f2d72e75fa1: not reproduced in 40 runs
+    # alone or under load; what the job saw is in the message)
+    assert digest == "4c128e4708907d6b", f"LD_PRELOAD={preload} {seen}"
 
 
 def test_only_a_pinned_mkl_branch_preloads_the_shim():
