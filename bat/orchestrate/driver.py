@@ -114,10 +114,10 @@ _TRACE_RULE = "-" * 22
 def _last_line(error: BaseException) -> str:
     """The final `Type: message` line of a job failure: the last line of the job's traceback inside submitit's
     error text (which ends with the job's log paths), else of the whole text."""
-    text = str(error).strip()
-    parts = text.split(_TRACE_RULE)
-    trace = parts[1] if len(parts) >= 3 else text
-    lines = [line.strip() for line in trace.strip().splitlines() if line.strip()]
+    lines = [line.strip() for line in str(error).strip().splitlines() if line.strip()]
+    rules = [i for i, line in enumerate(lines) if line == _TRACE_RULE]
+    if len(rules) >= 2 and rules[-1] - rules[0] > 1:  # the job's own lines may hold longer rules: first to last
+        lines = lines[rules[0] + 1 : rules[-1]]
     return lines[-1] if lines else type(error).__name__
 
 

@@ -160,6 +160,10 @@ def test_a_real_job_failure_keeps_the_error_not_the_log_paths(tmp_path):
     error = job.exception()
     assert str(error).rstrip().endswith(str(job.paths.stdout))  # the paths come last
     assert driver._last_line(error) == "ValueError: invalid literal for int() with base 10: 'not a number'"
+    # a job whose own output holds rules (torchrun's failure report) keeps its last line too
+    report = f"{'-' * 55}\nRoot Cause\n{'=' * 55}\nChildFailedError: rank 1 exited -6"
+    wrapped = str(error).replace("ValueError: invalid literal for int() with base 10: 'not a number'", report)
+    assert driver._last_line(RuntimeError(wrapped)) == "ChildFailedError: rank 1 exited -6"
 
 
 def test_ctrl_c_of_bat_run_exits_130_with_one_line_and_resumes(tmp_path):
