@@ -168,7 +168,7 @@ def play_final(cfg: Any, layout: Any, round_index: int, checkpoint: str, variant
     cluster the policy runs on a compute node, not in the `bat experiment` process. Raises WideError naming the
     job's log when it fails (its partial runs are kept: a rerun resumes)."""
     from bat.config.load import resolved_dict
-    from bat.orchestrate.driver import PhaseFailed, run_callable
+    from bat.orchestrate.jobwait import PhaseFailed, run_callable
 
     job = FinalPlayJob(resolved_dict(cfg), str(layout.root), round_index, checkpoint, variant)
     try:

@@ -36,8 +36,9 @@ Public API (for the CLI, jobs/ and tests)
 * `driver.run(config, layout, *, wait=False) -> int` (what `bat run` and `jobs/launch.py` call),
   `driver.queue_round(config, layout, round, owner=None) -> list[job id]` (lease + afterok chain),
   `driver.next_round(config, layout) -> int | None`, `driver.wait_slurm(config, layout, timeout_s)`.
-* `driver.run_callable(config, layout, round, phase, fn, label) -> result`: one extra job (not a phase) under a
-  phase's executor and resources, waited for (the experiment's wide evaluations run so, never in its own process).
+* `jobwait.run_callable(config, layout, round, phase, fn, label) -> result`: one extra job (not a phase) under a
+  phase's executor and resources, waited for (the experiment's wide evaluations run so, never in its own process);
+  `jobwait.await_job` (how the driver waits for local/debug phase jobs), `jobwait.PhaseFailed`.
 * `preflight.preflight(config, round)` raises `PreflightError` (a `ConfigError`) before anything is queued.
 * `executors.make_executor(config, layout, round, phase, dependency=None) -> submitit.AutoExecutor`;
   `executors.executor_kind(config)` resolves `auto`.

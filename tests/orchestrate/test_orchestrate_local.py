@@ -8,7 +8,7 @@ import time
 import pytest
 import toy_phases
 
-from bat.orchestrate import driver
+from bat.orchestrate import driver, jobwait
 from bat.orchestrate.driver import PhaseFailed
 from bat.state.layout import RunLayout
 from bat.state.lease import Lease
@@ -148,8 +148,8 @@ def test_damaged_state_file_in_a_job_is_an_input_error_naming_it(tmp_path, monke
 
 def test_job_failure_keeps_the_last_line_and_ctrl_c_is_an_interrupt():
     text = 'Traceback (most recent call last):\n  File "x.py", line 1\n    boom()\nValueError: boom happened\n'
-    assert driver._last_line(RuntimeError(text)) == "ValueError: boom happened"
-    assert driver._last_line(RuntimeError("")) == "RuntimeError"
+    assert jobwait.last_line(RuntimeError(text)) == "ValueError: boom happened"
+    assert jobwait.last_line(RuntimeError("")) == "RuntimeError"
 
 
 def test_a_real_job_failure_keeps_the_error_not_the_log_paths(tmp_path):
@@ -159,11 +159,11 @@ def test_a_real_job_failure_keeps_the_error_not_the_log_paths(tmp_path):
     job = submitit.AutoExecutor(folder=tmp_path / "%j", cluster="local").submit(int, "not a number")
     error = job.exception()
     assert str(error).rstrip().endswith(str(job.paths.stdout))  # the paths come last
-    assert driver._last_line(error) == "ValueError: invalid literal for int() with base 10: 'not a number'"
+    assert jobwait.last_line(error) == "ValueError: invalid literal for int() with base 10: 'not a number'"
     # a job whose own output holds rules (torchrun's failure report) keeps its last line too
     report = f"{'-' * 55}\nRoot Cause\n{'=' * 55}\nChildFailedError: rank 1 exited -6"
     wrapped = str(error).replace("ValueError: invalid literal for int() with base 10: 'not a number'", report)
-    assert driver._last_line(RuntimeError(wrapped)) == "ChildFailedError: rank 1 exited -6"
+    assert jobwait.last_line(RuntimeError(wrapped)) == "ChildFailedError: rank 1 exited -6"
 
 
 def test_ctrl_c_of_bat_run_exits_130_with_one_line_and_resumes(tmp_path):
@@ -225,7 +225,7 @@ def test_a_ctrl_c_while_a_job_is_started_is_raised_after_the_start_not_lost():
 
     interrupted, before = False, signal.getsignal(signal.SIGINT)
     try:
-        with driver._children_ignore_sigint(True):
+        with jobwait.children_ignore_sigint(True):
             os.kill(os.getpid(), signal.SIGINT)  # arrives while children are being started
             child = subprocess.run(
                 [

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from bat.orchestrate.driver import StepProgress
+from bat.orchestrate.jobwait import StepProgress
 
 
 def test_prints_each_new_step_once_and_ignores_torn_lines(tmp_path, capsys):

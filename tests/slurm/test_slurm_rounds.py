@@ -15,7 +15,7 @@ import toy_phases
 import yaml
 
 from bat.config import resolved_dict
-from bat.orchestrate import driver
+from bat.orchestrate import driver, jobwait
 from bat.orchestrate.jobrecords import job_active, read_job_record, slurm_job_state
 from bat.state.layout import RunLayout
 
@@ -364,8 +364,8 @@ def test_run_callable_runs_as_a_slurm_job_and_names_its_log_when_it_fails(slurm_
 
     cfg, _ = _config_file(tmp_path, "extra")
     layout = RunLayout(tmp_path / "state")
-    job_id = driver.run_callable(cfg, layout, 1, "final_test", functools.partial(os.getenv, "SLURM_JOB_ID"), "extra")
+    job_id = jobwait.run_callable(cfg, layout, 1, "final_test", functools.partial(os.getenv, "SLURM_JOB_ID"), "extra")
     assert job_id and (layout.submitit_dir(1, "final_test") / job_id).is_dir()  # ran inside that Slurm job
     assert f"extra: job {job_id} on slurm" in layout.events_log.read_text()
-    with pytest.raises(driver.PhaseFailed, match=r"extra failed \(job \d+\): ValueError.*traceback in .*_log\.err"):
-        driver.run_callable(cfg, layout, 1, "final_test", functools.partial(int, "not a number"), "extra")
+    with pytest.raises(jobwait.PhaseFailed, match=r"extra failed \(job \d+\): ValueError.*traceback in .*_log\.err"):
+        jobwait.run_callable(cfg, layout, 1, "final_test", functools.partial(int, "not a number"), "extra")
