@@ -40,15 +40,15 @@ def _suites(records: list[dict[str, Any]]) -> list[list[dict[str, Any]]]:
     share a group. Pieces run on another disk meet another experiment secret, so other instances."""
     from bat.experiment.power import run_alignment
 
-    groups: list[list[dict[str, Any]]] = []
+    groups: list[tuple[dict[str, tuple[str, float]], list[dict[str, Any]]]] = []  # (first seed's runs, seeds)
     for record in records:
         runs = _run_scores(record)
-        home = next((g for g in groups if not run_alignment(_run_scores(g[0]), runs)), None)
+        home = next((members for first, members in groups if not run_alignment(first, runs)), None)
         if home is None:
-            groups.append([record])
+            groups.append((runs, [record]))
         else:
             home.append(record)
-    return groups
+    return [members for _, members in groups]
 
 
 def _run_scores(record: dict[str, Any]) -> dict[str, tuple[str, float]]:
