@@ -128,6 +128,7 @@ def seed_result(spec: ExperimentSpec, arm_name: str, seed: int) -> dict[str, Any
         "error": record.get("error"),
         "wall_s": record.get("wall_s"),
         "attempts": record.get("attempts", 0),
+        "interrupted_attempts": record.get("interrupted_attempts", 0),
         "shared_sft_digest": record.get("shared_sft_digest"),
     }
     layout = RunLayout(arm_dir(spec, seed, arm_name))

@@ -3,19 +3,22 @@
 Reads: the experiment spec and the seed's shared bootstrap. Writes: the arm state dir (seeded from the shared
 bootstrap, then driver outputs), `round_NN/final_test/` (retained best on final/test) and
 `experiment_arm.json` (status, wall seconds, error) written last. A finished arm (status `done`) is skipped on rerun;
-a failed one is recorded (every run is reported) and retried on the next invocation.
+a failed one is recorded (every run is reported) and retried on the next invocation. While an attempt runs,
+`experiment_attempt.json` holds its start; one found on the next invocation is an attempt stopped from outside
+(a session's end, a preemption), counted in the record with its wall read from the newest file it wrote.
 """
 
 from __future__ import annotations
 
 import time
 import traceback
+from pathlib import Path
 from typing import Any
 
 from bat.experiment.share import SharedInfo, arm_dir, seed_arm_state
 from bat.experiment.spec import ArmSpec, ExperimentSpec, arm_config
 from bat.state.atomic import atomic_write_json, read_json
-from bat.state.experiment_layout import ARM_RECORD_NAME
+from bat.state.experiment_layout import ARM_RECORD_NAME, ATTEMPT_NAME
 from bat.state.layout import RunLayout
 from bat.state.markers import read_done
 
@@ -48,6 +51,23 @@ def last_routed_round(layout: RunLayout) -> int:
 def read_arm_record(spec: ExperimentSpec, seed: int, arm: str) -> dict[str, Any] | None:
     path = arm_dir(spec, seed, arm) / ARM_RECORD
     return read_json(path) if path.exists() else None
+
+
+def stopped_attempts(root: Path) -> tuple[int, float]:
+    """Attempts of the arm run in `root` stopped from outside since its record was last written, and their wall
+    seconds: the open `experiment_attempt.json` (its start to the newest file written under `root` since) plus the
+    earlier stopped attempts it carries; (0, 0.0) when `root` holds no open attempt."""
+    marker = root / ATTEMPT_NAME
+    if not marker.exists():
+        return 0, 0.0
+    attempt = read_json(marker)
+    started = float(attempt["started_at"])
+    newest = started
+    for path in root.rglob("*"):
+        if path != marker and path.is_file() and not path.is_symlink():
+            newest = max(newest, path.stat().st_mtime)
+    count = int(attempt.get("stopped_attempts", 0)) + 1
+    return count, round(float(attempt.get("stopped_wall_s", 0.0)) + newest - started, 3)
 
 
 def _run_trained(cfg: Any, layout: RunLayout, allow_config_change: bool) -> int:
@@ -85,6 +105,7 @@ def run_arm(
     if previous is not None and previous.get("status") == "done":
         return previous
     root = arm_dir(spec, seed, arm.name)
+    stopped, stopped_wall = stopped_attempts(root)
     record: dict[str, Any] = {
         "arm": arm.name,
         "kind": arm.kind,
@@ -92,13 +113,16 @@ def run_arm(
         "overrides": list(arm.overrides),
         "shared_sft_digest": shared.sft_digest,
         "shared_wall_s": shared.wall_s,
-        "attempts": int((previous or {}).get("attempts", 0)) + 1,
+        "attempts": int((previous or {}).get("attempts", 0)) + stopped + 1,
+        "interrupted_attempts": int((previous or {}).get("interrupted_attempts", 0)) + stopped,
     }
     started = time.monotonic()
     print(f"bat experiment: arm {arm.name} seed {seed} -> {root}", flush=True)
     try:
         cfg = arm_config(spec, arm, seed)
         layout = seed_arm_state(shared, root, models_only=arm.kind == "base")
+        attempt = {"started_at": time.time(), "stopped_attempts": stopped, "stopped_wall_s": stopped_wall}
+        atomic_write_json(root / ATTEMPT_NAME, attempt)  # carries the stopped ones until a record counts them
         record["config_hash"] = config_hash(cfg)
         run_one = _run_base if arm.kind == "base" else _run_trained
         record["final_round"] = run_one(cfg, layout, allow_config_change)
@@ -106,7 +130,9 @@ def run_arm(
     except Exception as exc:  # every run is reported, including the ones that fail; the others still run
         record.update(status="failed", error=f"{type(exc).__name__}: {exc}", traceback=traceback.format_exc(limit=6))
         print(f"bat experiment: arm {arm.name} seed {seed} FAILED: {record['error']}", flush=True)
-    record["wall_s"] = round(time.monotonic() - started + float((previous or {}).get("wall_s", 0.0)), 3)
+    earlier_wall = float((previous or {}).get("wall_s", 0.0)) + stopped_wall
+    record["wall_s"] = round(time.monotonic() - started + earlier_wall, 3)
     root.mkdir(parents=True, exist_ok=True)
     atomic_write_json(root / ARM_RECORD, record)
+    (root / ATTEMPT_NAME).unlink(missing_ok=True)
     return record

@@ -14,6 +14,9 @@ SEED_MARKER_NAME = "experiment_seed.json"
 """Marker of an arm run seeded from the shared bootstrap."""
 ARM_RECORD_NAME = "experiment_arm.json"
 """An arm x seed's record, written when that arm run ends."""
+ATTEMPT_NAME = "experiment_attempt.json"
+"""An arm x seed's open attempt (its start, epoch seconds), in the arm state dir while the attempt runs; one left
+behind marks an attempt stopped before it could write its record."""
 
 
 def experiment_secret(root: Path) -> Path:

@@ -92,6 +92,8 @@ def test_two_arm_experiment_matched_budget_shared_sft(tmp_path: Path) -> None:
     assert main(["experiment", "--config", str(exp)]) == 0
     again = json.loads((out / "results.json").read_text())
     assert all(arm["seeds"][0]["attempts"] == 1 for arm in again["arms"].values())
+    assert all(arm["seeds"][0]["interrupted_attempts"] == 0 for arm in again["arms"].values())
+    assert not any((arm_root / name / "experiment_attempt.json").exists() for name in runs)  # closed when done
 
     # every finished piece was recorded beside the results, stamped with the commit and the CPU
     piece = read_json(out / "runs" / "grpo" / "seed_3.json")
