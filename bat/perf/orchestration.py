@@ -28,7 +28,7 @@ def measure(config, root: Path) -> dict[str, float]:
     from bat.orchestrate.driver import run, wait_slurm
     from bat.orchestrate.executors import executor_kind
     from bat.state.layout import RunLayout
-    from bat.state.markers import read_done
+    from bat.state.markers import DONE_NAME, read_done
 
     layout = RunLayout(root)
     started = time.perf_counter()
@@ -38,7 +38,7 @@ def measure(config, root: Path) -> dict[str, float]:
     wall = time.perf_counter() - started
     if code != 0:
         raise RuntimeError(f"round failed under {config.orchestrate.executor} (exit {code}); see {root}/events.log")
-    dones = [read_done(p.parent) for p in sorted(root.glob("round_*/*/DONE.json"))]
+    dones = [read_done(p.parent) for p in sorted(root.glob(f"round_*/*/{DONE_NAME}"))]
     compute = sum(float(d.extra.get("compute_s", 0.0)) for d in dones if d is not None)
     return {
         "phases": len(dones),

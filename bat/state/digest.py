@@ -6,6 +6,8 @@ import hashlib
 import os
 from pathlib import Path
 
+from bat.state.round_layout import DONE_NAME
+
 _CHUNK = 1 << 20
 
 
@@ -40,5 +42,5 @@ def sha256_path(path: str | os.PathLike[str]) -> str | None:
     if p.is_file():
         return sha256_file(p)
     if p.is_dir():
-        return sha256_tree(p, exclude=("DONE.json",))
+        return sha256_tree(p, exclude=(DONE_NAME,))
     return None

@@ -17,8 +17,8 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 from bat.state.atomic import atomic_write_json, read_json
 from bat.state.digest import sha256_path
 from bat.state.errors import StateFileError
+from bat.state.round_layout import DONE_NAME
 
-DONE_NAME = "DONE.json"
 DONE_SCHEMA_VERSION = 1
 
 
