@@ -19,6 +19,7 @@ from collections.abc import Callable, Generator
 from dataclasses import dataclass, field
 from typing import Any
 
+from bat.benchmark import workspace_files as wf
 from bat.benchmark.env import Observation, StagedEnv
 from bat.benchmark.instance import Instance
 
@@ -69,10 +70,10 @@ def _plan(inst: Instance) -> str:
 
 
 def _research_and_setup(inst: Instance) -> Script:
-    yield "Read the brief first.", _call("read_file", path="task/README.md")
-    yield "Read the output contract and the case list.", _call("read_file", path="task/spec.json")
+    yield "Read the brief first.", _call("read_file", path=wf.BRIEF)
+    yield "Read the output contract and the case list.", _call("read_file", path=wf.SPEC)
     for name in inst.candidates:
-        yield f"Research candidate model {name}.", _call("read_file", path=f"models/{name}/card.md")
+        yield f"Research candidate model {name}.", _call("read_file", path=wf.model_file(name, wf.MODEL_CARD))
     yield "Write the plan naming the fitting model and the pipeline.", _call("write_plan", text=_plan(inst))
     yield "Check that the chosen model fits the task.", _call("check_compatibility", model=inst.fitting_model)
     if inst.required_package:
@@ -124,7 +125,7 @@ def recovery(inst: Instance) -> Script:
     if obs is not None and "all checked outputs match the contract" not in obs.text:
         yield (
             "The check reports a problem; re-read the model card to diagnose it.",
-            _call("read_file", path=f"models/{inst.fitting_model}/card.md"),
+            _call("read_file", path=wf.model_file(inst.fitting_model, wf.MODEL_CARD)),
         )
         settings = _good_settings(inst)
         cases = _pilot_cases(inst)

@@ -13,6 +13,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from bat.benchmark import workspace_files as wf
 from bat.benchmark.instance import Instance, materialize
 from bat.benchmark.runtime import Runner, make_runner
 from bat.benchmark.tools.specs import TOOL_BY_NAME, TOOL_BY_REF, TOOL_NAMES, validate_call
@@ -86,7 +87,7 @@ class StagedEnv:
             self.close()
         self._runner = self._given_runner or make_runner(self.workspace, self.grader_dir, self.config)
         self.records, self.done = [], False
-        return (self.workspace / "task" / "README.md").read_text()
+        return (self.workspace / wf.BRIEF).read_text()
 
     def close(self) -> None:
         """Stop the runner's warm tool server, if any (a runner passed in by the caller is the caller's)."""

@@ -19,6 +19,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from bat.benchmark import workspace_files as wf
 from bat.benchmark.contract import (
     RubricItem,
     agentic,
@@ -99,7 +100,7 @@ def _researched_model(e: Event) -> str | None:
     if e.name == "check_compatibility":
         return str(e.args.get("model"))
     parts = str(e.args.get("path", "")).split("/")
-    return parts[1] if e.name == "read_file" and len(parts) >= 3 and parts[0] == "models" else None
+    return parts[1] if e.name == "read_file" and len(parts) >= 3 and parts[0] == wf.MODELS_DIR else None
 
 
 def _s1(
@@ -112,7 +113,7 @@ def _s1(
     judge: Judge | None,
 ) -> tuple[dict[str, bool | None], dict[str, bool]]:
     """S1 verdicts of every item the grader knows (judgment items only when configured, in `items`) and evidence."""
-    plan_path = ws / "plan.md"
+    plan_path = ws / wf.PLAN
     plan = plan_path.read_text(errors="replace") if plan_path.is_file() else ""
     low = plan.lower()
     wrote = any(e.name == "write_plan" and e.ok and e.index < first_run for e in ev)
@@ -193,7 +194,7 @@ def _s3(ev: list[Event]) -> tuple[dict[str, bool | None], dict[str, bool]]:
 def _outputs(ws: Path, ev: list[Event], cases: list[str]) -> tuple[float, bool, bool]:
     """(completion rate, format valid, batch record present) of outputs/: a case counts when its output exists
     and an ok run_model (or execute_code) record wrote it."""
-    spec = json.loads((ws / "task" / "spec.json").read_text())
+    spec = json.loads((ws / wf.SPEC).read_text())
     ran = {c for e in ev if e.name == "run_model" and e.ok for c in e.meta.get("cases", [])}
     written = {p for e in ev if e.ok and e.name in ("run_model", "execute_code") for p in e.written}
     ran |= {c for c in cases if output_path(ws, spec, c).relative_to(ws).as_posix() in written}
@@ -205,14 +206,14 @@ def _outputs(ws: Path, ev: list[Event], cases: list[str]) -> tuple[float, bool, 
 
 def _submission(ws: Path, cases: list[str]) -> tuple[dict[str, Any], bool]:
     """(predictions read from submission/, format valid) — only cases listed in the manifest with a file."""
-    manifest_path = ws / "submission" / "manifest.json"
+    manifest_path = ws / wf.SUBMISSION_MANIFEST
     if not manifest_path.is_file():
         return {}, False
-    spec = json.loads((ws / "task" / "spec.json").read_text())
+    spec = json.loads((ws / wf.SPEC).read_text())
     listed = json.loads(manifest_path.read_text()).get("cases", {})
-    present = [c for c in cases if c in listed and output_path(ws, spec, c, "submission").exists()]
-    issues, degenerate, _ = inspect_outputs(ws, spec, present, "submission") if present else ({}, None, [])
-    preds = {c: load_output(output_path(ws, spec, c, "submission")) for c in present}
+    present = [c for c in cases if c in listed and output_path(ws, spec, c, wf.SUBMISSION_DIR).exists()]
+    issues, degenerate, _ = inspect_outputs(ws, spec, present, wf.SUBMISSION_DIR) if present else ({}, None, [])
+    preds = {c: load_output(output_path(ws, spec, c, wf.SUBMISSION_DIR)) for c in present}
     return preds, bool(present) and not issues and not degenerate
 
 
@@ -232,7 +233,7 @@ def _s5(ws: Path, ev: list[Event], cases: list[str]) -> tuple[dict[str, bool | N
         "s5a_has_valid_results": submitted and set(preds) == set(cases),
         "s5b_format_valid": sub_fmt,
     }
-    evidence = {"e5_submit_record": submitted, "e5_submission": (ws / "submission" / "manifest.json").is_file()}
+    evidence = {"e5_submit_record": submitted, "e5_submission": (ws / wf.SUBMISSION_MANIFEST).is_file()}
     return v, evidence, preds
 
 

@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from bat.benchmark import workspace_files as wf
 from bat.benchmark.contract import STAGE_SKILLS
 from bat.benchmark.tracks import get_track
 from bat.benchmark.vocab import vocab
@@ -180,14 +181,14 @@ def _add_cases(
         x = case.unit.astype(np.float32) * np.float32(span) + np.float32(lo)
         if cid == inst.pitfalls["corrupt_case"]:
             x.flat[rng.permutation(x.size)[: max(1, x.size // 10)]] = np.nan
-        inputs[cid] = f"data/{v.file_prefix}_{cid}.npy"
+        inputs[cid] = wf.data_file(f"{v.file_prefix}_{cid}.npy")
         inst.files[inputs[cid]] = _npy(x)
         inst.truths[cid] = case.truth
         extra = dict(case.extra)
         if "type" in extra:
             extra["question"] = v.questions[extra["type"]]
             public = {k: extra[k] for k in ("question", "choices", "type")}
-            inst.files[f"data/{v.file_prefix}_{cid}.json"] = json.dumps(public, indent=2).encode()
+            inst.files[wf.data_file(f"{v.file_prefix}_{cid}.json")] = json.dumps(public, indent=2).encode()
         inst.extras[cid] = {**extra, "input_shape": list(case.unit.shape)}
     return inputs, tuple(next(iter(cases.values())).unit.shape)
 
@@ -210,8 +211,8 @@ def _add_models(inst: Instance, t: Any, rng: np.random.Generator, modalities: li
             "native_layout": "alt" if alt else "contract",
             "requires": requires,
         }
-        inst.files[f"models/{name}/weights.json"] = json.dumps(weights, indent=2, sort_keys=True).encode()
-        inst.files[f"models/{name}/card.md"] = _card(name, t, mod, t.profiles[mod], alt, requires).encode()
+        inst.files[wf.model_file(name, wf.MODEL_WEIGHTS)] = json.dumps(weights, indent=2, sort_keys=True).encode()
+        inst.files[wf.model_file(name, wf.MODEL_CARD)] = _card(name, t, mod, t.profiles[mod], alt, requires).encode()
 
 
 def _content_seed(seed: int, space: str, track: str) -> int:
@@ -278,8 +279,8 @@ def generate_instance(
         pit["corrupt_case"] = None
     _add_models(inst, t, rng, chosen, pkgs)
     spec = _task_spec(inst, t, inputs, shape, (lo, lo + span))
-    inst.files["task/spec.json"] = json.dumps(spec, indent=2).encode()
-    inst.files["task/README.md"] = _brief(inst, t, v, cfg.tier, spec).encode()
+    inst.files[wf.SPEC] = json.dumps(spec, indent=2).encode()
+    inst.files[wf.BRIEF] = _brief(inst, t, v, cfg.tier, spec).encode()
     inst.files["env/wheelhouse.txt"] = ("\n".join(sorted(pkgs)) + "\n").encode()
     return inst
 
@@ -354,7 +355,7 @@ def _task_spec(
         "inputs": inputs,
         "intensity_range": list(intensity_range),
         "units": "scanner units" if inst.pitfalls["normalisation"] else "unit intensities",
-        "output": {**t.contract(shape), "directory": "outputs/", "file": f"<case>.{t.output_kind}"},
+        "output": {**t.contract(shape), "directory": f"{wf.OUTPUTS_DIR}/", "file": f"<case>.{t.output_kind}"},
         "notes": ["Inputs may contain non-finite values in rare corrupted cases."],
     }
 
@@ -373,25 +374,25 @@ def materialize(instance: Instance, workspace_dir: str | Path, grader_dir: str |
     buf = io.BytesIO()
     np.savez(buf, **arrays)
     with atomic_dir(gd) as tmp:
-        (tmp / "instance.json").write_text(dumps_json(instance.meta()))
-        (tmp / "truth.json").write_text(
+        (tmp / wf.GRADER_META).write_text(dumps_json(instance.meta()))
+        (tmp / wf.GRADER_TRUTHS).write_text(
             dumps_json({c: v for c, v in instance.truths.items() if not isinstance(v, np.ndarray)})
         )
-        (tmp / "truth.npz").write_bytes(buf.getvalue())
-        (tmp / "SOURCE").write_text(f"{instance.space}:{instance.track}:{instance.seed}\n")
+        (tmp / wf.GRADER_ARRAYS).write_bytes(buf.getvalue())
+        (tmp / wf.GRADER_SOURCE).write_text(f"{instance.space}:{instance.track}:{instance.seed}\n")
     return ws, gd
 
 
 def load_grader_meta(grader_dir: str | Path) -> dict[str, Any]:
     """Read the instance metadata (case ids, candidates, fitting model; no truths) from a grader dir."""
-    return json.loads((Path(grader_dir) / "instance.json").read_text())
+    return json.loads((Path(grader_dir) / wf.GRADER_META).read_text())
 
 
 def load_grader(grader_dir: str | Path) -> tuple[dict[str, Any], dict[str, Any]]:
     """Read (meta, truths) from a grader dir written by `materialize`."""
     gd = Path(grader_dir)
     meta = load_grader_meta(gd)
-    truths: dict[str, Any] = json.loads((gd / "truth.json").read_text())
-    with np.load(gd / "truth.npz", allow_pickle=False) as npz:
+    truths: dict[str, Any] = json.loads((gd / wf.GRADER_TRUTHS).read_text())
+    with np.load(gd / wf.GRADER_ARRAYS, allow_pickle=False) as npz:
         truths.update({k: npz[k] for k in npz.files})
     return meta, truths

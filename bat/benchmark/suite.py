@@ -15,6 +15,7 @@ from typing import Any
 
 import numpy as np
 
+from bat.benchmark import workspace_files as wf
 from bat.benchmark.instance import Instance, InstanceParams, brief_text, generate_instance
 from bat.benchmark.score import RunScore
 from bat.benchmark.secret import HeldoutSecret
@@ -120,7 +121,7 @@ def practice_instance(
 def instance_identifiers(inst: Instance) -> set[str]:
     """Every identifier an instance exposes: instance id, case ids, model and package names, data file names."""
     ids = {inst.instance_id, *inst.case_ids, *inst.candidates}
-    ids |= {p.split("/")[-1] for p in inst.files if p.startswith("data/")}
+    ids |= {p.split("/")[-1] for p in inst.files if p.startswith(f"{wf.DATA_DIR}/")}
     ids |= set((inst.files["env/wheelhouse.txt"].decode()).split())
     return ids
 
@@ -142,7 +143,7 @@ def fingerprint_entries(config: Any = None, *, secret: HeldoutSecret) -> list[di
             for ident in instance_identifiers(inst):
                 entries.setdefault(("identifier", ident), src)
             for path in inst.files:
-                if path.startswith("data/"):
+                if path.startswith(f"{wf.DATA_DIR}/"):
                     entries.setdefault(("path", path), src)
             for case, truth in inst.truths.items():
                 if not isinstance(truth, np.ndarray):

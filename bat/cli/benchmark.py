@@ -11,6 +11,8 @@ import json
 import sys
 from typing import Any
 
+from bat.benchmark import workspace_files as wf
+
 
 def _secret(args: argparse.Namespace) -> Any:
     """The held-out secret of the run at `--state` (which must have one), else the user's standalone secret."""
@@ -99,7 +101,7 @@ def _show(args: argparse.Namespace) -> int:
         )
         return 2
     inst = generate_instance(args.track, args.space, args.seed)
-    print(inst.files["task/README.md"].decode())
+    print(inst.files[wf.BRIEF].decode())
     print(f"pitfalls: {inst.pitfalls}\nfitting model: {inst.fitting_model}; required package: {inst.required_package}")
     print("files: " + ", ".join(sorted(inst.files)))
     return 0

@@ -11,6 +11,7 @@ import os
 from pathlib import Path
 from typing import Any
 
+from bat.benchmark import workspace_files as wf
 from bat.state.atomic import plain_temp_file
 
 STATE_FILE = ".tool_state/state.json"
@@ -64,16 +65,16 @@ def write_state(workspace: Path, state: dict[str, Any]) -> None:
 
 def read_spec(workspace: Path) -> dict[str, Any]:
     """task/spec.json of the workspace."""
-    path = Path(workspace) / "task" / "spec.json"
+    path = Path(workspace) / wf.SPEC
     if not path.exists():
-        raise ToolError("task/spec.json is missing from the workspace")
+        raise ToolError(f"{wf.SPEC} is missing from the workspace")
     return json.loads(path.read_text())
 
 
 def model_names(workspace: Path) -> list[str]:
     """Names of the model folders under models/."""
-    root = Path(workspace) / "models"
-    return sorted(p.name for p in root.iterdir() if (p / "weights.json").exists()) if root.is_dir() else []
+    root = Path(workspace) / wf.MODELS_DIR
+    return sorted(p.name for p in root.iterdir() if (p / wf.MODEL_WEIGHTS).exists()) if root.is_dir() else []
 
 
 def read_weights(workspace: Path, name: str) -> dict[str, Any]:
@@ -81,7 +82,7 @@ def read_weights(workspace: Path, name: str) -> dict[str, Any]:
     valid = model_names(workspace)
     if name not in valid:
         raise ToolError(f"unknown model {name!r}; valid: {valid}")
-    return json.loads((Path(workspace) / "models" / name / "weights.json").read_text())
+    return json.loads((Path(workspace) / wf.model_file(name, wf.MODEL_WEIGHTS)).read_text())
 
 
 def resolve_cases(spec: dict[str, Any], cases: list[str]) -> list[str]:
@@ -105,7 +106,7 @@ def case_extra(workspace: Path, spec: dict[str, Any], case: str) -> dict[str, An
     return extra
 
 
-def output_path(workspace: Path, spec: dict[str, Any], case: str, folder: str = "outputs") -> Path:
+def output_path(workspace: Path, spec: dict[str, Any], case: str, folder: str = wf.OUTPUTS_DIR) -> Path:
     kind = spec["output"]["format"]
     return Path(workspace) / folder / f"{case}.{kind}"
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+from bat.benchmark import workspace_files as wf
 from bat.benchmark.tools.common import ToolError, inside, scratch_write
 
 
@@ -57,5 +58,5 @@ def write_plan(workspace: Path, text: str) -> dict[str, Any]:
     """Write plan.md (replacing any previous plan)."""
     if not text.strip():
         raise ToolError("plan text is empty")
-    scratch_write(Path(workspace) / "plan.md", text)
+    scratch_write(Path(workspace) / wf.PLAN, text)
     return {"text": f"plan.md written ({len(text)} chars)", "meta": {"chars": len(text)}}

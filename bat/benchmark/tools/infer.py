@@ -8,6 +8,7 @@ from typing import Any
 
 import numpy as np
 
+from bat.benchmark import workspace_files as wf
 from bat.benchmark.tools.common import (
     ToolError,
     case_contract,
@@ -45,7 +46,7 @@ def _write(path: Path, out: Any) -> None:
 
 
 def inspect_outputs(
-    workspace: Path, spec: dict[str, Any], cases: list[str], folder: str = "outputs"
+    workspace: Path, spec: dict[str, Any], cases: list[str], folder: str = wf.OUTPUTS_DIR
 ) -> tuple[dict[str, list[str]], str | None, list[str]]:
     """(issues per case, degeneracy message, cases without output) for `cases` in `folder` (outputs/ or submission/)."""
     track = get_track(spec["track"])

@@ -7,6 +7,7 @@ import shutil
 from pathlib import Path
 from typing import Any
 
+from bat.benchmark import workspace_files as wf
 from bat.benchmark.tools.common import ToolError, output_path, read_spec, scratch_write
 from bat.benchmark.tools.infer import inspect_outputs
 
@@ -17,20 +18,20 @@ def submit(workspace: Path) -> dict[str, Any]:
     present = [c for c in spec["cases"] if output_path(workspace, spec, c).exists()]
     if not present:
         raise ToolError("nothing to submit: outputs/ holds no outputs (run_model first)")
-    dest = Path(workspace) / "submission"
+    dest = Path(workspace) / wf.SUBMISSION_DIR
     if dest.exists():
         shutil.rmtree(dest)
     dest.mkdir()
     for case in present:
-        shutil.copyfile(output_path(workspace, spec, case), output_path(workspace, spec, case, "submission"))
+        shutil.copyfile(output_path(workspace, spec, case), output_path(workspace, spec, case, wf.SUBMISSION_DIR))
     issues, degenerate, _ = inspect_outputs(workspace, spec, present)
     missing = [c for c in spec["cases"] if c not in present]
     manifest = {
         "instance_id": spec["instance_id"],
-        "cases": {c: output_path(workspace, spec, c, "submission").name for c in present},
+        "cases": {c: output_path(workspace, spec, c, wf.SUBMISSION_DIR).name for c in present},
         "missing": missing,
     }
-    scratch_write(dest / "manifest.json", json.dumps(manifest, indent=2, sort_keys=True))
+    scratch_write(dest / wf.MANIFEST, json.dumps(manifest, indent=2, sort_keys=True))
     text = f"submitted {len(present)}/{len(spec['cases'])} cases" + (
         f"; {len(issues)} with format problems" if issues else ""
     )
