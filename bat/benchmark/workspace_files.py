@@ -9,9 +9,11 @@ files names them from here.
 
 from __future__ import annotations
 
-BRIEF = "task/README.md"
+TASK_DIR = "task"
+"""What the task gives: the brief and the spec (never an artifact of the agent's)."""
+BRIEF = f"{TASK_DIR}/README.md"
 """The task brief, the first file an agent reads."""
-SPEC = "task/spec.json"
+SPEC = f"{TASK_DIR}/spec.json"
 """The machine-readable task: cases, inputs, output contract."""
 MODELS_DIR = "models"
 """One folder per candidate model."""

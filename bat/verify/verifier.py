@@ -15,6 +15,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from bat.benchmark import workspace_files as wf
 from bat.benchmark.judge_client import JudgeClient, JudgeItem
 from bat.schemas.rollout import ItemVerdict, RewardRecord, RolloutRecord
 from bat.verify.evidence import trusted_view
@@ -210,7 +211,8 @@ class Verifier:
 
 
 def judge_context(rec: RolloutRecord, view: Path, max_artifact_chars: int = 2000) -> str:
-    """Evidence for the judge: each executed call with its status, plus trusted text artifacts (plan.md)."""
+    """Evidence for the judge: each executed call with its status, plus the trusted view's text artifacts other
+    than the task's own files (plan.md)."""
     lines = []
     for turn in rec.turns:
         what = turn.call or turn.invalid or {}
@@ -218,7 +220,7 @@ def judge_context(rec: RolloutRecord, view: Path, max_artifact_chars: int = 2000
         lines.append(f"[turn {turn.index}] call={what} ok={status} observation={str(turn.observation)[:300]!r}")
     for path in sorted(view.rglob("*.md")):
         rel = path.relative_to(view).as_posix()
-        if rel.startswith("task/"):
+        if rel.startswith(f"{wf.TASK_DIR}/"):
             continue
         lines.append(f"[artifact {rel}]\n{path.read_text(errors='replace')[:max_artifact_chars]}")
     return "\n".join(lines)
