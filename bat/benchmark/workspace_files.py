@@ -3,8 +3,9 @@
 The agent's workspace: the brief and spec under `task/`, one folder per candidate model under `models/` (weights
 and card), case inputs under `data/`, the plan, the model's outputs under `outputs/` and the submission under
 `submission/` (one file per case plus its manifest). The grader's side, outside the workspace: the instance
-metadata, the truths (JSON and arrays) and the instance's source line. Every module that writes or reads these
-files names them from here.
+metadata, the truths (JSON and arrays) and the instance's source line. The modules that write or read an
+instance's files (instance, grader, tools, env, expert agent, suite, verifier) name them from here; text shown to
+the agent (briefs, prompts, tool descriptions) spells them out.
 """
 
 from __future__ import annotations
