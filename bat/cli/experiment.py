@@ -116,14 +116,19 @@ def _report(args: argparse.Namespace, spec, arms: list, seeds: list[int], result
     print(f"bat experiment: wrote {out}/README.md, {out}/results.json, {out}/curves.png")
     selected = {a.name for a in arms}
     bad = [
-        (name, s["seed"], s.get("status"))
+        (name, s)
         for name, arm in results["arms"].items()
         if name in selected
         for s in arm["seeds"]
         if s["seed"] in seeds and s.get("status") != "done"
     ]
-    for name, seed, status in bad:
-        hint = ""
+    for name, run in bad:
+        seed, status, hint = run["seed"], run.get("status"), ""
+        if status == "unfinished":
+            hint = (
+                f" (an attempt started {run.get('attempt_started_at')} has written no record: it is running now, or "
+                "it was stopped; the same command resumes it)"
+            )
         if status == "stale":
             fields = results["budget"]["stale"][f"{name}/s{seed}"]
             hint = (

@@ -26,7 +26,9 @@ Public API:
   `arm_config(spec, arm, seed) -> BatConfig`, `shared_config(spec, seed) -> BatConfig`.
 * `bat.experiment.share.run_shared(spec, seed) -> SharedInfo`, `seed_arm_state(shared: RunLayout, arm: RunLayout)`,
   `sft_digest(layout) -> str`.
-* `bat.experiment.execute.run_arm(spec, arm, seed, shared) -> ArmRecord` (writes `<arm state>/experiment_arm.json`).
+* `bat.experiment.execute.run_arm(spec, arm, seed, shared) -> ArmRecord` (writes `<arm state>/experiment_arm.json`;
+  `experiment_attempt.json` while an attempt is open), `stopped_attempts(root) -> (count, wall_s)` (attempts
+  stopped from outside, counted in the next record), `open_attempt(root) -> dict | None` (collect's `unfinished`).
 * `bat.experiment.collect.collect(spec) -> dict` (the results.json content: per-arm `summary` per split with mean,
   half_width, seed_sd/min/max, track_means; per-seed runs with rollouts, grpo_steps, plan rows, curve, digests;
   `comparisons` vs the reference arm; `budget` audit), `bat.experiment.write.stamp(results, command) -> dict`,

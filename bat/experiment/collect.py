@@ -12,6 +12,7 @@ seeds and tracks are `bat.experiment.summary`'s.
 
 from __future__ import annotations
 
+import datetime as _dt
 from pathlib import Path
 from typing import Any
 
@@ -22,7 +23,7 @@ from bat.curriculum.arms import resolve_arm
 from bat.curriculum.history import load_best_after, load_decision
 from bat.evaluate.store import load_aggregate
 from bat.experiment.budget_audit import budget_audit, expected_budget, mark_stale
-from bat.experiment.execute import FINAL_PHASE, read_arm_record
+from bat.experiment.execute import FINAL_PHASE, open_attempt, read_arm_record
 from bat.experiment.pieces import read_arm_piece, read_shared_piece, superseded_records
 from bat.experiment.share import ROUND0_PHASES, arm_dir, shared_dir
 from bat.experiment.spec import ExperimentSpec, arm_config, bootstrap_seed_of, budget_signature
@@ -119,8 +120,13 @@ def _run_budget(layout: RunLayout) -> dict[str, Any] | None:
 
 def seed_result(spec: ExperimentSpec, arm_name: str, seed: int) -> dict[str, Any]:
     """Everything about one arm x seed read from its state dir (status, end-of-run aggregate, curve, counts, shared
-    SFT digests); `source: state`."""
+    SFT digests); `source: state`. Status `unfinished` (with `attempt_started_at`, UTC) when an attempt is open in
+    the state dir: running now, or stopped from outside before it could write its record."""
     record = read_arm_record(spec, seed, arm_name) or {"status": "not run"}
+    attempt = open_attempt(arm_dir(spec, seed, arm_name))
+    if attempt is not None:
+        started = _dt.datetime.fromtimestamp(float(attempt["started_at"]), _dt.timezone.utc)
+        record = {**record, "status": "unfinished", "attempt_started_at": started.isoformat(timespec="seconds")}
     out: dict[str, Any] = {
         "seed": seed,
         "source": "state",
@@ -131,6 +137,8 @@ def seed_result(spec: ExperimentSpec, arm_name: str, seed: int) -> dict[str, Any
         "interrupted_attempts": record.get("interrupted_attempts", 0),
         "shared_sft_digest": record.get("shared_sft_digest"),
     }
+    if attempt is not None:
+        out["attempt_started_at"] = record["attempt_started_at"]
     layout = RunLayout(arm_dir(spec, seed, arm_name))
     if not layout.root.exists():
         return out
@@ -156,7 +164,7 @@ def seed_result(spec: ExperimentSpec, arm_name: str, seed: int) -> dict[str, Any
 
 def merged_seed_result(spec: ExperimentSpec, arm_name: str, seed: int, out_dir: Path) -> dict[str, Any]:
     """The arm x seed from its state dir when that holds a finished run, else its committed record, else what the
-    state dir says (not run, failed, running)."""
+    state dir says (not run, failed, unfinished)."""
     local = seed_result(spec, arm_name, seed)
     if local.get("status") == "done":
         return local

@@ -53,14 +53,21 @@ def read_arm_record(spec: ExperimentSpec, seed: int, arm: str) -> dict[str, Any]
     return read_json(path) if path.exists() else None
 
 
+def open_attempt(root: Path) -> dict[str, Any] | None:
+    """The open attempt's `experiment_attempt.json` in the arm state dir `root` (an attempt running now, or one
+    stopped from outside), None when no attempt is open."""
+    marker = root / ATTEMPT_NAME
+    return read_json(marker) if marker.exists() else None
+
+
 def stopped_attempts(root: Path) -> tuple[int, float]:
     """Attempts of the arm run in `root` stopped from outside since its record was last written, and their wall
     seconds: the open `experiment_attempt.json` (its start to the newest file written under `root` since) plus the
     earlier stopped attempts it carries; (0, 0.0) when `root` holds no open attempt."""
     marker = root / ATTEMPT_NAME
-    if not marker.exists():
+    attempt = open_attempt(root)
+    if attempt is None:
         return 0, 0.0
-    attempt = read_json(marker)
     started = float(attempt["started_at"])
     newest = started
     for path in root.rglob("*"):
