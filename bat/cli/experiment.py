@@ -129,7 +129,7 @@ def _report(args: argparse.Namespace, spec, arms: list, seeds: list[int], result
                 f" (an attempt started {run.get('attempt_started_at')} has written no record: it is running now, or "
                 "it was stopped; the same command resumes it)"
             )
-        if status == "stale":
+        elif status == "stale":
             fields = results["budget"]["stale"][f"{name}/s{seed}"]
             hint = (
                 f" (ran under other budget fields: {fields}, [ran under, now]; set it aside with --only {name} "

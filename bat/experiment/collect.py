@@ -124,13 +124,10 @@ def seed_result(spec: ExperimentSpec, arm_name: str, seed: int) -> dict[str, Any
     the state dir: running now, or stopped from outside before it could write its record."""
     record = read_arm_record(spec, seed, arm_name) or {"status": "not run"}
     attempt = open_attempt(arm_dir(spec, seed, arm_name))
-    if attempt is not None:
-        started = _dt.datetime.fromtimestamp(float(attempt["started_at"]), _dt.timezone.utc)
-        record = {**record, "status": "unfinished", "attempt_started_at": started.isoformat(timespec="seconds")}
     out: dict[str, Any] = {
         "seed": seed,
         "source": "state",
-        "status": record.get("status"),
+        "status": "unfinished" if attempt is not None else record.get("status"),
         "error": record.get("error"),
         "wall_s": record.get("wall_s"),
         "attempts": record.get("attempts", 0),
@@ -138,7 +135,8 @@ def seed_result(spec: ExperimentSpec, arm_name: str, seed: int) -> dict[str, Any
         "shared_sft_digest": record.get("shared_sft_digest"),
     }
     if attempt is not None:
-        out["attempt_started_at"] = record["attempt_started_at"]
+        started = _dt.datetime.fromtimestamp(float(attempt["started_at"]), _dt.timezone.utc)
+        out["attempt_started_at"] = started.isoformat(timespec="seconds")
     layout = RunLayout(arm_dir(spec, seed, arm_name))
     if not layout.root.exists():
         return out

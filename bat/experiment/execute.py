@@ -64,14 +64,13 @@ def stopped_attempts(root: Path) -> tuple[int, float]:
     """Attempts of the arm run in `root` stopped from outside since its record was last written, and their wall
     seconds: the open `experiment_attempt.json` (its start to the newest file written under `root` since) plus the
     earlier stopped attempts it carries; (0, 0.0) when `root` holds no open attempt."""
-    marker = root / ATTEMPT_NAME
     attempt = open_attempt(root)
     if attempt is None:
         return 0, 0.0
     started = float(attempt["started_at"])
     newest = started
     for path in root.rglob("*"):
-        if path != marker and path.is_file() and not path.is_symlink():
+        if path.name != ATTEMPT_NAME and path.is_file() and not path.is_symlink():
             newest = max(newest, path.stat().st_mtime)
     count = int(attempt.get("stopped_attempts", 0)) + 1
     return count, round(float(attempt.get("stopped_wall_s", 0.0)) + newest - started, 3)
