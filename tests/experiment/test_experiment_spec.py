@@ -157,3 +157,25 @@ def test_outer_loop_rule_is_part_of_the_matched_budget(monkeypatch: pytest.Monke
     assert sig["curriculum.gate"]["enabled"] is False and sig["curriculum.fallback"]["kl_tau"] == 0.1
     gated = cfg.model_copy(update={"curriculum": cfg.curriculum.model_copy(update={"gate": GateConfig()})})
     assert budget_signature(gated)["curriculum.gate"] != sig["curriculum.gate"]
+
+
+def test_gpu_variant_carries_the_cpu_experiments_budget(monkeypatch: pytest.MonkeyPatch) -> None:
+    """arms_smollm_gpu.yaml is arms_cpu.yaml on CUDA, so the two results compare: every matched-budget field agrees
+    but where the benchmark's tools run and how many evaluation runs go at once, and both widen the final split."""
+    monkeypatch.chdir(REPO)
+    cpu = load_experiment(REPO / "configs/experiments/arms_cpu.yaml")
+    gpu = load_experiment(REPO / "configs/experiments/arms_smollm_gpu.yaml")
+    assert [a.name for a in gpu.arms] == [a.name for a in cpu.arms] and gpu.seeds == cpu.seeds
+    assert gpu.wide_final_repeats == cpu.wide_final_repeats and gpu.bootstrap_seed == cpu.bootstrap_seed
+    placement = {("benchmark", "runtime"), ("evaluate", "parallel_runs")}
+    for arm in cpu.arms:
+        if arm.kind != "trained":
+            continue
+        sig = {
+            side: budget_signature(arm_config(spec, arm.name, cpu.seeds[0]))
+            for side, spec in (("cpu", cpu), ("gpu", gpu))
+        }
+        for section, part in placement:
+            for side in sig:
+                sig[side][section] = {k: v for k, v in sig[side][section].items() if k != part}
+        assert sig["gpu"] == sig["cpu"], arm.name
