@@ -1,5 +1,5 @@
 """`bat experiment --config FILE [--only ARM ...] [--seeds 1,2] [--out DIR] [--collect-only] [--allow-config-change]
-[--supersede TAG --reason TEXT] [--wide-final N]`.
+[--supersede TAG --reason TEXT] [--wide-final N] [--null-control SEEDS --null-kl KL]`.
 
 Arm comparison.
 
@@ -35,12 +35,15 @@ def _handler(args: argparse.Namespace) -> int:
             raise ExperimentError(
                 "--wide-final re-scores finished runs: it goes without --collect-only and --supersede"
             )
+        _check_null_args(spec, args, supersede_as)
     except ExperimentError as exc:
         print(f"bat experiment: {exc}", file=sys.stderr)
         return 2
+    from bat.experiment.null_control import NullControlError
+
     try:
         results = _run(spec, args, supersede_as)
-    except SupersedeError as exc:
+    except (SupersedeError, NullControlError) as exc:
         print(f"bat experiment: {exc}", file=sys.stderr)
         return 2
     return _report(args, spec, arms, seeds, results)
@@ -62,11 +65,33 @@ def _supersede_as(args: argparse.Namespace) -> tuple[str, str] | None:
     return args.supersede, args.reason
 
 
+def _check_null_args(spec, args: argparse.Namespace, supersede_as: tuple[str, str] | None) -> None:
+    """ExperimentError unless `--null-control` and `--null-kl` come together, alone, for an experiment that widens
+    its final split (`wide_final_repeats`: the null control is scored on the same runs)."""
+    from bat.experiment.spec import ExperimentError
+
+    if args.null_control is None and args.null_kl is None:
+        return
+    if args.null_control is None or args.null_kl is None:
+        raise ExperimentError("--null-control SEEDS and --null-kl KL go together")
+    if args.collect_only or supersede_as or args.wide_final is not None or args.only or args.seeds:
+        raise ExperimentError(
+            "--null-control scores the SFT moved at random, not arms: it goes without --only, --seeds, "
+            "--collect-only, --supersede and --wide-final"
+        )
+    if not spec.wide_final_repeats:
+        raise ExperimentError(
+            f"{args.config}: --null-control is scored on the arms' wide final runs; set wide_final_repeats"
+        )
+
+
 def _run(spec, args: argparse.Namespace, supersede_as: tuple[str, str] | None):
     from bat.experiment.run import run_experiment
 
     if args.wide_final is not None:
         return _run_wide(spec, args)
+    if args.null_control is not None:
+        return _run_null(spec, args)
 
     return run_experiment(
         spec,
@@ -100,14 +125,38 @@ def _run_wide(spec, args: argparse.Namespace) -> dict:
     return {**results, "wide_skipped": skipped}
 
 
-def _wide_repeats(text: str) -> int:
-    try:
-        value = int(text)
-    except ValueError:
-        value = 0
-    if not 2 <= value <= 1000:
-        raise argparse.ArgumentTypeError(f"--wide-final takes runs per track (2-1000), got {text!r}")
-    return value
+def _run_null(spec, args: argparse.Namespace) -> dict:
+    """`--null-control SEEDS --null-kl KL`: score one null checkpoint per null seed (`bat.experiment.null_control`)
+    on the experiment's wide final runs, then re-collect (the report lists them as the arm `_null`)."""
+    from pathlib import Path
+
+    from bat.experiment.collect import collect
+    from bat.experiment.null_control import run_null_control
+    from bat.experiment.write import stamp, write_results
+
+    out = Path(args.out or spec.out_dir)
+    for null_seed in args.null_control:
+        print(f"bat experiment: null control seed {null_seed}, KL {args.null_kl} from the SFT", flush=True)
+        line = run_null_control(spec, null_seed, args.null_kl, spec.wide_final_repeats, out)
+        print(f"bat experiment: {line}", flush=True)
+    results = stamp(collect(spec, out), _command(args))
+    write_results(spec, results, args.out)
+    return results
+
+
+def _number(flag: str, cast, low: float, high: float, what: str):
+    """An argparse type: `cast(text)` within [low, high], else an error naming `flag` and `what` it takes."""
+
+    def parse(text: str):
+        try:
+            value = cast(text)
+        except ValueError:
+            value = None
+        if value is None or not low <= value <= high:
+            raise argparse.ArgumentTypeError(f"{flag} takes {what}, got {text!r}")
+        return value
+
+    return parse
 
 
 def _report(args: argparse.Namespace, spec, arms: list, seeds: list[int], results: dict) -> int:
@@ -176,10 +225,24 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     parser.add_argument("--reason", metavar="TEXT", help="why the superseded runs are redone (with --supersede)")
     parser.add_argument(
         "--wide-final",
-        type=_wide_repeats,
+        type=_number("--wide-final", int, 2, 1000, "runs per track (2-1000)"),
         metavar="N",
         help="instead of running arms: re-score the selected finished arm x seeds' retained checkpoints on N final "
         "runs per track (the end-of-run runs are reused), record them under OUT/wide/ and re-collect",
+    )
+    parser.add_argument(
+        "--null-control",
+        type=_seeds,
+        metavar="SEEDS",
+        help="instead of running arms: move the shared SFT along a random direction per null seed (comma-separated) "
+        "to KL --null-kl from it, score each on the wide final runs, record them under OUT/wide/_null/ and "
+        "re-collect: what a change of that size scores without learning",
+    )
+    parser.add_argument(
+        "--null-kl",
+        type=_number("--null-kl", float, 1e-6, 10.0, "a KL above 0 (e.g. 0.02)"),
+        metavar="KL",
+        help="the null control's KL from the SFT (with --null-control)",
     )
     parser.set_defaults(handler=_handler)
 
@@ -203,4 +266,6 @@ def _command(args: argparse.Namespace) -> str:
         words += ["--supersede", args.supersede, "--reason", args.reason or ""]
     if args.wide_final is not None:
         words += ["--wide-final", str(args.wide_final)]
+    if args.null_control is not None:
+        words += ["--null-control", ",".join(map(str, args.null_control)), "--null-kl", f"{args.null_kl:g}"]
     return " ".join(shlex.quote(w) for w in words)

@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from bat.experiment.markdown import table_head
+from bat.state.experiment_layout import NULL_ARM
 
 
 def wide_section(results: dict[str, Any]) -> list[str]:
@@ -32,6 +33,12 @@ def wide_section(results: dict[str, Any]) -> list[str]:
         "Last column: each arm's gain over the SFT checkpoint it started from, paired run by run on the instances "
         "of its own suite(s) (where the SFT was scored on them).",
     ]
+    if any(NULL_ARM in summary["arms"] for summary in summaries):
+        out[-1] += (
+            f" `{NULL_ARM}` is the null control (`bat experiment --null-control`): the shared SFT moved along seeded "
+            "random directions, as far from it (KL on the route's probe prompts) as an RL round moves it, one "
+            "direction per seed; its gain over the SFT is what a change of that size scores without learning."
+        )
     for summary in summaries:
         n = max(a["n_runs"] for a in summary["arms"].values())
         out += [

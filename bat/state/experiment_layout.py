@@ -74,3 +74,8 @@ def wide_anchor_piece(out_dir: Path, suite: str, repeats: int) -> Path:
     """`<out_dir>/wide/_anchor/suite_<fingerprint>_r<NN>.json`: the shared SFT checkpoint's wide final evaluation on
     one held-out suite (named by its secret's public fingerprint)."""
     return Path(out_dir) / WIDE_DIR_NAME / WIDE_ANCHOR_DIR_NAME / f"suite_{suite}_r{repeats:02d}.json"
+
+
+NULL_ARM = "_null"
+"""The null control's name (`bat.experiment.null_control`): its state folder under the experiment's state dir and
+its arm name and folder under `<out_dir>/wide/` (never an arm's name: arms cannot start with `_`)."""

@@ -1,0 +1,194 @@
+"""The null control: how far a checkpoint's wide final score moves from the SFT's for a change that learned nothing.
+
+A held-out run's Overall is nearly binary, and any change to the weights changes which tokens a run samples at its
+fixed sampling seed, so an arm's retained checkpoint meets the SFT's instances on fresh draws. The null control
+moves the shared SFT checkpoint along a seeded random direction (every parameter tensor W gets `scale * rms(W) * z`,
+z ~ N(0, 1) drawn from (null seed, tensor name)), scaled so that its KL from the SFT on the route's KL probe prompts
+(`bat.curriculum.kl`, the measure the Eq. 6 fallback reads) is `target_kl`, about as far as an RL round moves it,
+and scores it on the same wide final runs as the arms. Its gain over the SFT, paired run by run, is what a change
+of that size yields without learning; an arm's gain is evidence of learning only beyond it.
+
+Reads the shared bootstrap (SFT export, bank probe rows, held-out secret). Writes, per null seed, a run state dir
+`<experiment>/_null/seed_<k>/` (the perturbed export under `checkpoints/null/export`, `null.json` with its
+calibration, the evaluation's held-out files) and the committed record `<out_dir>/wide/_null/seed_<k>_r<NN>.json`
+(never overwritten), which the report's wide section lists as the arm `_null` beside the arms. The final split
+never feeds routing or tuning; the control trains nothing.
+"""
+
+from __future__ import annotations
+
+import math
+import shutil
+import time
+from pathlib import Path
+from typing import Any
+
+from bat.experiment.spec import ExperimentSpec
+from bat.state.experiment_layout import NULL_ARM, wide_piece
+
+WEIGHTS = "model.safetensors"
+CALIBRATION_NAME = "null.json"
+"""The null seed's calibration record in its state dir: every scale tried and the KL it measured."""
+FIRST_SCALE = 0.01
+"""The first relative scale tried (noise of 1% of each tensor's RMS)."""
+KL_TOLERANCE = 0.25
+"""A calibrated scale is accepted when its KL is within this fraction of the target."""
+MAX_TRIES = 6
+
+
+class NullControlError(ValueError):
+    """A null control that cannot run as asked; the message names the file or value and what to do."""
+
+
+def write_perturbed(start: Path, out: Path, scale: float, seed: int, dtype: str = "float32") -> Path:
+    """Write `start` moved by `scale * rms(W) * z` per parameter tensor W (z ~ N(0, 1) from (seed, tensor name);
+    computed in float64, stored in `dtype`) as an HF export at `out` with the start's tokenizer and chat template;
+    returns `out`. An existing complete export is kept."""
+    import torch
+
+    from bat.policy.loader import load_model
+    from bat.seeds import derive_seed
+    from bat.state.atomic import atomic_write_json
+    from bat.state.checkpoints import EXPORT_META_NAME
+
+    if (out / WEIGHTS).exists():
+        return out
+    model = load_model(start, dtype=dtype)
+    with torch.no_grad():
+        for name, param in sorted(model.named_parameters()):
+            theta = param.to(torch.float64)
+            rms = theta.pow(2).mean().sqrt()
+            gen = torch.Generator().manual_seed(derive_seed(seed, "null", name) % (2**63))
+            z = torch.randn(theta.shape, generator=gen, dtype=torch.float64)
+            param.copy_((theta + scale * rms * z).to(param.dtype))
+    tmp = out.with_name(out.name + ".tmp")
+    shutil.rmtree(tmp, ignore_errors=True)
+    model.save_pretrained(tmp, safe_serialization=True)
+    for item in Path(start).iterdir():
+        if item.is_file() and not (tmp / item.name).exists() and item.name != EXPORT_META_NAME:
+            shutil.copy2(item, tmp / item.name)
+    atomic_write_json(
+        tmp / EXPORT_META_NAME, {"kind": "null-control", "start": str(start), "scale": scale, "seed": seed}
+    )
+    out.parent.mkdir(parents=True, exist_ok=True)
+    tmp.rename(out)
+    return out
+
+
+def next_scale(tried: list[dict[str, float]], target_kl: float) -> float:
+    """The next relative scale to try from the (scale, kl) pairs measured so far: KL grows as scale^2 for a small
+    step, so the last measured pair is rescaled by sqrt(target / kl) (x10 when it measured no KL at all)."""
+    if not tried:
+        return FIRST_SCALE
+    last = tried[-1]
+    if last["kl"] <= 0:
+        return last["scale"] * 10
+    return last["scale"] * math.sqrt(target_kl / last["kl"])
+
+
+def calibrate(
+    start: Path, work: Path, prompts: list[list[dict]], target_kl: float, seed: int, kl_args: dict[str, Any]
+) -> dict[str, Any]:
+    """Find a scale whose perturbed export (under `work/scale_<s>/`) is `target_kl` (+- KL_TOLERANCE) from `start`;
+    returns {"scale", "kl", "checkpoint", "tried"}, read back from `work/null.json` when done already. The KL is
+    `bat.train.kl_estimate.estimate_kl(candidate, start, prompts, **kl_args)`. Raises NullControlError after
+    MAX_TRIES scales."""
+    from bat.state.atomic import atomic_write_json, read_json
+    from bat.train.kl_estimate import estimate_kl
+
+    record_path = work / CALIBRATION_NAME
+    record = read_json(record_path) if record_path.exists() else {"target_kl": target_kl, "tried": []}
+    if record.get("checkpoint"):
+        return record
+    tried: list[dict[str, float]] = record["tried"]
+    while len(tried) < MAX_TRIES:
+        scale = next_scale(tried, target_kl)
+        candidate = work / f"scale_{scale:.6g}"
+        write_perturbed(start, candidate, scale, seed, kl_args.get("dtype", "float32"))
+        kl = float(estimate_kl(candidate, start, prompts, **kl_args))
+        tried.append({"scale": scale, "kl": kl})
+        atomic_write_json(record_path, record)
+        print(f"bat experiment: null control seed {seed}: scale {scale:.4g} -> KL {kl:.4f}", flush=True)
+        if abs(kl - target_kl) <= KL_TOLERANCE * target_kl:
+            record.update(scale=scale, kl=kl, checkpoint=str(candidate))
+            atomic_write_json(record_path, record)
+            return record
+        shutil.rmtree(candidate)
+    raise NullControlError(
+        f"{record_path}: no scale within {KL_TOLERANCE:.0%} of KL {target_kl} after {MAX_TRIES} tries ({tried}); "
+        "delete the file to start over, or ask for another --null-kl"
+    )
+
+
+def null_state_dir(spec: ExperimentSpec, null_seed: int) -> Path:
+    """`<experiment state>/_null/seed_<k>`: the run state dir of one null seed."""
+    return spec.root / NULL_ARM / f"seed_{null_seed}"
+
+
+def run_null_control(spec: ExperimentSpec, null_seed: int, target_kl: float, repeats: int, out_dir: Path) -> str:
+    """Calibrate, write and score the null checkpoint of `null_seed` on `repeats` final runs per track of this
+    disk's suite (the arms' wide evaluation), and commit its record; returns the line to print. A null seed with a
+    committed record is not run again."""
+    from bat.benchmark.secret import read_secret
+    from bat.curriculum.kl import probe_prompts
+    from bat.evaluate.manifest import checkpoint_digest
+    from bat.evaluate.store import load_aggregate, read_heldout_runs
+    from bat.experiment.pieces import stamp_piece
+    from bat.experiment.share import run_shared, seed_arm_state
+    from bat.experiment.wide import WIDE_PHASE, play_final, run_entries, wide_config, wide_variant
+    from bat.state.atomic import atomic_write_json
+
+    path = wide_piece(out_dir, NULL_ARM, null_seed, repeats)
+    if path.exists():
+        return f"null seed {null_seed}: committed already ({path})"
+    if target_kl <= 0:
+        raise NullControlError(f"--null-kl must be > 0, got {target_kl}")
+    shared = run_shared(spec, spec.seeds[0])
+    layout = seed_arm_state(shared, null_state_dir(spec, null_seed), models_only=True)
+    cfg = wide_config(spec, spec.reference_arm, spec.seeds[0], repeats)
+    fallback = cfg.curriculum.fallback
+    kl_args = {"max_new_tokens": fallback.kl_new_tokens, "seed": null_seed, "dtype": cfg.model.dtype}
+    prompts = probe_prompts(shared.layout, cfg)
+    if not prompts:
+        raise NullControlError(
+            f"{shared.layout.root}: its bank holds no KL probe rows (curriculum.fallback.kl_enabled is off, or the "
+            "bank is too small): the null control measures its distance from the SFT on them"
+        )
+    started = time.monotonic()
+    calibration = calibrate(
+        Path(shared.sft_checkpoint),
+        layout.checkpoints_dir / NULL_ARM.strip("_"),
+        prompts,
+        target_kl,
+        null_seed,
+        kl_args,
+    )
+    variant = wide_variant(repeats)
+    if load_aggregate(layout, 0, "final", WIDE_PHASE, variant) is None:
+        play_final(cfg, layout, 0, calibration["checkpoint"], variant)
+    agg = load_aggregate(layout, 0, "final", WIDE_PHASE, variant)
+    assert agg is not None
+    record = {
+        "arm": NULL_ARM,
+        "seed": null_seed,
+        "repeats": repeats,
+        "checkpoint_digest": checkpoint_digest(calibration["checkpoint"]),
+        "heldout_suite": read_secret(layout.heldout_secret).fingerprint,
+        "overall": agg.overall,
+        "n_runs": agg.n_runs,
+        "wall_s": round(time.monotonic() - started, 3),
+        "null": {
+            "start_digest": shared.sft_digest,
+            "direction": "per tensor W: scale * rms(W) * z, z ~ N(0, 1) seeded by (null seed, tensor name)",
+            "target_kl": target_kl,
+            "scale": calibration["scale"],
+            "kl": calibration["kl"],
+            "tried": calibration["tried"],
+        },
+        "runs": run_entries(read_heldout_runs(layout, 0, "final", variant)),
+    }
+    atomic_write_json(path, stamp_piece(record))
+    return (
+        f"null seed {null_seed}: scale {calibration['scale']:.4g}, KL {calibration['kl']:.4f} from the SFT; Overall "
+        f"{100 * (agg.overall or 0):.1f} over {agg.n_runs} runs -> {path} (commit it)"
+    )
