@@ -89,7 +89,33 @@ def wide_section(results: dict[str, Any]) -> list[str]:
             )
             cells.append(_gain_cell(summary.get("vs_anchor", {}).get(arm)))
             out.append(f"| {arm} | {seeds} | {100 * data['mean']:.1f} | " + " | ".join(cells) + " |")
+        out += _null_table(summary)
         out += _profile_table(summary["arms"])
+    return out
+
+
+def _null_table(summary: dict[str, Any]) -> list[str]:
+    """Each arm's gain over the SFT beside its gain beyond the null control's (none without a null control)."""
+    rows = summary.get("vs_null") or {}
+    if not rows:
+        return []
+    null = summary["vs_anchor"].get(NULL_ARM)
+    out = [
+        "",
+        f"Gain over the SFT beyond the null control's ({_gain_cell(null)}): each arm's per-run gains over the SFT "
+        f"against `{NULL_ARM}`'s, Welch over runs.",
+        "",
+        *table_head(["arm", "arm - SFT (own suite)", f"arm - SFT beyond {NULL_ARM}", "p", "runs"]),
+    ]
+    for arm, row in rows.items():
+        if "error" in row:
+            out.append(f"| {arm} | {_gain_cell(summary['vs_anchor'].get(arm))} | {row['error']} | | |")
+            continue
+        out.append(
+            f"| {arm} | {_gain_cell(summary['vs_anchor'].get(arm))} | "
+            f"{100 * row['mean_delta']:+.1f} +- {100 * row['half_width']:.1f} | {row['p_value']:.3f} | "
+            "{} vs {} |".format(*row["n_runs"])
+        )
     return out
 
 

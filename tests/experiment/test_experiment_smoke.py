@@ -139,6 +139,24 @@ def test_two_arm_experiment_matched_budget_shared_sft(tmp_path: Path) -> None:
     assert main(["experiment", "--config", str(exp), "--wide-final", "3"]) == 0  # recorded: not redone
     assert read_json(out / "wide" / "grpo" / "seed_3_r03.json")["recorded_at"] == recorded
 
+    # the null control: the shared SFT moved along a random direction to a KL from it, scored on the same wide runs
+    assert main(["experiment", "--config", str(exp), "--null-control", "1", "--null-kl", "0.05"]) == 0
+    null = read_json(out / "wide" / "_null" / "seed_1_r03.json")
+    assert (null["n_runs"], null["heldout_suite"], null["null"]["start_digest"]) == (6, suite, digest)
+    assert abs(null["null"]["kl"] - 0.05) <= 0.25 * 0.05 and null["checkpoint_digest"] != digest
+    grpo_runs = read_json(out / "wide" / "grpo" / "seed_3_r03.json")["runs"]
+    assert {rid: r["instance_id"] for rid, r in null["runs"].items()} == {
+        rid: r["instance_id"] for rid, r in grpo_runs.items()
+    }
+    widened = json.loads((out / "results.json").read_text())["wide"]
+    assert (
+        widened[0]["vs_anchor"]["_null"]["n_runs"] == 6
+        and "_null" not in json.loads((out / "results.json").read_text())["arms"]
+    )
+    assert "`_null` is the null control" in (out / "README.md").read_text()
+    assert main(["experiment", "--config", str(exp), "--null-control", "1", "--null-kl", "0.05"]) == 0  # not redone
+    assert read_json(out / "wide" / "_null" / "seed_1_r03.json")["recorded_at"] == null["recorded_at"]
+
     # a later piece on a fresh disk: no state dirs, the committed records give the same table
     shutil.move(tmp_path / "state", tmp_path / "gone")
     assert main(["experiment", "--config", str(exp), "--collect-only"]) == 0
