@@ -145,7 +145,11 @@ def run_null_control(spec: ExperimentSpec, null_seed: int, target_kl: float, rep
         raise NullControlError(f"--null-kl must be > 0, got {target_kl}")
     shared = run_shared(spec, spec.seeds[0])
     layout = seed_arm_state(shared, null_state_dir(spec, null_seed), models_only=True)
-    cfg = wide_config(spec, spec.reference_arm, spec.seeds[0], repeats)
+    trained = [a.name for a in spec.arms if a.kind == "trained"]
+    if not trained:
+        raise NullControlError("the experiment has no trained arm: the null control is scored as its arms are")
+    # the arms differ in training, not in evaluation: any trained arm's wide config scores the null checkpoint
+    cfg = wide_config(spec, spec.reference_arm or trained[0], spec.seeds[0], repeats)
     fallback = cfg.curriculum.fallback
     kl_args = {"max_new_tokens": fallback.kl_new_tokens, "seed": null_seed, "dtype": cfg.model.dtype}
     prompts = probe_prompts(shared.layout, cfg)
