@@ -9,10 +9,10 @@ and scores it on the same wide final runs as the arms. Its gain over the SFT, pa
 of that size yields without learning; an arm's gain is evidence of learning only beyond it.
 
 Reads the shared bootstrap (SFT export, bank probe rows, held-out secret). Writes, per null seed, a run state dir
-`<experiment>/_null/seed_<k>/` (the perturbed export under `checkpoints/null/export`, `null.json` with its
-calibration, the evaluation's held-out files) and the committed record `<out_dir>/wide/_null/seed_<k>_r<NN>.json`
-(never overwritten), which the report's wide section lists as the arm `_null` beside the arms. The final split
-never feeds routing or tuning; the control trains nothing.
+`<experiment>/_null/seed_<k>/` (each scale tried under `checkpoints/null/scale_<s>/`, the chosen one kept;
+`checkpoints/null/null.json` with its calibration; the evaluation's held-out files) and the committed record
+`<out_dir>/wide/_null/seed_<k>_r<NN>.json` (never overwritten), which the report's wide section lists as the arm
+`_null` beside the arms. The final split never feeds routing or tuning; the control trains nothing.
 """
 
 from __future__ import annotations
