@@ -72,12 +72,17 @@ def _counts(layout: RunLayout) -> dict[str, Any]:
                 decision = load_decision(layout, r)
                 if decision is not None:
                     signal.setdefault(r, {}).update(route=decision.action, kl=decision.kl)
+    for r, groups in _group_rewards(layout).items():
+        if r in signal:
+            signal[r]["group_rewards"] = groups
     plan_rows = plan_unique = 0
     for r in layout.rounds():
         if r >= 1 and layout.plan(r).exists():
             ids = [row["state_id"] for batch in read_json(layout.plan(r))["batches"] for row in batch]
             plan_rows, plan_unique = plan_rows + len(ids), plan_unique + len(set(ids))
     # signal, per RL round: mean training reward, GRPO groups and how many had identical rewards (zero advantage),
+    # each GRPO group's rewards with its pool and bank state outcome (`group_rewards`: what
+    # `bat.verify.signal_report` reads, kept with the piece once the state dir is gone),
     # the last GRPO step's gradient norm (before clipping) and uncancelled advantage share
     # (bat.train.advantage_balance), and the route's action on the round's candidate with the KL it measured
     return {
@@ -90,6 +95,32 @@ def _counts(layout: RunLayout) -> dict[str, Any]:
         "plan_rows": plan_rows,
         "plan_unique_rows": plan_unique,
     }
+
+
+def _group_rewards(layout: RunLayout) -> dict[int, list[dict[str, Any]]]:
+    """Per RL round with finished rewards: each GRPO group (state) with its pool, the bank state's outcome
+    (success / recovery / failure, `e2e` for E2E rows) and its valid rewards (4 decimals), in state order; empty when
+    a round's plan or bank cannot be read (the rest of the collection does not depend on it)."""
+    from bat.verify.signal import rewards_by_group
+    from bat.verify.signal_report import SignalReportError, outcome_label, round_rewards
+
+    try:
+        rounds = round_rewards(layout.root)
+    except (SignalReportError, StateFileError, FileNotFoundError):
+        return {}
+    out: dict[int, list[dict[str, Any]]] = {}
+    for index, rewards, outcome in rounds:
+        out[index] = [
+            {
+                "state_id": state_id,
+                "pool": pool,
+                "outcome": outcome_label(pool, outcome[state_id]),
+                "rewards": [round(v, 4) for v in values],
+            }
+            for pool, groups in sorted(rewards_by_group(rewards).items())
+            for state_id, values in sorted(groups.items())
+        ]
+    return out
 
 
 def _curve(layout: RunLayout) -> dict[str, list]:

@@ -74,7 +74,8 @@ def round_rewards(run_dir: Path) -> list[tuple[int, list[RewardRecord], dict[str
     return out
 
 
-def _outcome_label(pool: str, outcome: str) -> str:
+def outcome_label(pool: str, outcome: str) -> str:
+    """A group's outcome label: `e2e` for E2E rows, else the bank state's outcome."""
     return "e2e" if pool == "E2E" else outcome
 
 
@@ -97,7 +98,7 @@ def signal_report(run_dirs: Sequence[Path], sizes: Sequence[int] = DEFAULT_SIZES
                     into["identical"][k] += stats["identical"][k]
             by_state: dict[tuple[str, str], list[RewardRecord]] = defaultdict(list)
             for r in rewards:
-                by_state[(r.pool, _outcome_label(r.pool, outcome[r.state_id]))].append(r)
+                by_state[(r.pool, outcome_label(r.pool, outcome[r.state_id]))].append(r)
             for key, records in by_state.items():
                 stats = pool_signal(records)[key[0]]
                 into = by_outcome[key]

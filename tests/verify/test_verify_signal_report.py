@@ -123,3 +123,16 @@ def test_cli_names_a_plan_that_is_not_a_plan(run_with_round: Path, tmp_path: Pat
     assert main([str(run)]) == 2
     err = capsys.readouterr().err
     assert "round_01/plan.json: not a round plan" in err and "Traceback" not in err
+
+
+def test_collect_keeps_each_groups_rewards_and_outcome_with_the_piece(run_with_round: Path, tmp_path: Path) -> None:
+    from bat.experiment.collect import _group_rewards
+    from bat.state.layout import RunLayout
+
+    [(index, groups)] = _group_rewards(RunLayout(run_with_round)).items()
+    assert index == 1
+    assert [(g["pool"], g["outcome"], g["rewards"]) for g in groups] == [
+        ("S-mix", "success", [0.0, 0.0, 0.0, 0.0]),
+        ("S-target", "recovery", [0.0, 1.0, 1.0, 1.0]),
+    ]
+    assert _group_rewards(RunLayout(tmp_path / "no-rounds")) == {}
