@@ -99,28 +99,22 @@ def _counts(layout: RunLayout) -> dict[str, Any]:
 
 def _group_rewards(layout: RunLayout) -> dict[int, list[dict[str, Any]]]:
     """Per RL round with finished rewards: each GRPO group (state) with its pool, the bank state's outcome
-    (success / recovery / failure, `e2e` for E2E rows) and its valid rewards (4 decimals), in state order; empty when
-    a round's plan or bank cannot be read (the rest of the collection does not depend on it)."""
-    from bat.verify.signal import rewards_by_group
-    from bat.verify.signal_report import SignalReportError, outcome_label, round_rewards
+    (success / recovery / failure, `e2e` for E2E rows) and its valid rewards (4 decimals), in (pool, state) order
+    (`bat.verify.signal_report.state_groups`); empty when a round's plan or bank cannot be read (the rest of the
+    collection does not depend on it)."""
+    from bat.verify.signal_report import SignalReportError, state_groups
 
     try:
-        rounds = round_rewards(layout.root)
+        rounds = state_groups(layout.root)
     except (SignalReportError, StateFileError, FileNotFoundError):
         return {}
-    out: dict[int, list[dict[str, Any]]] = {}
-    for index, rewards, outcome in rounds:
-        out[index] = [
-            {
-                "state_id": state_id,
-                "pool": pool,
-                "outcome": outcome_label(pool, outcome[state_id]),
-                "rewards": [round(v, 4) for v in values],
-            }
-            for pool, groups in sorted(rewards_by_group(rewards).items())
-            for state_id, values in sorted(groups.items())
+    return {
+        index: [
+            {"state_id": state_id, "pool": pool, "outcome": label, "rewards": [round(v, 4) for v in values]}
+            for pool, state_id, label, values in groups
         ]
-    return out
+        for index, groups in rounds.items()
+    }
 
 
 def _curve(layout: RunLayout) -> dict[str, list]:

@@ -68,12 +68,19 @@ def group_size_signal(
     rewards: Iterable[RewardRecord], sizes: Sequence[int], tolerance: float = 1e-9
 ) -> dict[str, dict[str, Any]]:
     """Per pool, how many of its GRPO groups would have had identical rewards at each group size k in `sizes`, had
-    the round drawn k of the same rollouts: `groups` {k: states with at least k valid rewards} and `identical`
-    {k: expected count over those, the sum of `identical_subset_probability`}. At k equal to a group's size the
-    expected count is the observed one. Raises ValueError for an empty `sizes` or a size below 2."""
+    the round drawn k of the same rollouts (`group_size_of` over the records' groups)."""
+    return group_size_of(rewards_by_group(rewards), sizes, tolerance)
+
+
+def group_size_of(
+    groups: dict[str, dict[str, list[float]]], sizes: Sequence[int], tolerance: float = 1e-9
+) -> dict[str, dict[str, Any]]:
+    """Per pool of `groups` (pool -> state_id -> valid rewards): `groups` {k: states with at least k rewards} and
+    `identical` {k: expected count over those of groups whose k rewards drawn without replacement are all equal, the
+    sum of `identical_subset_probability`}. At k equal to a group's size the expected count is the observed one.
+    Raises ValueError for an empty `sizes` or a size below 2."""
     if not sizes or min(sizes) < 2:
         raise ValueError(f"group sizes must be given and each >= 2, got {list(sizes)}")
-    groups = rewards_by_group(rewards)
     out: dict[str, dict[str, Any]] = {}
     for pool in sorted(groups):
         members = list(groups[pool].values())

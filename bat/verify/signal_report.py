@@ -1,17 +1,18 @@
 """Training signal over finished runs, by pool, by the bank state's outcome, and by GRPO group size.
 
-`python -m bat.verify.signal_report RUN_DIR [RUN_DIR ...]` reads, for every round of each run (an arm x seed state
+`python -m bat.verify.signal_report PATH [PATH ...]` reads, for every round of each run (an arm x seed state
 directory of `bat experiment`, or any `state/<run>`) whose verify phase finished, the round's reward records
 (`round_NN/verify/shard_*/rewards.jsonl`), its plan (`round_NN/plan.json`: the bank version it drew from) and that
-bank version's RL rows (each state's outcome: a success, recovery or failure teacher trajectory, or an E2E row).
-It prints one JSON object (or, with `--markdown`, two tables):
+bank version's RL rows (each state's outcome: a success, recovery or failure teacher trajectory, or an E2E row); a
+PATH that is a file is a committed arm x seed record (`<out>/runs/<arm>/seed_<s>.json`) whose rounds kept each
+group's rewards and outcome (`group_rewards`, written by `bat experiment`'s collection). It prints one JSON object (or, with `--markdown`, two tables):
 
 * `by_pool`: per group size k in `--sizes`, the groups with at least k valid rewards and how many of them would
-  have had identical rewards had each drawn k of its rollouts (expected: `bat.verify.signal.group_size_signal`; at
+  have had identical rewards had each drawn k of its rollouts (expected: `bat.verify.signal.group_size_of`; at
   the rounds' own K, observed);
 * `by_outcome`: per (pool, outcome) the groups, rollouts, mean reward and the groups with identical rewards.
 
-Training-side files only (rewards, plans, the bank); writes nothing. Exit 2 with one message for a path that is
+Training-side files only (rewards, plans, the bank, committed arm x seed records); writes nothing. Exit 2 with one message for a path that is
 not a run directory or a round whose files cannot be read.
 """
 
@@ -26,7 +27,7 @@ from pathlib import Path
 from typing import Any
 
 from bat.schemas.rollout import RewardRecord
-from bat.verify.signal import group_size_signal, pool_signal
+from bat.verify.signal import group_size_of, rewards_by_group
 
 DEFAULT_SIZES = (2, 4, 6, 8)
 """Group sizes reported by default (the experiments' K is 8)."""
@@ -79,33 +80,65 @@ def outcome_label(pool: str, outcome: str) -> str:
     return "e2e" if pool == "E2E" else outcome
 
 
-def signal_report(run_dirs: Sequence[Path], sizes: Sequence[int] = DEFAULT_SIZES) -> dict[str, Any]:
-    """The report described in the module docstring over every finished round of `run_dirs`."""
+Group = tuple[str, str, str, list[float]]
+"""One GRPO group of a round: (pool, state_id, outcome label, its valid rewards)."""
+
+
+def state_groups(run_dir: Path) -> dict[int, list[Group]]:
+    """The groups of every finished round of a run state dir (`round_rewards`), by round, in (pool, state) order."""
+    return {
+        index: [
+            (pool, state_id, outcome_label(pool, outcome[state_id]), values)
+            for pool, groups in sorted(rewards_by_group(rewards).items())
+            for state_id, values in sorted(groups.items())
+        ]
+        for index, rewards, outcome in round_rewards(run_dir)
+    }
+
+
+def piece_groups(path: Path) -> list[list[Group]]:
+    """The groups of every RL round a committed arm x seed record (`runs/<arm>/seed_<s>.json`) kept in its signal
+    (`group_rewards`); SignalReportError for a file that is not such a record or kept none (older pieces)."""
+    from bat.state.atomic import read_json
+
+    record = read_json(path)
+    rounds = [s.get("group_rewards") for s in (record.get("signal") or [])] if isinstance(record, dict) else []
+    kept = [groups for groups in rounds if groups]
+    if not kept:
+        raise SignalReportError(
+            f"{path}: no round's `group_rewards` in its `signal` (a piece collected before they were kept, or not "
+            "an arm x seed record); pass the arm x seed's state directory instead"
+        )
+    return [[(g["pool"], g["state_id"], g["outcome"], list(g["rewards"])) for g in groups] for groups in kept]
+
+
+def signal_report(paths: Sequence[Path], sizes: Sequence[int] = DEFAULT_SIZES) -> dict[str, Any]:
+    """The report described in the module docstring over every finished round of `paths` (run state dirs, or
+    committed arm x seed records that kept their groups' rewards)."""
     by_pool: dict[str, dict[str, Any]] = {}
     by_outcome: dict[tuple[str, str], dict[str, Any]] = defaultdict(
         lambda: {"groups": 0, "rollouts": 0, "reward_sum": 0.0, "groups_identical": 0}
     )
     rounds = 0
-    for run_dir in run_dirs:
-        for _, rewards, outcome in round_rewards(run_dir):
+    for path in paths:
+        for groups in piece_groups(path) if Path(path).is_file() else state_groups(path).values():
             rounds += 1
-            for pool, stats in group_size_signal(rewards, sizes).items():
+            by_state: dict[str, dict[str, list[float]]] = defaultdict(dict)
+            for pool, state_id, label, values in groups:
+                by_state[pool][state_id] = values
+                into = by_outcome[(pool, label)]
+                into["rollouts"] += len(values)
+                into["reward_sum"] += sum(values)
+                if len(values) >= 2:
+                    into["groups"] += 1
+                    into["groups_identical"] += int(max(values) - min(values) <= 1e-9)
+            for pool, stats in group_size_of(by_state, sizes).items():
                 into = by_pool.setdefault(
                     pool, {"groups": dict.fromkeys(sizes, 0), "identical": dict.fromkeys(sizes, 0.0)}
                 )
                 for k in sizes:
                     into["groups"][k] += stats["groups"][k]
                     into["identical"][k] += stats["identical"][k]
-            by_state: dict[tuple[str, str], list[RewardRecord]] = defaultdict(list)
-            for r in rewards:
-                by_state[(r.pool, outcome_label(r.pool, outcome[r.state_id]))].append(r)
-            for key, records in by_state.items():
-                stats = pool_signal(records)[key[0]]
-                into = by_outcome[key]
-                into["groups"] += stats["groups"]
-                into["rollouts"] += stats["rewards"]
-                into["reward_sum"] += (stats["reward_mean"] or 0.0) * stats["rewards"]
-                into["groups_identical"] += stats["groups_identical"]
     outcomes = [
         {
             "pool": pool,
@@ -118,7 +151,7 @@ def signal_report(run_dirs: Sequence[Path], sizes: Sequence[int] = DEFAULT_SIZES
         for (pool, label), v in sorted(by_outcome.items())
     ]
     return {
-        "runs": [str(p) for p in run_dirs],
+        "runs": [str(p) for p in paths],
         "rounds": rounds,
         "sizes": list(sizes),
         "by_pool": by_pool,
@@ -158,7 +191,12 @@ def markdown(report: dict[str, Any]) -> str:
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m bat.verify.signal_report", description=__doc__.splitlines()[0])
-    parser.add_argument("run_dirs", type=Path, nargs="+", help="run state directories (arm x seed folders)")
+    parser.add_argument(
+        "run_dirs",
+        type=Path,
+        nargs="+",
+        help="run state directories (arm x seed folders) or committed arm x seed records",
+    )
     parser.add_argument("--sizes", type=int, nargs="+", default=list(DEFAULT_SIZES), help="group sizes k (>= 2)")
     parser.add_argument("--markdown", action="store_true", help="print Markdown tables instead of JSON")
     args = parser.parse_args(argv)

@@ -136,3 +136,16 @@ def test_collect_keeps_each_groups_rewards_and_outcome_with_the_piece(run_with_r
         ("S-target", "recovery", [0.0, 1.0, 1.0, 1.0]),
     ]
     assert _group_rewards(RunLayout(tmp_path / "no-rounds")) == {}
+
+
+def test_a_committed_record_with_group_rewards_gives_the_same_report(run_with_round: Path, tmp_path: Path) -> None:
+    from bat.experiment.collect import _group_rewards
+    from bat.state.layout import RunLayout
+
+    piece = tmp_path / "seed_1.json"
+    kept = _group_rewards(RunLayout(run_with_round))
+    piece.write_text(json.dumps({"signal": [{"round": r, "group_rewards": g} for r, g in kept.items()]}))
+    assert signal_report([piece], [2, 4]) == {**signal_report([run_with_round], [2, 4]), "runs": [str(piece)]}
+    old = tmp_path / "old.json"
+    old.write_text(json.dumps({"signal": [{"round": 1, "reward_mean": 0.5}]}))
+    assert main([str(old)]) == 2
