@@ -98,6 +98,11 @@ def calibrate(
 
     record_path = work / CALIBRATION_NAME
     record = read_json(record_path) if record_path.exists() else {"target_kl": target_kl, "tried": []}
+    if record["target_kl"] != target_kl:
+        raise NullControlError(
+            f"{record_path}: this null seed was calibrated to KL {record['target_kl']}, not {target_kl}; ask for "
+            f"--null-kl {record['target_kl']}, or use another null seed"
+        )
     if record.get("checkpoint"):
         return record
     tried: list[dict[str, float]] = record["tried"]

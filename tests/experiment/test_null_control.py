@@ -56,6 +56,8 @@ def test_calibration_reaches_the_target_kl_and_resumes(tiny_model_builder, tmp_p
 
     monkeypatch.setattr(kl_estimate, "estimate_kl", lambda *a, **k: pytest.fail("a calibrated seed is measured again"))
     assert calibrate(start, tmp_path / "null", prompts, 0.05, 1, kl_args) == record
+    with pytest.raises(NullControlError, match="calibrated to KL 0.05, not 0.1"):
+        calibrate(start, tmp_path / "null", prompts, 0.1, 1, kl_args)
     with pytest.raises(NullControlError, match="no scale within"):
         monkeypatch.setattr(kl_estimate, "estimate_kl", lambda *a, **k: 0.0)
         calibrate(start, tmp_path / "never", prompts, 0.05, 1, kl_args)
