@@ -127,7 +127,7 @@ def _run_wide(spec, args: argparse.Namespace) -> dict:
 
 def _run_null(spec, args: argparse.Namespace) -> dict:
     """`--null-control SEEDS --null-kl KL`: score one null checkpoint per null seed (`bat.experiment.null_control`)
-    on the experiment's wide final runs, then re-collect (the report lists them as the arm `_null`)."""
+    on the experiment's wide final runs, then re-collect (the report lists them as the arm `_null-kl<KL>`)."""
     from pathlib import Path
 
     from bat.experiment.collect import collect
@@ -235,7 +235,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         type=_seeds,
         metavar="SEEDS",
         help="instead of running arms: move the shared SFT along a random direction per null seed (comma-separated) "
-        "to KL --null-kl from it, score each on the wide final runs, record them under OUT/wide/_null/ and "
+        "to KL --null-kl from it, score each on the wide final runs, record them under OUT/wide/_null-kl<KL>/ and "
         "re-collect: what a change of that size scores without learning",
     )
     parser.add_argument(

@@ -47,7 +47,7 @@ Public API:
   and shown in the report (`bat.experiment.wide_report`). Reporting only: the final split never feeds routing or
   tuning.
 * `bat experiment --config FILE --null-control SEEDS --null-kl KL` (`bat.experiment.null_control`): the shared SFT
-  moved along seeded random directions to KL from it, scored on the same wide final runs (arm `_null` of the wide
+  moved along seeded random directions to KL from it, scored on the same wide final runs (arm `_null-kl<KL>` of the wide
   summary, with each arm's gain beyond the null's): what a change of that size scores without learning.
 
 Matched budget: arm overrides may only touch `curriculum.*` (not batch_size/batches_per_round/exhausted); the

@@ -9,10 +9,10 @@ and scores it on the same wide final runs as the arms. Its gain over the SFT, pa
 of that size yields without learning; an arm's gain is evidence of learning only beyond it.
 
 Reads the shared bootstrap (SFT export, bank probe rows, held-out secret). Writes, per null seed, a run state dir
-`<experiment>/_null/seed_<k>/` (each scale tried under `checkpoints/null/scale_<s>/`, the chosen one kept;
+`<experiment>/_null-kl<KL>/seed_<k>/` (each scale tried under `checkpoints/null/scale_<s>/`, the chosen one kept;
 `checkpoints/null/null.json` with its calibration; the evaluation's held-out files) and the committed record
-`<out_dir>/wide/_null/seed_<k>_r<NN>.json` (never overwritten), which the report's wide section lists as the arm
-`_null` beside the arms. The final split never feeds routing or tuning; the control trains nothing.
+`<out_dir>/wide/_null-kl<KL>/seed_<k>_r<NN>.json` (never overwritten), which the report's wide section lists as the
+arm `_null-kl<KL>` beside the arms (one such arm per KL asked for). The final split never feeds routing or tuning; the control trains nothing.
 """
 
 from __future__ import annotations
@@ -24,7 +24,7 @@ from pathlib import Path
 from typing import Any
 
 from bat.experiment.spec import ExperimentSpec
-from bat.state.experiment_layout import NULL_ARM, wide_piece
+from bat.state.experiment_layout import null_arm, wide_piece
 
 WEIGHTS = "model.safetensors"
 CALIBRATION_NAME = "null.json"
@@ -125,9 +125,9 @@ def calibrate(
     )
 
 
-def null_state_dir(spec: ExperimentSpec, null_seed: int) -> Path:
-    """`<experiment state>/_null/seed_<k>`: the run state dir of one null seed."""
-    return spec.root / NULL_ARM / f"seed_{null_seed}"
+def null_state_dir(spec: ExperimentSpec, target_kl: float, null_seed: int) -> Path:
+    """`<experiment state>/_null-kl<KL>/seed_<k>`: the run state dir of one null seed at one KL."""
+    return spec.root / null_arm(target_kl) / f"seed_{null_seed}"
 
 
 def run_null_control(spec: ExperimentSpec, null_seed: int, target_kl: float, repeats: int, out_dir: Path) -> str:
@@ -143,13 +143,14 @@ def run_null_control(spec: ExperimentSpec, null_seed: int, target_kl: float, rep
     from bat.experiment.wide import WIDE_PHASE, play_final, run_entries, wide_config, wide_variant
     from bat.state.atomic import atomic_write_json
 
-    path = wide_piece(out_dir, NULL_ARM, null_seed, repeats)
-    if path.exists():
-        return f"null seed {null_seed}: committed already ({path})"
     if target_kl <= 0:
         raise NullControlError(f"--null-kl must be > 0, got {target_kl}")
+    arm = null_arm(target_kl)
+    path = wide_piece(out_dir, arm, null_seed, repeats)
+    if path.exists():
+        return f"{arm} seed {null_seed}: committed already ({path})"
     shared = run_shared(spec, spec.seeds[0])
-    layout = seed_arm_state(shared, null_state_dir(spec, null_seed), models_only=True)
+    layout = seed_arm_state(shared, null_state_dir(spec, target_kl, null_seed), models_only=True)
     trained = [a.name for a in spec.arms if a.kind == "trained"]
     if not trained:
         raise NullControlError("the experiment has no trained arm: the null control is scored as its arms are")
@@ -166,7 +167,7 @@ def run_null_control(spec: ExperimentSpec, null_seed: int, target_kl: float, rep
     started = time.monotonic()
     calibration = calibrate(
         Path(shared.sft_checkpoint),
-        layout.checkpoints_dir / NULL_ARM.strip("_"),
+        layout.checkpoints_dir / "null",
         prompts,
         target_kl,
         null_seed,
@@ -178,7 +179,7 @@ def run_null_control(spec: ExperimentSpec, null_seed: int, target_kl: float, rep
     agg = load_aggregate(layout, 0, "final", WIDE_PHASE, variant)
     assert agg is not None
     record = {
-        "arm": NULL_ARM,
+        "arm": arm,
         "seed": null_seed,
         "repeats": repeats,
         "checkpoint_digest": checkpoint_digest(calibration["checkpoint"]),
@@ -198,6 +199,6 @@ def run_null_control(spec: ExperimentSpec, null_seed: int, target_kl: float, rep
     }
     atomic_write_json(path, stamp_piece(record))
     return (
-        f"null seed {null_seed}: scale {calibration['scale']:.4g}, KL {calibration['kl']:.4f} from the SFT; Overall "
+        f"{arm} seed {null_seed}: scale {calibration['scale']:.4g}, KL {calibration['kl']:.4f} from the SFT; Overall "
         f"{100 * (agg.overall or 0):.1f} over {agg.n_runs} runs -> {path} (commit it)"
     )

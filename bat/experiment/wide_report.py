@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from bat.experiment.markdown import table_head
-from bat.state.experiment_layout import NULL_ARM
+from bat.state.experiment_layout import is_null_arm
 
 
 def wide_section(results: dict[str, Any]) -> list[str]:
@@ -33,11 +33,11 @@ def wide_section(results: dict[str, Any]) -> list[str]:
         "Last column: each arm's gain over the SFT checkpoint it started from, paired run by run on the instances "
         "of its own suite(s) (where the SFT was scored on them).",
     ]
-    if any(NULL_ARM in summary["arms"] for summary in summaries):
+    if any(is_null_arm(arm) for summary in summaries for arm in summary["arms"]):
         out[-1] += (
-            f" `{NULL_ARM}` is the null control (`bat experiment --null-control`): the shared SFT moved along seeded "
-            "random directions, as far from it (KL on the route's probe prompts) as an RL round moves it, one "
-            "direction per seed; its gain over the SFT is what a change of that size scores without learning."
+            " `_null-kl<KL>` is the null control (`bat experiment --null-control`): the shared SFT moved along seeded "
+            "random directions to KL <KL> from it (on the route's probe prompts), one direction per seed; its gain "
+            "over the SFT is what a change of that size scores without learning."
         )
     for summary in summaries:
         n = max(a["n_runs"] for a in summary["arms"].values())
@@ -95,27 +95,25 @@ def wide_section(results: dict[str, Any]) -> list[str]:
 
 
 def _null_table(summary: dict[str, Any]) -> list[str]:
-    """Each arm's gain over the SFT beside its gain beyond the null control's (none without a null control)."""
-    rows = summary.get("vs_null") or {}
-    if not rows:
-        return []
-    null = summary["vs_anchor"].get(NULL_ARM)
-    out = [
-        "",
-        f"Gain over the SFT beyond the null control's ({_gain_cell(null)}): each arm's per-run gains over the SFT "
-        f"against `{NULL_ARM}`'s, Welch over runs.",
-        "",
-        *table_head(["arm", "arm - SFT (own suite)", f"arm - SFT beyond {NULL_ARM}", "p", "runs"]),
-    ]
-    for arm, row in rows.items():
-        if "error" in row:
-            out.append(f"| {arm} | {_gain_cell(summary['vs_anchor'].get(arm))} | {row['error']} | | |")
-            continue
-        out.append(
-            f"| {arm} | {_gain_cell(summary['vs_anchor'].get(arm))} | "
-            f"{100 * row['mean_delta']:+.1f} +- {100 * row['half_width']:.1f} | {row['p_value']:.3f} | "
-            "{} vs {} |".format(*row["n_runs"])
-        )
+    """Per null control, each arm's gain over the SFT beside its gain beyond the null's (none without one)."""
+    out: list[str] = []
+    for null, rows in (summary.get("vs_null") or {}).items():
+        out += [
+            "",
+            f"Gain over the SFT beyond `{null}`'s ({_gain_cell(summary['vs_anchor'].get(null))}): each arm's per-run "
+            "gains over the SFT against the null control's, Welch over runs.",
+            "",
+            *table_head(["arm", "arm - SFT (own suite)", f"arm - SFT beyond {null}", "p", "runs"]),
+        ]
+        for arm, row in rows.items():
+            gain = _gain_cell(summary["vs_anchor"].get(arm))
+            if "error" in row:
+                out.append(f"| {arm} | {gain} | {row['error']} | | |")
+                continue
+            out.append(
+                f"| {arm} | {gain} | {100 * row['mean_delta']:+.1f} +- {100 * row['half_width']:.1f} | "
+                f"{row['p_value']:.3f} | " + "{} vs {} |".format(*row["n_runs"])
+            )
     return out
 
 

@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import Any
 
 from bat.experiment.wide import read_anchor_pieces, read_wide_pieces
-from bat.state.experiment_layout import NULL_ARM
+from bat.state.experiment_layout import is_null_arm
 
 
 def _profile(records: list[dict[str, Any]]) -> dict[str, Any]:
@@ -102,23 +102,24 @@ def _gains(pair: tuple[dict[str, tuple[str, float]], dict[str, tuple[str, float]
 def _against_null(
     paired_with_anchor: dict[str, tuple[dict[str, tuple[str, float]], dict[str, tuple[str, float]]] | None],
     confidence: float,
-) -> dict[str, Any]:
-    """Each arm's gain over the SFT beyond the null control's (`bat.experiment.null_control`, arm `NULL_ARM`): Welch
-    over the two sets of per-run gains over the SFT (each paired with the SFT on its own suite), arm - null; empty
-    without a null control anchored on the SFT."""
+) -> dict[str, dict[str, Any]]:
+    """Per null control (`bat.experiment.null_control`, arms `_null-kl<KL>`), each other arm's gain over the SFT
+    beyond the null's: Welch over the two sets of per-run gains over the SFT (each paired with the SFT on its own
+    suite), arm - null; empty without a null control anchored on the SFT."""
     from bat.experiment.power import PowerInputError, unpaired_comparison
 
-    null_pair = paired_with_anchor.get(NULL_ARM)
-    if null_pair is None:
-        return {}
-    out: dict[str, Any] = {}
-    for arm, pair in paired_with_anchor.items():
-        if arm == NULL_ARM or pair is None:
+    out: dict[str, dict[str, Any]] = {}
+    for null, null_pair in paired_with_anchor.items():
+        if not is_null_arm(null) or null_pair is None:
             continue
-        try:
-            out[arm] = unpaired_comparison(_gains(pair), _gains(null_pair), confidence=confidence)
-        except PowerInputError as exc:
-            out[arm] = {"error": str(exc)}
+        out[null] = {}
+        for arm, pair in paired_with_anchor.items():
+            if is_null_arm(arm) or pair is None:
+                continue
+            try:
+                out[null][arm] = unpaired_comparison(_gains(pair), _gains(null_pair), confidence=confidence)
+            except PowerInputError as exc:
+                out[null][arm] = {"error": str(exc)}
     return out
 
 
@@ -135,8 +136,8 @@ def wide_summary(
     unpaired (Welch) over the runs of each suite (seed-averaged within it); `suites` names each arm's suites by
     letter (A: the reference's). The SFT's runs on a suite come from an arm's record of that checkpoint or from the
     suite's anchor record (`bat.experiment.anchor`). `vs_anchor`: each arm's gain over that SFT on its own suites,
-    paired run by run (`_against_anchor`), where the SFT was scored on all of them. `vs_null`: each arm's gain beyond
-    the null control's (`_against_null`), where one was scored."""
+    paired run by run (`_against_anchor`), where the SFT was scored on all of them. `vs_null`: per null control, each arm's
+    gain beyond the null's (`_against_null`), where one was scored."""
     from bat.experiment.power import PowerInputError, paired_comparison, seed_average, unpaired_comparison
 
     by_repeats: dict[int, dict[str, list[dict[str, Any]]]] = {}

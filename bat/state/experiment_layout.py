@@ -76,6 +76,17 @@ def wide_anchor_piece(out_dir: Path, suite: str, repeats: int) -> Path:
     return Path(out_dir) / WIDE_DIR_NAME / WIDE_ANCHOR_DIR_NAME / f"suite_{suite}_r{repeats:02d}.json"
 
 
-NULL_ARM = "_null"
-"""The null control's name (`bat.experiment.null_control`): its state folder under the experiment's state dir and
-its arm name and folder under `<out_dir>/wide/` (never an arm's name: arms cannot start with `_`)."""
+NULL_PREFIX = "_null"
+"""Name prefix of the null control (`bat.experiment.null_control`): one arm per KL it was calibrated to."""
+
+
+def null_arm(kl: float) -> str:
+    """`_null-kl<KL>` (`_null-kl0.03`): the null control at KL `kl` from the SFT, both its state folder under the
+    experiment's state dir and its arm name and folder under `<out_dir>/wide/` (never an arm's name: arms cannot
+    start with `_`)."""
+    return f"{NULL_PREFIX}-kl{kl:g}"
+
+
+def is_null_arm(name: str) -> bool:
+    """True for a null control's arm name (`null_arm`)."""
+    return name.startswith(NULL_PREFIX + "-kl")

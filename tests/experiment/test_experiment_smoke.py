@@ -141,7 +141,7 @@ def test_two_arm_experiment_matched_budget_shared_sft(tmp_path: Path) -> None:
 
     # the null control: the shared SFT moved along a random direction to a KL from it, scored on the same wide runs
     assert main(["experiment", "--config", str(exp), "--null-control", "1", "--null-kl", "0.05"]) == 0
-    null = read_json(out / "wide" / "_null" / "seed_1_r03.json")
+    null = read_json(out / "wide" / "_null-kl0.05" / "seed_1_r03.json")
     assert (null["n_runs"], null["heldout_suite"], null["null"]["start_digest"]) == (6, suite, digest)
     assert abs(null["null"]["kl"] - 0.05) <= 0.25 * 0.05 and null["checkpoint_digest"] != digest
     grpo_runs = read_json(out / "wide" / "grpo" / "seed_3_r03.json")["runs"]
@@ -150,12 +150,12 @@ def test_two_arm_experiment_matched_budget_shared_sft(tmp_path: Path) -> None:
     }
     widened = json.loads((out / "results.json").read_text())["wide"]
     assert (
-        widened[0]["vs_anchor"]["_null"]["n_runs"] == 6
-        and "_null" not in json.loads((out / "results.json").read_text())["arms"]
+        widened[0]["vs_anchor"]["_null-kl0.05"]["n_runs"] == 6
+        and "_null-kl0.05" not in json.loads((out / "results.json").read_text())["arms"]
     )
-    assert "`_null` is the null control" in (out / "README.md").read_text()
+    assert "`_null-kl<KL>` is the null control" in (out / "README.md").read_text()
     assert main(["experiment", "--config", str(exp), "--null-control", "1", "--null-kl", "0.05"]) == 0  # not redone
-    assert read_json(out / "wide" / "_null" / "seed_1_r03.json")["recorded_at"] == null["recorded_at"]
+    assert read_json(out / "wide" / "_null-kl0.05" / "seed_1_r03.json")["recorded_at"] == null["recorded_at"]
 
     # a later piece on a fresh disk: no state dirs, the committed records give the same table
     shutil.move(tmp_path / "state", tmp_path / "gone")

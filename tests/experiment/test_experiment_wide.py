@@ -347,28 +347,32 @@ def test_a_suite_anchor_record_anchors_the_arms_on_its_suite(tmp_path: Path) -> 
     assert row["unpaired"]["mean_delta"] == pytest.approx(0.25)
 
 
-def test_each_arm_is_measured_beyond_the_null_controls_gain(tmp_path: Path) -> None:
-    """The null control (arm `_null`: the SFT moved at random, on suite B) gains over the SFT by chance; every arm's
-    gain is set against it, whichever suite the arm ran on."""
+def test_each_arm_is_measured_beyond_each_null_controls_gain(tmp_path: Path) -> None:
+    """A null control (arm `_null-kl<KL>`: the SFT moved at random, here on suite B) gains over the SFT by chance;
+    every arm's gain is set against each null level's, whichever suite the arm ran on."""
     sft = "s" * 64
     write_wide_piece(tmp_path, _on_suite("bicurl", 1, [1.0, 0.5, 0.5, 0.5], "a", "b" * 64))  # gains .5 0 .5 0
     write_wide_piece(tmp_path, _on_suite("sft", 1, [0.5, 0.5, 0.0, 0.5], "a", sft))
     write_wide_piece(tmp_path, _on_suite("no-smix", 1, [0.0, 0.0, 0.0, 0.5], "b", sft))  # the SFT on suite B
     write_wide_piece(tmp_path, _on_suite("no-e2e", 1, [1.0, 0.5, 0.0, 1.0], "b", "e" * 64))  # gains 1 .5 0 .5
-    write_wide_piece(tmp_path, _on_suite("_null", 1, [0.5, 0.0, 0.0, 0.5], "b", "n" * 64))  # gains .5 0 0 0
-    write_wide_piece(tmp_path, _on_suite("_null", 2, [0.0, 0.0, 0.5, 0.5], "b", "m" * 64))  # gains 0 0 .5 0
+    write_wide_piece(tmp_path, _on_suite("_null-kl0.03", 1, [0.5, 0.0, 0.0, 0.5], "b", "n" * 64))  # gains .5 0 0 0
+    write_wide_piece(tmp_path, _on_suite("_null-kl0.03", 2, [0.0, 0.0, 0.5, 0.5], "b", "m" * 64))  # gains 0 0 .5 0
+    write_wide_piece(tmp_path, _on_suite("_null-kl0.01", 3, [0.0, 0.0, 0.0, 0.5], "b", "o" * 64))  # gains 0 0 0 0
     [summary] = wide_summary(tmp_path, "bicurl", anchor_digests=(sft,))
-    null = summary["vs_anchor"]["_null"]  # seeds averaged per run: gains .25 0 .25 0
+    null = summary["vs_anchor"]["_null-kl0.03"]  # seeds averaged per run: gains .25 0 .25 0
     assert null["mean_delta"] == pytest.approx(0.125) and null["n_runs"] == 4
-    beyond = summary["vs_null"]
+    assert set(summary["vs_null"]) == {"_null-kl0.03", "_null-kl0.01"}
+    beyond = summary["vs_null"]["_null-kl0.03"]
     assert set(beyond) == {"bicurl", "sft", "no-smix", "no-e2e"}
     assert beyond["bicurl"]["mean_delta"] == pytest.approx(0.25 - 0.125) and beyond["bicurl"]["design"] == "unpaired"
     assert beyond["no-e2e"]["mean_delta"] == pytest.approx(0.5 - 0.125)
     assert beyond["sft"]["mean_delta"] == pytest.approx(-0.125)
+    assert summary["vs_null"]["_null-kl0.01"]["no-e2e"]["mean_delta"] == pytest.approx(0.5)
     lines = wide_section({"wide": [summary], "reference_arm": "bicurl", "confidence": 0.95})
-    assert any(line.startswith("Gain over the SFT beyond the null control's (+12.5 +- ") for line in lines)
+    assert any(line.startswith("Gain over the SFT beyond `_null-kl0.03`'s (+12.5 +- ") for line in lines)
+    assert any(line.startswith("Gain over the SFT beyond `_null-kl0.01`'s (+0.0 +- ") for line in lines)
     assert any(line.startswith("| no-e2e | +50.0 +- ") and "| +37.5 +- " in line for line in lines)
-    assert any("`_null` is the null control" in line for line in lines)
+    assert any("`_null-kl<KL>` is the null control" in line for line in lines)
     write_wide_piece(tmp_path / "plain", _on_suite("bicurl", 1, [1.0, 0.5, 0.5, 0.5], "a", "b" * 64))
     [plain] = wide_summary(tmp_path / "plain", "bicurl", anchor_digests=(sft,))
     assert plain["vs_null"] == {}
