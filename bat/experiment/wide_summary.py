@@ -136,8 +136,8 @@ def wide_summary(
     unpaired (Welch) over the runs of each suite (seed-averaged within it); `suites` names each arm's suites by
     letter (A: the reference's). The SFT's runs on a suite come from an arm's record of that checkpoint or from the
     suite's anchor record (`bat.experiment.anchor`). `vs_anchor`: each arm's gain over that SFT on its own suites,
-    paired run by run (`_against_anchor`), where the SFT was scored on all of them. `vs_null`: per null control, each arm's
-    gain beyond the null's (`_against_null`), where one was scored."""
+    paired run by run (`_against_anchor`), where the SFT was scored on all of them. `vs_null`: per null control,
+    each arm's gain beyond the null's (`_against_null`), where one was scored."""
     from bat.experiment.power import PowerInputError, paired_comparison, seed_average, unpaired_comparison
 
     by_repeats: dict[int, dict[str, list[dict[str, Any]]]] = {}
