@@ -1,7 +1,7 @@
 """Training signal of a round's rewards, per pool: how much reward there is, and how many GRPO groups can learn.
 
 A GRPO group is the K rollouts of one state (`state_id`); when all its valid rewards are equal its advantages are
-all zero and it contributes no gradient. `group_size_signal` asks what a smaller K would have left: the expected
+all zero and it contributes no gradient. `group_size_of` asks what a smaller K would have left: the expected
 number of such groups had each group drawn k of its K rollouts. Reads reward records only (training side); writes
 nothing.
 """
@@ -62,14 +62,6 @@ def identical_subset_probability(values: Sequence[float], k: int, tolerance: flo
     if not 2 <= k <= len(values):
         raise ValueError(f"group size k must be between 2 and the group's {len(values)} rewards, got {k}")
     return sum(math.comb(n, k) for n in equal_classes(values, tolerance)) / math.comb(len(values), k)
-
-
-def group_size_signal(
-    rewards: Iterable[RewardRecord], sizes: Sequence[int], tolerance: float = 1e-9
-) -> dict[str, dict[str, Any]]:
-    """Per pool, how many of its GRPO groups would have had identical rewards at each group size k in `sizes`, had
-    the round drawn k of the same rollouts (`group_size_of` over the records' groups)."""
-    return group_size_of(rewards_by_group(rewards), sizes, tolerance)
 
 
 def group_size_of(

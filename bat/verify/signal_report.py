@@ -5,15 +5,16 @@ directory of `bat experiment`, or any `state/<run>`) whose verify phase finished
 (`round_NN/verify/shard_*/rewards.jsonl`), its plan (`round_NN/plan.json`: the bank version it drew from) and that
 bank version's RL rows (each state's outcome: a success, recovery or failure teacher trajectory, or an E2E row); a
 PATH that is a file is a committed arm x seed record (`<out>/runs/<arm>/seed_<s>.json`) whose rounds kept each
-group's rewards and outcome (`group_rewards`, written by `bat experiment`'s collection). It prints one JSON object (or, with `--markdown`, two tables):
+group's rewards and outcome (`group_rewards`, written by `bat experiment`'s collection). It prints one JSON object
+(or, with `--markdown`, two tables):
 
 * `by_pool`: per group size k in `--sizes`, the groups with at least k valid rewards and how many of them would
   have had identical rewards had each drawn k of its rollouts (expected: `bat.verify.signal.group_size_of`; at
   the rounds' own K, observed);
 * `by_outcome`: per (pool, outcome) the groups, rollouts, mean reward and the groups with identical rewards.
 
-Training-side files only (rewards, plans, the bank, committed arm x seed records); writes nothing. Exit 2 with one message for a path that is
-not a run directory or a round whose files cannot be read.
+Training-side files only (rewards, plans, the bank, committed arm x seed records); writes nothing. Exit 2 with one
+message for a path that is not a run directory or a round whose files cannot be read.
 """
 
 from __future__ import annotations

@@ -51,7 +51,10 @@ def test_identical_subset_probability_counts_all_equal_draws():
 
 
 def test_group_size_signal_at_the_full_size_is_the_observed_count():
-    from bat.verify.signal import group_size_signal
+    from bat.verify.signal import group_size_of, rewards_by_group
+
+    def group_size_signal(records, sizes):
+        return group_size_of(rewards_by_group(records), sizes)
 
     rewards = [_reward("a", "S-target", k, r) for k, r in enumerate([0.0] * 3 + [1.0])]
     rewards += [_reward("b", "S-target", k, 0.5) for k in range(4)]
