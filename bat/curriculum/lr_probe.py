@@ -88,17 +88,21 @@ def write_scaled(start: Path, candidate: Path, scale: float, out: Path, dtype: s
         for key, param in moved.items():
             theta = base[key].to(torch.float64)
             param.copy_((theta + scale * (param.to(torch.float64) - theta)).to(param.dtype))
+    meta = read_json(candidate / EXPORT_META_NAME) if (candidate / EXPORT_META_NAME).exists() else {}
+    meta |= {"kind": "lr-probe", "start": str(start), "candidate": str(candidate), "scale": scale}
+    return write_export(model, candidate, out, meta)
+
+
+def write_export(model: Any, files_from: Path, out: Path, meta: dict[str, Any]) -> Path:
+    """Save `model` as an HF export at `out` (written beside it, then renamed: complete or absent) with the other
+    files of the export `files_from` (tokenizer, chat template) and `meta` as its export record; returns `out`."""
     tmp = out.with_name(out.name + ".tmp")
     shutil.rmtree(tmp, ignore_errors=True)
     model.save_pretrained(tmp, safe_serialization=True)
-    for item in candidate.iterdir():
+    for item in Path(files_from).iterdir():
         if item.is_file() and not (tmp / item.name).exists() and item.name != EXPORT_META_NAME:
             shutil.copy2(item, tmp / item.name)
-    meta = read_json(candidate / EXPORT_META_NAME) if (candidate / EXPORT_META_NAME).exists() else {}
-    atomic_write_json(
-        tmp / EXPORT_META_NAME,
-        {**meta, "kind": "lr-probe", "start": str(start), "candidate": str(candidate), "scale": scale},
-    )
+    atomic_write_json(tmp / EXPORT_META_NAME, meta)
     out.parent.mkdir(parents=True, exist_ok=True)
     tmp.rename(out)
     return out

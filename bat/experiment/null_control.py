@@ -46,10 +46,9 @@ def write_perturbed(start: Path, out: Path, scale: float, seed: int, dtype: str 
     returns `out`. An existing complete export is kept."""
     import torch
 
+    from bat.curriculum.lr_probe import write_export
     from bat.policy.loader import load_model
     from bat.seeds import derive_seed
-    from bat.state.atomic import atomic_write_json
-    from bat.state.checkpoints import EXPORT_META_NAME
 
     if (out / WEIGHTS).exists():
         return out
@@ -61,18 +60,8 @@ def write_perturbed(start: Path, out: Path, scale: float, seed: int, dtype: str 
             gen = torch.Generator().manual_seed(derive_seed(seed, "null", name) % (2**63))
             z = torch.randn(theta.shape, generator=gen, dtype=torch.float64)
             param.copy_((theta + scale * rms * z).to(param.dtype))
-    tmp = out.with_name(out.name + ".tmp")
-    shutil.rmtree(tmp, ignore_errors=True)
-    model.save_pretrained(tmp, safe_serialization=True)
-    for item in Path(start).iterdir():
-        if item.is_file() and not (tmp / item.name).exists() and item.name != EXPORT_META_NAME:
-            shutil.copy2(item, tmp / item.name)
-    atomic_write_json(
-        tmp / EXPORT_META_NAME, {"kind": "null-control", "start": str(start), "scale": scale, "seed": seed}
-    )
-    out.parent.mkdir(parents=True, exist_ok=True)
-    tmp.rename(out)
-    return out
+    meta = {"kind": "null-control", "start": str(start), "scale": scale, "seed": seed}
+    return write_export(model, Path(start), out, meta)
 
 
 def next_scale(tried: list[dict[str, float]], target_kl: float) -> float:
