@@ -47,6 +47,23 @@ class GrpoConfig(Section):
     minibatch: int = Field(8, ge=1)
     """Rollouts per optimizer step over all ranks with `step_batches: shuffle` (paper ablation: 8); `plan` takes
     the step size from the plan batch instead."""
+    rollouts: Literal["round", "online"] = "round"
+    """Where a step's rollouts come from. `round`: the round's rollout and verify phases, sampled once from the
+    round-start policy; steps are PPO-style epochs over them (`step_batches`), the ratio and clip correcting for the
+    policy moving away from the sampler. `online`: every step rolls out a fresh batch (one plan batch of states, K
+    rollouts each) from the current weights, verifies it and trains on it (`bat.online`); the optimizer's state
+    carries from step to step, and each step's rollouts and rewards are kept under the phase's `steps/` folder."""
+    online_epochs: int = Field(1, ge=1, le=64)
+    """With `rollouts: online`: optimizer updates on each fresh batch (1 = strictly on-policy; more = PPO-style
+    epochs over the batch, where the ratio and clip do their job)."""
+    shuffle_rewards: bool = False
+    """The shuffled-reward twin: each step's rewards are permuted across that step's rollouts (seeded) before
+    advantages are computed, everything else identical, so an arm's learning can be told from a generic effect of
+    policy-gradient updates. Metrics keep the true rewards (`reward_mean`) beside the trained ones."""
+    dynamic_sampling: int = Field(0, ge=0, le=16)
+    """With `rollouts: online`: how many times a step may replace a GRPO group whose rewards are all equal (no
+    signal) by a fresh group of another state of the same pool (DAPO-style; 0 = off). The step keeps its size: a
+    group that is still identical after the tries trains as it is. Counted per step."""
     clip_eps: float = Field(0.2, gt=0.0, lt=1.0)
     """PPO-style ratio clip epsilon in Eq. 18."""
     kl_coef: float = Field(1e-3, ge=0.0)

@@ -122,12 +122,24 @@ class HFEngine:
         path = Path(path)
         self._cache.clear()  # KV computed with the old weights is invalid
         self.model = load_model(path, dtype=self.dtype, device=self.device)  # a damaged folder: ModelFolderError
+        self._adopt(str(path))
+
+    def share_model(self, model: Any, label: str) -> None:
+        """Generate from `model`, an already loaded module (e.g. the weights a trainer is updating in this process),
+        without a copy; `label` is recorded as the checkpoint. Every cached prefix is dropped (it was computed with
+        other weights). The caller keeps the module in eval mode while it generates."""
+        self._cache.clear()
+        self.model = model
+        self._adopt(label)
+
+    def _adopt(self, checkpoint: str) -> None:
+        """Read the pad id and context length of the model just installed; record `checkpoint`."""
         cfg = self.model.config
         pad = cfg.pad_token_id if cfg.pad_token_id is not None else cfg.eos_token_id
         if isinstance(pad, list):
             pad = pad[0]
         self.pad_id = int(pad) if pad is not None else 0
-        self.checkpoint = str(path)
+        self.checkpoint = checkpoint
         self.max_context = getattr(cfg, "max_position_embeddings", None)
 
     def generate(self, requests: list[GenRequest]) -> list[GenResult]:

@@ -1,0 +1,47 @@
+"""Files of an online GRPO block (`grpo.rollouts: online`): one folder per step with that step's rollouts and
+rewards, so a training curve can be audited and a resumed block reuses what an interrupted one finished.
+
+```
+<root>/steps/step_00007/rollout/shard_0000/...   the step's fresh rollouts (`bat.rollout.shards`)
+<root>/steps/step_00007/verify/shard_0000/...    their rewards (`bat.verify.shards`)
+<root>/steps/step_00007/resample_1/...           replacement groups of DAPO-style dynamic sampling
+<root>/weights/                                  the current weights, for an engine that cannot share them
+```
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+
+
+@dataclass(frozen=True)
+class OnlineLayout:
+    """Paths under an online block's `root` (the grpo phase dir, or a learning check's folder)."""
+
+    root: Path
+
+    def step(self, step: int) -> Path:
+        """The folder of 0-based step `step`."""
+        return self.root / "steps" / f"step_{step:05d}"
+
+    def rollout(self, step: int, attempt: int = 0) -> Path:
+        """Rollout phase dir of a step's batch (`attempt` 0) or of its `attempt`-th dynamic-sampling draw."""
+        return self.step(step) / ("rollout" if attempt == 0 else f"resample_{attempt}") / "rollout"
+
+    def rewards(self, step: int, attempt: int = 0) -> Path:
+        """Reward shard dir of the same batch."""
+        return self.rollout(step, attempt).parent / "verify" / "shard_0000"
+
+    def scratch(self, step: int) -> Path:
+        """Workspaces of a step's rollouts while they run (removed after the shard is written)."""
+        return self.root / "scratch" / f"step_{step:05d}"
+
+    @property
+    def weights(self) -> Path:
+        """The current weights exported for an engine that loads them from a folder."""
+        return self.root / "weights"
+
+    def steps_done(self) -> list[Path]:
+        """Step folders present, in order."""
+        return sorted((self.root / "steps").glob("step_*"))
