@@ -30,6 +30,7 @@ from bat.rollout.spec import LoopSettings
 from bat.schemas.rollout import RewardRecord, RolloutRecord
 from bat.seeds import derive_seed
 from bat.state.online_layout import OnlineLayout
+from bat.state.round_layout import ShardLayout
 from bat.train.block import TrainingBlock, open_block
 from bat.train.checkpoint import export_hf
 from bat.train.common import all_sum, chunks
@@ -140,7 +141,7 @@ class _OnlineSteps:
             module.train()
         shard = run.shards[0]
         rewards_dir = self.layout.rewards(step, attempt)
-        if (rewards_dir / "DONE.json").exists():
+        if ShardLayout(rewards_dir).is_done():
             rewards = read_reward_shard(rewards_dir)
         else:
             rewards = s.verify(shard, self.layout.scratch(step) / "verify")
@@ -329,4 +330,5 @@ def train_online(
     finally:
         if steps.engine is not None and not hasattr(steps.engine, "share_model"):
             steps.engine.close()
+        shutil.rmtree(layout.scratch_root, ignore_errors=True)
     return block.summary(done, {"last": steps.last}, {})

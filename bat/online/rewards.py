@@ -69,3 +69,15 @@ def mean_by_pool(rewards: Sequence[RewardRecord]) -> dict[str, float]:
         if r.valid and r.reward is not None:
             pools.setdefault(r.pool, []).append(float(r.reward))
     return {p: sum(v) / len(v) for p, v in sorted(pools.items())}
+
+
+def twin_rewards(
+    rewards: Sequence[RewardRecord], batches: Sequence[Sequence[str]] | None, seed: int
+) -> list[RewardRecord]:
+    """The twin's rewards for a round trained on its rollout phase: permuted within each plan batch (`batches`,
+    what one step trains under `grpo.step_batches: plan`) or, without batches, across the whole round."""
+    from bat.seeds import derive_seed
+
+    if batches is None:
+        return shuffled(rewards, seed)
+    return shuffled_by_batch(rewards, batches, (derive_seed(seed, "batch", b) for b in range(len(batches))))

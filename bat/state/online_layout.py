@@ -2,10 +2,10 @@
 rewards, so a training curve can be audited and a resumed block reuses what an interrupted one finished.
 
 ```
-<root>/steps/step_00007/rollout/shard_0000/...   the step's fresh rollouts (`bat.rollout.shards`)
-<root>/steps/step_00007/verify/shard_0000/...    their rewards (`bat.verify.shards`)
-<root>/steps/step_00007/resample_1/...           replacement groups of DAPO-style dynamic sampling
-<root>/weights/                                  the current weights, for an engine that cannot share them
+<root>/steps/step_00007/draw_0/rollout/shard_0000/...  the step's fresh rollouts (`bat.rollout.shards`)
+<root>/steps/step_00007/draw_0/verify/shard_0000/...   their rewards (`bat.verify.shards`)
+<root>/steps/step_00007/draw_1/...                     replacement groups of DAPO-style dynamic sampling
+<root>/weights/                                        the current weights, for an engine that cannot share them
 ```
 """
 
@@ -25,17 +25,26 @@ class OnlineLayout:
         """The folder of 0-based step `step`."""
         return self.root / "steps" / f"step_{step:05d}"
 
+    def draw(self, step: int, attempt: int = 0) -> Path:
+        """A step's batch (`attempt` 0) or its `attempt`-th dynamic-sampling draw."""
+        return self.step(step) / f"draw_{attempt}"
+
     def rollout(self, step: int, attempt: int = 0) -> Path:
-        """Rollout phase dir of a step's batch (`attempt` 0) or of its `attempt`-th dynamic-sampling draw."""
-        return self.step(step) / ("rollout" if attempt == 0 else f"resample_{attempt}") / "rollout"
+        """The rollout phase dir of a draw (its shards)."""
+        return self.draw(step, attempt) / "rollout"
 
     def rewards(self, step: int, attempt: int = 0) -> Path:
-        """Reward shard dir of the same batch."""
-        return self.rollout(step, attempt).parent / "verify" / "shard_0000"
+        """The reward shard dir of a draw."""
+        return self.draw(step, attempt) / "verify" / "shard_0000"
+
+    @property
+    def scratch_root(self) -> Path:
+        """Where rollouts and verification work while a step runs (removed when the block ends)."""
+        return self.root / "scratch"
 
     def scratch(self, step: int) -> Path:
-        """Workspaces of a step's rollouts while they run (removed after the shard is written)."""
-        return self.root / "scratch" / f"step_{step:05d}"
+        """Workspaces of a step's rollouts while they run (removed after the step's shards are written)."""
+        return self.scratch_root / f"step_{step:05d}"
 
     @property
     def weights(self) -> Path:

@@ -83,11 +83,16 @@ def run_sft(ctx: PhaseContext) -> PhaseResult:
 
 def run_grpo(ctx: PhaseContext) -> PhaseResult:
     """One GRPO block from the plan's start checkpoint; returns the candidate as `extra["candidate"]`."""
+    from bat.online.rewards import twin_rewards
     from bat.schemas.rollout import RewardRecord, RolloutRecord
     from bat.train.grpo import train_grpo
     from bat.train.grpo_data import build_items, credited_stage_order, read_records
 
     cfg, layout = ctx.config, ctx.layout
+    if cfg.grpo.rollouts == "online":
+        from bat.online.phase import run_online_grpo
+
+        return run_online_grpo(ctx)
     plan = load_plan(layout, ctx.round)
     start = resolve_checkpoint(layout, plan.start_checkpoint)
     round_files = layout.round(ctx.round)
@@ -98,9 +103,14 @@ def run_grpo(ctx: PhaseContext) -> PhaseResult:
             f"round {ctx.round}: no finished rollout ({len(rollout_files)}) or reward "
             f"({len(reward_files)}) shards under {layout.round_dir(ctx.round)}"
         )
+    rewards = read_records(reward_files, RewardRecord)
+    if cfg.grpo.shuffle_rewards:  # the shuffled-reward twin: permuted within each step's rollouts
+        rewards = twin_rewards(
+            rewards, plan_batches(plan) if cfg.grpo.step_batches == "plan" else None, ctx.seed("twin")
+        )
     data = build_items(
         read_records(rollout_files, RolloutRecord),
-        read_records(reward_files, RewardRecord),
+        rewards,
         max_seq_len=cfg.grpo.max_seq_len,
         normalize_std=cfg.grpo.normalize_std,
         adv_eps=cfg.grpo.adv_eps,
