@@ -64,6 +64,10 @@ class GrpoConfig(Section):
     """With `rollouts: online`: how many times a step may replace a GRPO group whose rewards are all equal (no
     signal) by a fresh group of another state of the same pool (DAPO-style; 0 = off). The step keeps its size: a
     group that is still identical after the tries trains as it is. Counted per step."""
+    export_steps: tuple[int, ...] = ()
+    """With `rollouts: online`: steps (1-based) after which the current weights are also exported in HF format
+    (`OnlineLayout.export`), so held-out probes can score the training curve from the evaluation side; the last
+    step's weights are the candidate export either way."""
     clip_eps: float = Field(0.2, gt=0.0, lt=1.0)
     """PPO-style ratio clip epsilon in Eq. 18."""
     kl_coef: float = Field(1e-3, ge=0.0)

@@ -48,8 +48,12 @@ class SharedInfo:
 
 
 def experiment_secret(spec: ExperimentSpec) -> Path:
-    """The experiment's held-out secret, installed into every run it makes (`bat.benchmark.secret`)."""
-    return state_experiment_secret(spec.root)
+    """The experiment's held-out secret, installed into every run it makes (`bat.benchmark.secret`): the committed
+    `secret_file` when the spec names one (copied into the state dir first), else one created under `state_dir`."""
+    path = state_experiment_secret(spec.root)
+    if spec.secret_file is not None:
+        install_secret(spec.secret_file, path)
+    return path
 
 
 def seed_dir(spec: ExperimentSpec, seed: int) -> Path:

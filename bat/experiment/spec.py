@@ -18,8 +18,9 @@ if TYPE_CHECKING:
 
 SHARED_NAME = "_shared"
 """Directory name of the per-seed shared bootstrap state (reserved; not a valid arm name)."""
-ARM_PREFIXES = ("curriculum.",)
-"""Arm overrides may only change the curriculum (arm, pools, rho, gate, fallback): everything else is shared."""
+ARM_PREFIXES = ("curriculum.", "grpo.shuffle_rewards")
+"""Arm overrides may only change the curriculum (arm, pools, rho, gate, fallback) and whether the arm is a
+shuffled-reward twin (`grpo.shuffle_rewards`): everything else is shared."""
 BUDGET_KEYS = ("curriculum.batch_size", "curriculum.batches_per_round", "curriculum.exhausted")
 """Curriculum keys that set the training budget: common to every arm, never per-arm."""
 FORCED = {"evaluate.final_eval": "never"}
@@ -84,6 +85,11 @@ class ExperimentSpec(BaseModel):
     """Arms in table order."""
     state_dir: Path = Path("state/experiments")
     """Parent of the per-seed state dirs (`<state_dir>/<name>/seed_<s>/<arm>/`)."""
+    secret_file: Path | None = None
+    """A committed copy of the experiment's held-out secret (64 hex characters, relative paths from the repository
+    root). When given, every run of the experiment is evaluated on the suite it derives, on any machine; it must lie
+    outside what sandboxes mount (the Python environment and the `bat` package), e.g. under `docs/results/`. None:
+    the secret is created once under `state_dir` and lives only on that disk."""
     out_dir: Path = Path("docs/results")
     """Where README.md, results.json and the curve plots are written."""
     report_split: Literal["final", "test"] = "final"
@@ -165,6 +171,11 @@ def load_experiment(path: str | Path) -> ExperimentSpec:
         raise ExperimentError(
             f"{p}: base_config {spec.base_config} does not exist (relative paths resolve against "
             f"the current directory {Path.cwd()})"
+        )
+    if spec.secret_file is not None and not spec.secret_file.is_file():
+        raise ExperimentError(
+            f"{p}: secret_file {spec.secret_file} does not exist; restore it from the repository (it fixes the "
+            "experiment's held-out suite) or remove the key to create a new suite"
         )
     for arm in spec.arms:  # fail before anything runs: every arm x seed config must validate
         cfg = arm_config(spec, arm, spec.seeds[0])

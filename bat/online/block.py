@@ -265,6 +265,10 @@ class _OnlineSteps:
             **counts,
             **{k: v for k, v in data.counts.items() if k.startswith("excluded") or k == "trainable"},
         )
+        if step + 1 in cfg.export_steps:
+            b = self.block
+            extra = {"kind": "grpo-step", "steps": step + 1, "start": b.model_path}
+            export_hf(b.engine, b.tokenizer, self.layout.export(step + 1), b.env, dtype=b.dtype, extra=extra)
         self.last = record
         return cursor + len(batch.rollouts), record
 

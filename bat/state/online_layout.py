@@ -5,6 +5,7 @@ rewards, so a training curve can be audited and a resumed block reuses what an i
 <root>/steps/step_00007/draw_0/rollout/shard_0000/...  the step's fresh rollouts (`bat.rollout.shards`)
 <root>/steps/step_00007/draw_0/verify/shard_0000/...   their rewards (`bat.verify.shards`)
 <root>/steps/step_00007/draw_1/...                     replacement groups of DAPO-style dynamic sampling
+<root>/exports/step_00010/                             HF export after step 10 (`grpo.export_steps`)
 <root>/weights/                                        the current weights, for an engine that cannot share them
 ```
 """
@@ -45,6 +46,10 @@ class OnlineLayout:
     def scratch(self, step: int) -> Path:
         """Workspaces of a step's rollouts while they run (removed after the step's shards are written)."""
         return self.scratch_root / f"step_{step:05d}"
+
+    def export(self, step: int) -> Path:
+        """The HF export of the weights after `step` (1-based) steps (`grpo.export_steps`)."""
+        return self.root / "exports" / f"step_{step:05d}"
 
     @property
     def weights(self) -> Path:

@@ -9,7 +9,8 @@ from bat.experiment.run import select
 from bat.experiment.spec import ExperimentError, arm_config, budget_signature, load_experiment, shared_config
 
 REPO = Path(__file__).resolve().parents[2]
-SHIPPED = sorted((REPO / "configs" / "experiments").glob("*.yaml"))
+SHIPPED = sorted(p for p in (REPO / "configs" / "experiments").glob("arms_*.yaml"))
+"""The arms experiments (base, sft, grpo, bicurl and the drop-one-pool ablations under one budget)."""
 SMOKE = REPO / "configs" / "smoke.yaml"
 
 
@@ -41,6 +42,17 @@ def test_shipped_experiments_load_with_matched_budgets(path: Path, monkeypatch: 
     assert arm_config(spec, trained[0], spec.seeds[0]).run.seed == spec.seeds[0]
 
 
+def test_the_rl_teaches_arms_differ_only_in_the_shuffled_reward(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.chdir(REPO)
+    spec = load_experiment(REPO / "configs" / "experiments" / "rl_teaches.yaml")
+    arm, twin = (arm_config(spec, name, 1) for name in ("stage-rl", "stage-rl-twin"))
+    assert not arm.grpo.shuffle_rewards and twin.grpo.shuffle_rewards
+    assert arm.model_dump(exclude={"grpo", "run"}) == twin.model_dump(exclude={"grpo", "run"})
+    assert arm.run.seed == twin.run.seed
+    assert arm.grpo.model_copy(update={"shuffle_rewards": True}) == twin.grpo
+    assert arm.grpo.rollouts == "online" and arm.grpo.steps >= 40 and spec.secret_file is not None
+
+
 def test_full_experiment_has_three_seeds(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.chdir(REPO)
     spec = load_experiment(REPO / "configs" / "experiments" / "arms_local.yaml")
@@ -57,7 +69,10 @@ def test_unknown_key_lists_valid_keys(tmp_path: Path) -> None:
 @pytest.mark.parametrize(
     ("arms", "match"),
     [
-        ("[{name: a, overrides: [grpo.lr=1.0]}]", r"KEY under \['curriculum.'\]"),  # arm override outside curriculum
+        (
+            "[{name: a, overrides: [grpo.lr=1.0]}]",
+            r"KEY under \['curriculum.', 'grpo.shuffle_rewards'\]",
+        ),  # arm override outside curriculum
         ("[{name: a, overrides: [curriculum.batch_size=2]}]", "sets the training budget"),  # per-arm budget key
         ("[{name: a, overrides: [curriculum.arm=ppo]}]", r"(?s)arm .a. \(seed 1\).*curriculum.arm"),  # bad value
     ],

@@ -56,7 +56,9 @@ def test_an_interrupted_check_resumes_to_the_same_curve(model, tmp_path):
 
     def run(work, stops):
         source = digits_source(model, work, groups=2, k=4, max_new_tokens=8)
-        cfg = check_config(6, lr=1e-2, shuffle=False, micro_batch=8).model_copy(update={"checkpoint_every": 1})
+        cfg = check_config(6, lr=1e-2, shuffle=False, micro_batch=8).model_copy(
+            update={"checkpoint_every": 1, "export_steps": (3,)}
+        )
         for stop in stops:
             train_online(
                 model,
@@ -77,3 +79,6 @@ def test_an_interrupted_check_resumes_to_the_same_curve(model, tmp_path):
     whole = run(tmp_path / "whole", [None])
     resumed = run(tmp_path / "resumed", [3, None])
     assert whole == resumed
+    from bat.state.online_layout import OnlineLayout
+
+    assert (OnlineLayout(tmp_path / "whole" / "online").export(3) / "model.safetensors").is_file()
