@@ -24,8 +24,10 @@ from typing import Any
 
 import submitit
 
+from bat.experiment.records import read_record, read_records, write_record
 from bat.experiment.spec import ExperimentSpec, arm_config
-from bat.state.experiment_layout import WIDE_ANCHOR_DIR_NAME, WIDE_DIR_NAME, wide_piece
+from bat.schemas.experiment import ArmRecord, WideRecord, WideRun
+from bat.state.experiment_layout import ExperimentRunFiles, ResultsLayout
 
 WIDE_PHASE = "final_test"
 """The end-of-run phase folder the wide aggregate is filed under (as a variant of its final aggregate)."""
@@ -50,19 +52,17 @@ def wide_config(spec: ExperimentSpec, arm: str, seed: int, repeats: int) -> Any:
 def _finished_arm(spec: ExperimentSpec, arm: str, seed: int) -> tuple[Path, int]:
     """(state dir, final round) of a finished arm x seed; WideError otherwise."""
     from bat.experiment.share import arm_dir
-    from bat.state.atomic import read_json
-    from bat.state.experiment_layout import ARM_RECORD_NAME
 
     root = arm_dir(spec, seed, arm)
-    path = root / ARM_RECORD_NAME
-    record = read_json(path) if path.exists() else None
-    if not isinstance(record, dict) or record.get("status") != "done" or "final_round" not in record:
-        status = record.get("status") if isinstance(record, dict) else "not run on this disk"
+    path = ExperimentRunFiles(root).arm_record
+    record = read_record(path, ArmRecord)
+    if record is None or record.status != "done" or record.final_round is None:
+        status = record.status if record is not None else "not run on this disk"
         raise WideError(
             f"{path}: arm {arm} seed {seed} is {status}; the wide evaluation needs its finished state dir (run the "
             f"arm x seed on this disk first: its retained checkpoint is not committed)"
         )
-    return root, int(record["final_round"])
+    return root, record.final_round
 
 
 def _seed_partial(layout: Any, final_round: int, repeats: int, end_repeats: int) -> int:
@@ -91,8 +91,8 @@ def _seed_partial(layout: Any, final_round: int, repeats: int, end_repeats: int)
 
 
 def evaluate_wide(
-    spec: ExperimentSpec, arm: str, seed: int, repeats: int, known: dict[str, list[dict[str, Any]]] | None = None
-) -> dict[str, Any]:
+    spec: ExperimentSpec, arm: str, seed: int, repeats: int, known: dict[str, list[WideRecord]] | None = None
+) -> WideRecord:
     """Evaluate (or resume) the arm x seed's retained checkpoint on `repeats` final runs per track; returns the
     record to commit. An evaluation already finished is read back, not redone.
 
@@ -129,7 +129,9 @@ def evaluate_wide(
     end_runs = read_heldout_runs(layout, final_round, "final") if not finished else []
     twin = next((r for r in (known or {}).get(manifest.checkpoint_digest, []) if _same_suite(r, end_runs)), None)
     if twin is not None:
-        return {**_from_twin(twin, arm, seed, end_repeats, final_round, end_runs), "heldout_suite": suite}
+        return _from_twin(twin, arm, seed, end_repeats, final_round, end_runs).model_copy(
+            update={"heldout_suite": suite}
+        )
     if not finished:
         if not Path(manifest.checkpoint).is_dir():
             raise WideError(
@@ -146,20 +148,20 @@ def evaluate_wide(
     agg = load_aggregate(layout, final_round, "final", WIDE_PHASE, variant)
     assert agg is not None, aggregate_path(layout, final_round, "final", WIDE_PHASE, variant)
     runs = read_heldout_runs(layout, final_round, "final", variant)
-    return {
-        "arm": arm,
-        "seed": seed,
-        "repeats": repeats,
-        "end_of_run_repeats": end_repeats,
-        "final_round": final_round,
-        "checkpoint_digest": manifest.checkpoint_digest,
-        "heldout_suite": suite,
-        "overall": agg.overall,
-        "n_runs": agg.n_runs,
-        "reused_runs": reused,
-        "wall_s": round(time.monotonic() - started, 3),
-        "runs": run_entries(runs),
-    }
+    return WideRecord(
+        arm=arm,
+        seed=seed,
+        repeats=repeats,
+        end_of_run_repeats=end_repeats,
+        final_round=final_round,
+        checkpoint_digest=manifest.checkpoint_digest,
+        heldout_suite=suite,
+        overall=agg.overall,
+        n_runs=agg.n_runs,
+        reused_runs=reused,
+        wall_s=round(time.monotonic() - started, 3),
+        runs=run_entries(runs),
+    )
 
 
 def play_final(cfg: Any, layout: Any, round_index: int, checkpoint: str, variant: str) -> None:
@@ -211,79 +213,70 @@ class FinalPlayJob(submitit.helpers.Checkpointable):
         return agg.n_runs
 
 
-def run_entries(runs: list[Any]) -> dict[str, dict[str, Any]]:
+def run_entries(runs: list[Any]) -> dict[str, WideRun]:
     """A wide record's `runs`: run id -> instance, track and scores, from held-out run records (`EvalRun`)."""
     return {
-        r.run_id: {
-            "instance_id": r.instance_id,
-            "track": r.track,
-            "overall": r.overall,
-            "task": r.task,
-            "agentic": r.agentic,
-        }
+        r.run_id: WideRun(instance_id=r.instance_id, track=r.track, overall=r.overall, task=r.task, agentic=r.agentic)
         for r in sorted(runs, key=lambda r: r.run_id)
     }
 
 
-def _same_suite(record: dict[str, Any], end_runs: list[Any]) -> bool:
+def _same_suite(record: WideRecord, end_runs: list[Any]) -> bool:
     """True when the wide `record` holds every one of `end_runs` (an arm x seed's end-of-run runs) with the same
     instance: both were evaluated on one held-out suite."""
     return bool(end_runs) and all(
-        record["runs"].get(r.run_id, {}).get("instance_id") == r.instance_id for r in end_runs
+        r.run_id in record.runs and record.runs[r.run_id].instance_id == r.instance_id for r in end_runs
     )
 
 
 def _from_twin(
-    twin: dict[str, Any], arm: str, seed: int, end_repeats: int, final_round: int, end_runs: list[Any]
-) -> dict[str, Any]:
+    twin: WideRecord, arm: str, seed: int, end_repeats: int, final_round: int, end_runs: list[Any]
+) -> WideRecord:
     """The record of an arm x seed whose retained checkpoint `twin` (another arm x seed's record, same suite) already
     scored; WideError when the twin scored this arm x seed's end-of-run runs otherwise (not the same experiment)."""
-    twin_runs = {rid: (run["instance_id"], run["overall"]) for rid, run in twin["runs"].items()}
+    twin_runs = twin.run_scores()
     mismatched = [r.run_id for r in end_runs if twin_runs.get(r.run_id) != (r.instance_id, r.overall)]
     if mismatched:
         raise WideError(
-            f"arm {twin['arm']} seed {twin['seed']}'s wide record has this checkpoint's digest but not its end-of-run "
+            f"arm {twin.arm} seed {twin.seed}'s wide record has this checkpoint's digest but not its end-of-run "
             f"runs (first: {mismatched[0]}); move that record aside and evaluate both afresh"
         )
-    return {
-        **{k: twin[k] for k in ("repeats", "checkpoint_digest", "overall", "n_runs", "runs")},
-        "arm": arm,
-        "seed": seed,
-        "end_of_run_repeats": end_repeats,
-        "final_round": final_round,
-        "reused_runs": twin["n_runs"],
-        "reused_from": f"{twin['arm']} seed {twin['seed']}",
-        "wall_s": 0.0,
-    }
+    return WideRecord(
+        repeats=twin.repeats,
+        checkpoint_digest=twin.checkpoint_digest,
+        overall=twin.overall,
+        n_runs=twin.n_runs,
+        runs=twin.runs,
+        arm=arm,
+        seed=seed,
+        end_of_run_repeats=end_repeats,
+        final_round=final_round,
+        reused_runs=twin.n_runs,
+        reused_from=f"{twin.arm} seed {twin.seed}",
+        wall_s=0.0,
+    )
 
 
-def write_wide_piece(out_dir: Path, record: dict[str, Any]) -> Path | None:
+def write_wide_piece(out_dir: Path, record: WideRecord) -> Path | None:
     """Commit-ready record of one wide evaluation, written once (None when it exists already)."""
     from bat.experiment.pieces import stamp_piece
-    from bat.state.atomic import atomic_write_json
 
-    path = wide_piece(out_dir, record["arm"], record["seed"], record["repeats"])
+    path = ResultsLayout(out_dir).wide_piece(record.arm, record.seed, record.repeats)
     if path.exists():
         return None
-    return atomic_write_json(path, stamp_piece(record))
+    return write_record(path, stamp_piece(record))
 
 
-def read_wide_pieces(out_dir: Path) -> list[dict[str, Any]]:
+def read_wide_pieces(out_dir: Path) -> list[WideRecord]:
     """Every committed wide-evaluation record under `<out_dir>/wide/`, sorted by (repeats, arm, seed)."""
-    from bat.state.atomic import read_json
-
-    folder = Path(out_dir) / WIDE_DIR_NAME
-    records = [read_json(p) for p in sorted(folder.glob("*/seed_*_r*.json"))] if folder.is_dir() else []
-    return sorted(records, key=lambda r: (r["repeats"], r["arm"], r["seed"]))
+    records = read_records(ResultsLayout(out_dir).wide_pieces(), WideRecord)
+    return sorted(records, key=lambda r: (r.repeats, r.arm, r.seed))
 
 
-def read_anchor_pieces(out_dir: Path) -> list[dict[str, Any]]:
+def read_anchor_pieces(out_dir: Path) -> list[WideRecord]:
     """Every committed suite anchor under `<out_dir>/wide/_anchor/`, sorted by (repeats, suite)."""
-    from bat.state.atomic import read_json
-
-    folder = Path(out_dir) / WIDE_DIR_NAME / WIDE_ANCHOR_DIR_NAME
-    records = [read_json(p) for p in sorted(folder.glob("suite_*_r*.json"))] if folder.is_dir() else []
-    return sorted(records, key=lambda r: (r["repeats"], r["heldout_suite"]))
+    records = read_records(ResultsLayout(out_dir).anchor_pieces(), WideRecord)
+    return sorted(records, key=lambda r: (r.repeats, r.heldout_suite or ""))
 
 
 def run_wide(
@@ -293,14 +286,15 @@ def run_wide(
     or committed already, one line per arm x seed skipped and why). One that cannot be widened does not stop the
     others."""
     lines, skipped = [], []
-    known: dict[str, list[dict[str, Any]]] = {}
+    known: dict[str, list[WideRecord]] = {}
     for record in read_wide_pieces(out_dir):
-        if record["repeats"] == repeats:
-            known.setdefault(record["checkpoint_digest"], []).append(record)
+        if record.repeats == repeats:
+            known.setdefault(record.checkpoint_digest, []).append(record)
     for arm in arms:
         for seed in seeds:
-            if wide_piece(out_dir, arm, seed, repeats).exists():
-                lines.append(f"{arm} seed {seed}: committed already ({wide_piece(out_dir, arm, seed, repeats)})")
+            committed = ResultsLayout(out_dir).wide_piece(arm, seed, repeats)
+            if committed.exists():
+                lines.append(f"{arm} seed {seed}: committed already ({committed})")
                 continue
             print(f"bat experiment: wide final evaluation, arm {arm} seed {seed}, {repeats} runs per track", flush=True)
             try:
@@ -309,11 +303,11 @@ def run_wide(
                 skipped.append(f"{arm} seed {seed}: skipped: {exc}")
                 continue
             path = write_wide_piece(out_dir, record)
-            known.setdefault(record["checkpoint_digest"], []).append(record)
-            source = f"reused from {record['reused_from']}" if "reused_from" in record else "reused"
+            known.setdefault(record.checkpoint_digest, []).append(record)
+            source = f"reused from {record.reused_from}" if record.reused_from else "reused"
             lines.append(
-                f"{arm} seed {seed}: Overall {100 * (record['overall'] or 0):.1f} over {record['n_runs']} runs "
-                f"({record['reused_runs']} {source}) -> {path} (commit it)"
+                f"{arm} seed {seed}: Overall {100 * (record.overall or 0):.1f} over {record.n_runs} runs "
+                f"({record.reused_runs} {source}) -> {path} (commit it)"
             )
     return lines, skipped
 
