@@ -27,7 +27,7 @@ import submitit
 from bat.experiment.records import read_record, read_records, write_record
 from bat.experiment.spec import ExperimentSpec, arm_config
 from bat.schemas.experiment import ArmRecord, WideRecord, WideRun
-from bat.state.experiment_layout import ExperimentRunFiles, ResultsLayout
+from bat.state.experiment_layout import ExperimentRunFiles, ResultsLayout, wide_variant
 
 WIDE_PHASE = "final_test"
 """The end-of-run phase folder the wide aggregate is filed under (as a variant of its final aggregate)."""
@@ -35,11 +35,6 @@ WIDE_PHASE = "final_test"
 
 class WideError(ValueError):
     """An arm x seed that cannot be widened as asked; the message names the file and what to do."""
-
-
-def wide_variant(repeats: int) -> str:
-    """Variant name of a wide evaluation with `repeats` runs per track (`wide_r15`)."""
-    return f"wide_r{repeats:02d}"
 
 
 def wide_config(spec: ExperimentSpec, arm: str, seed: int, repeats: int) -> Any:

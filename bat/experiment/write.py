@@ -9,13 +9,12 @@ import datetime as _dt
 import itertools
 import subprocess
 from pathlib import Path
-from typing import Any
 
-from bat.config.curriculum import POOL_NAMES
 from bat.evaluate.aggregate import pct
 from bat.experiment.markdown import delta, pm, split_view, table_head
 from bat.experiment.plots import plot_curves, plot_stage_staircase
 from bat.experiment.records import write_record
+from bat.experiment.runs_report import pool_signal_table, runs_table, superseded_table
 from bat.experiment.spec import ExperimentSpec
 from bat.experiment.stage_report import (
     held_out_profile_table,
@@ -25,8 +24,6 @@ from bat.experiment.stage_report import (
     stall_table,
 )
 from bat.experiment.wide_report import wide_section
-from bat.perf.machine import isa_kind
-from bat.schemas.experiment import PoolSignal, SeedRun
 from bat.schemas.experiment_results import ArmSummary, Comparison, ExperimentResults, PowerComparison
 from bat.state.atomic import atomic_write_text
 from bat.state.experiment_layout import ResultsLayout
@@ -57,11 +54,6 @@ def _spread(summary: ArmSummary) -> str:
     if lo is None or hi is None:
         return "n/a"
     return (f"{100.0 * sd:.1f}" if sd is not None else "-") + f" [{pct(lo)}, {pct(hi)}]"
-
-
-def _count(value: Any) -> str:
-    """A count read back from DONE.json (ints may come back as floats); '-' when absent."""
-    return "-" if value is None else str(int(value))
 
 
 def _total_wall(results: ExperimentResults) -> float:
@@ -152,7 +144,7 @@ def render_readme(results: ExperimentResults) -> str:
     profiles, where end-of-run runs stall, the wide final evaluation, closing note."""
     out = _headline_table(results) + stage_means_table(results) + other_split_tables(results)
     out += _budget_section(results)
-    out += _runs_table(results) + _pool_signal_table(results) + _superseded_table(results)
+    out += runs_table(results) + pool_signal_table(results) + superseded_table(results)
     out += [
         "",
         "## Curves",
@@ -258,132 +250,6 @@ def _budget_section(results: ExperimentResults) -> list[str]:
         out += ["", f"**Trained arms did not all start from one SFT checkpoint**: {budget.sft_digests}."]
     out += [f"* WARNING: {w}" for w in results.bootstrap_warnings]
     return out
-
-
-def _runs_table(results: ExperimentResults) -> list[str]:
-    """One row per arm x seed: status, Overall, final round, rollouts, reward and identical groups by round, error."""
-    out = [
-        "",
-        "## Every run",
-        "",
-        "Training signal per RL round: mean reward of the round's rollouts, and GRPO groups whose K rewards were "
-        "all equal (zero advantage, no gradient) out of all groups.",
-        "",
-        *table_head(
-            ["arm", "seed", "status", "Overall", "final round", "rollouts", "train reward by round", "identical groups"]
-            + ["route by round (KL)", "wall s", "from", "error"]
-        ),
-    ]
-    for name, arm in results.arms.items():
-        for x in arm.seeds:
-            overall = x.aggregate.overall if x.aggregate else None
-            err = (x.error or "").replace("|", "/")[:120]
-            rewards, same = _signal_cells(x)
-            counted = "rollouts" in x.model_fields_set
-            out.append(
-                f"| {name} | {x.seed} | {x.status} | {pct(overall)} | "
-                f"{_field(x, 'final_round')} | {x.rollouts if counted else '-'} | {rewards or '-'} | {same or '-'} | "
-                f"{_route_cells(x) or '-'} | {_field(x, 'wall_s')} | {_provenance(x)} | {err} |"
-            )
-    return out
-
-
-def _field(seed_run: SeedRun, name: str) -> Any:
-    """A field of the run as the table shows it: its value where the record holds the key, else '-'."""
-    return getattr(seed_run, name) if name in seed_run.model_fields_set else "-"
-
-
-def _signal_cells(seed_run: SeedRun) -> tuple[str, str]:
-    """(train reward by round, identical groups by round) of an arm x seed, rounds joined by ' / '."""
-    signal = seed_run.signal
-    rewards = " / ".join("-" if s.reward_mean is None else f"{s.reward_mean:.3f}" for s in signal)
-    same = " / ".join(f"{_count(s.groups_identical)}/{_count(s.groups)}" for s in signal)
-    return rewards, same
-
-
-def _route_cells(seed_run: SeedRun) -> str:
-    """The route's action on each RL round's candidate with the KL it measured (`continue (0.026) / fallback
-    (0.136)`), rounds joined by ' / '; '-' for a round recorded without them (records made before they were kept)."""
-    cells = []
-    for s in seed_run.signal:
-        if s.route is None:
-            cells.append("-")
-        else:
-            cells.append(s.route + ("" if s.kl is None else f" ({s.kl:.3f})"))
-    return " / ".join(cells)
-
-
-def _superseded_table(results: ExperimentResults) -> list[str]:
-    """Arm x seeds rerun under a later change: their numbers, who superseded them and why (never in the table)."""
-    records = results.superseded
-    if not records:
-        return []
-    out = [
-        "",
-        "## Superseded runs",
-        "",
-        "Arm x seeds that were run again after a change (`bat experiment --supersede TAG --reason ...`); kept as "
-        "measured, listed here, never merged into the tables above.",
-        "",
-        *table_head(
-            ["tag", "arm", "seed", "Overall (final)", "Overall (test)", "train reward by round", "identical groups"]
-            + ["run at", "superseded by", "reason"]
-        ),
-    ]
-    for x in records:
-        why = x.superseded
-        test = x.aggregates.get("test")
-        rewards, same = _signal_cells(x)
-        reason = (why.reason if why else "").replace("|", "/")
-        out.append(
-            f"| {why.tag if why else '?'} | {x.arm or '?'} | {x.seed} | "
-            f"{pct(x.aggregate.overall if x.aggregate else None)} | {pct(test.overall if test else None)} | "
-            f"{rewards or '-'} | {same or '-'} | `{(x.commit or '?')[:7]}` | `{(why.by_commit if why else '?')[:7]}` | "
-            f"{reason} |"
-        )
-    return out
-
-
-def _provenance(seed_run: SeedRun) -> str:
-    """Where an arm x seed's numbers come from: this disk's state, or a committed piece (its commit and CPU kind),
-    and the held-out suite it was evaluated on where recorded (the secret's fingerprint, first 8 hex)."""
-    suite = f", suite `{seed_run.heldout_suite[:8]}`" if seed_run.heldout_suite else ""
-    if seed_run.source != "committed":
-        return "state" + suite
-    cpu = seed_run.cpu.model_dump() if seed_run.cpu else {}
-    return f"piece `{(seed_run.commit or '?')[:7]}` ({isa_kind(cpu)}, {cpu.get('model', '?')}){suite}"
-
-
-def _pool_signal_table(results: ExperimentResults) -> list[str]:
-    """One row per arm x seed x RL round: each pool's mean training reward and identical groups."""
-    out = [
-        "",
-        "Training signal per RL round and pool: mean training reward, and identical GRPO groups out of all "
-        "groups of that pool; the round's GRPO step: gradient norm before clipping (`grpo.grad_clip`) and the share "
-        "of its advantage weight that does not cancel within groups under its loss aggregation "
-        "(`bat.train.advantage_balance`); '-' where the record predates them.",
-        "",
-        *table_head(["arm", "seed", "round", *POOL_NAMES, "grad norm", "uncancelled adv"]),
-    ]
-    for name, arm in results.arms.items():
-        for x in arm.seeds:
-            for s in x.signal:
-                cells = [_pool_cell(s.by_pool.get(p)) for p in POOL_NAMES]
-                step = [_number(s.grad_norm), _number(s.adv_uncancelled)]
-                out.append(f"| {name} | {x.seed} | {s.round} | " + " | ".join([*cells, *step]) + " |")
-    return out
-
-
-def _number(value: float | None) -> str:
-    """A step figure to 3 decimals, '-' when the record has none."""
-    return "-" if value is None else f"{value:.3f}"
-
-
-def _pool_cell(stats: PoolSignal | None) -> str:
-    """`mean (identical/groups same)` of one pool's round signal, `-` when the pool had no rows."""
-    if stats is None or stats.reward_mean is None:
-        return "-"
-    return f"{stats.reward_mean:.3f} ({stats.groups_identical}/{stats.groups} same)"
 
 
 def stamp(results: ExperimentResults, command: str) -> ExperimentResults:

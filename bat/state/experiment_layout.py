@@ -98,6 +98,17 @@ def is_null_arm(name: str) -> bool:
     return name.startswith(NULL_PREFIX + "-kl")
 
 
+SHARED_STATE_DIR_NAME = "_shared"
+"""A seed's shared bootstrap run dir (`seed_<s>/_shared`; reserved: not a valid arm name)."""
+WIDE_VARIANT_PREFIX = "wide_r"
+"""Held-out variant of a wide final evaluation (`wide_rNN`): its runs and aggregate are filed under it."""
+
+
+def wide_variant(repeats: int) -> str:
+    """Variant name of a wide evaluation with `repeats` runs per track (`wide_r15`)."""
+    return f"{WIDE_VARIANT_PREFIX}{repeats:02d}"
+
+
 SEED_DIR_PREFIX = "seed_"
 """A seed's folder under the experiment's state dir (`seed_<s>`) and a piece's name under an arm (`seed_<s>.json`)."""
 RESULTS_NAME = "results.json"
