@@ -22,16 +22,7 @@ from pathlib import Path
 from bat.experiment.records import write_record
 from bat.experiment.share import sft_checkpoint, shared_dir
 from bat.experiment.spec import ExperimentSpec
-from bat.experiment.wide import (
-    WIDE_PHASE,
-    play_final,
-    read_anchor_pieces,
-    read_wide_pieces,
-    run_entries,
-    wide_config,
-    wide_variant,
-)
-from bat.schemas.experiment import WideRecord
+from bat.experiment.wide import read_anchor_pieces, read_wide_pieces, score_wide, scored_record, wide_config
 from bat.state.experiment_layout import WIDE_ANCHOR_DIR_NAME, ResultsLayout
 
 
@@ -48,7 +39,6 @@ def widen_anchor(spec: ExperimentSpec, arm: str, seed: int, repeats: int, out_di
     anchored already, else the line to print."""
     from bat.benchmark.secret import read_secret
     from bat.evaluate.manifest import checkpoint_digest
-    from bat.evaluate.store import load_aggregate, read_heldout_runs
     from bat.experiment.pieces import stamp_piece
     from bat.state.layout import RunLayout
 
@@ -58,22 +48,8 @@ def widen_anchor(spec: ExperimentSpec, arm: str, seed: int, repeats: int, out_di
     path = ResultsLayout(out_dir).wide_anchor_piece(suite, repeats)
     if path.exists() or anchored(out_dir, digest, suite, repeats):
         return None
-    cfg, variant, started = wide_config(spec, arm, seed, repeats), wide_variant(repeats), time.monotonic()
-    if load_aggregate(layout, 0, "final", WIDE_PHASE, variant) is None:
-        play_final(cfg, layout, 0, checkpoint, variant)
-    agg = load_aggregate(layout, 0, "final", WIDE_PHASE, variant)
-    assert agg is not None
-    runs = read_heldout_runs(layout, 0, "final", variant)
-    record = WideRecord(
-        arm=WIDE_ANCHOR_DIR_NAME,
-        seed=seed,
-        repeats=repeats,
-        checkpoint_digest=digest,
-        heldout_suite=suite,
-        overall=agg.overall,
-        n_runs=agg.n_runs,
-        wall_s=round(time.monotonic() - started, 3),
-        runs=run_entries(runs),
-    )
+    started = time.monotonic()
+    agg, runs = score_wide(wide_config(spec, arm, seed, repeats), layout, 0, checkpoint, repeats)
+    record = scored_record(WIDE_ANCHOR_DIR_NAME, seed, repeats, (digest, suite), agg, runs, started)
     write_record(path, stamp_piece(record))
     return f"suite {suite[:8]}: the shared SFT scored {100 * (agg.overall or 0):.1f} over {agg.n_runs} runs -> {path}"

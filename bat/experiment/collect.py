@@ -3,8 +3,10 @@
 Reads, per arm x seed state dir (or, where that dir holds no finished run, the arm x seed's committed record under
 `<out_dir>/runs/`, `bat.experiment.pieces`): `experiment_arm.json`, `round_NN/final_test/aggregate_<split>.json`,
 `round_NN/evaluate/aggregate_controller.json`, `round_NN/route/best.json`, `round_NN/route/decision.json` (the
-action and KL of each RL round), DONE.json counts and the training rewards of `round_NN/verify/` (mean reward and
-identical GRPO groups per pool) and `run.json` (the matched-budget fields the run actually ran under). Writes
+action and KL of each RL round), DONE.json counts (and the runner's `compute_s`), the grpo phase's
+`round_NN/grpo/metrics.jsonl` (the last step's gradient norm and uncancelled advantage share), the training rewards
+of `round_NN/verify/` (mean reward and identical GRPO groups per pool), the round plans (rows) and `run.json` (the
+matched-budget fields the run actually ran under). Returns typed results (`bat.schemas.experiment_results`); writes
 nothing. A trained arm x seed that ran under other budget fields than the experiment file now resolves to is
 `stale` (`bat.experiment.budget_audit`): listed, never averaged (supersede it to rerun). The statistics across
 seeds and tracks are `bat.experiment.summary`'s.
@@ -13,7 +15,6 @@ seeds and tracks are `bat.experiment.summary`'s.
 from __future__ import annotations
 
 import datetime as _dt
-from dataclasses import dataclass, field
 from pathlib import Path
 
 from bat.benchmark.secret import read_secret
@@ -33,7 +34,7 @@ from bat.experiment.summary import END_SPLITS, arm_summary, compare, held_out_pr
 from bat.experiment.wide_summary import wide_summary
 from bat.phase.plan import read_plan
 from bat.schemas.evaluation import EvalAggregate
-from bat.schemas.experiment import Curve, GroupRewards, PoolSignal, RoundSignal, SeedRun, SharedRecord
+from bat.schemas.experiment import Curve, GroupRewards, PoolSignal, RoundSignal, RunCounts, SeedRun, SharedRecord
 from bat.schemas.experiment_results import ArmResult, ArmSummary, ExperimentResults
 from bat.state.errors import StateFileError
 from bat.state.experiment_layout import ExperimentRunFiles
@@ -41,21 +42,6 @@ from bat.state.layout import RunLayout
 from bat.state.markers import read_done
 from bat.verify.shards import read_rewards
 from bat.verify.signal import pool_signal
-
-
-@dataclass
-class RunCounts:
-    """What an arm's own phases did (copied round-0 phases excluded): rollouts, GRPO steps, generated tokens,
-    compute seconds, RL rounds, plan rows (all and distinct) and the training signal per RL round."""
-
-    rollouts: int = 0
-    grpo_steps: int = 0
-    generated_tokens: int = 0
-    compute_s: float = 0.0
-    signal: list[RoundSignal] = field(default_factory=list)
-    rl_rounds: int = 0
-    plan_rows: int = 0
-    plan_unique_rows: int = 0
 
 
 def _counts(layout: RunLayout) -> RunCounts:
@@ -184,7 +170,8 @@ def seed_result(spec: ExperimentSpec, arm_name: str, seed: int) -> SeedRun:
         return out
     if layout.heldout_secret.exists():  # the suite's public name: run by run, arms pair only within one suite
         out.heldout_suite = read_secret(layout.heldout_secret).fingerprint
-    out = out.model_copy(update=vars(_counts(layout)))
+    counts = _counts(layout)
+    out = out.model_copy(update={name: getattr(counts, name) for name in RunCounts.model_fields})
     out.budget = _run_budget(layout)
     out.curve = _curve(layout)
     ctrl0 = load_aggregate(layout, 0, "controller")

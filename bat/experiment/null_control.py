@@ -24,7 +24,7 @@ from pathlib import Path
 
 from bat.experiment.records import read_record, write_record
 from bat.experiment.spec import ExperimentSpec
-from bat.schemas.experiment import NullCalibration, NullInfo, ScaleTry, WideRecord
+from bat.schemas.experiment import NullCalibration, NullInfo, ScaleTry
 from bat.state.experiment_layout import ExperimentRunFiles, ExperimentStateLayout, ResultsLayout, null_arm
 from bat.state.lr_probe_layout import export_weights
 
@@ -124,10 +124,9 @@ def run_null_control(spec: ExperimentSpec, null_seed: int, target_kl: float, rep
     from bat.benchmark.secret import read_secret
     from bat.curriculum.kl import probe_prompts
     from bat.evaluate.manifest import checkpoint_digest
-    from bat.evaluate.store import load_aggregate, read_heldout_runs
     from bat.experiment.pieces import stamp_piece
     from bat.experiment.share import run_shared, seed_arm_state
-    from bat.experiment.wide import WIDE_PHASE, play_final, run_entries, wide_config, wide_variant
+    from bat.experiment.wide import score_wide, scored_record, wide_config
 
     if target_kl <= 0:
         raise NullControlError(f"--null-kl must be > 0, got {target_kl}")
@@ -155,30 +154,18 @@ def run_null_control(spec: ExperimentSpec, null_seed: int, target_kl: float, rep
         Path(shared.sft_checkpoint), ExperimentRunFiles(layout.root), prompts, target_kl, null_seed, kl_args
     )
     assert calibration.checkpoint is not None and calibration.scale is not None and calibration.kl is not None
-    variant = wide_variant(repeats)
-    if load_aggregate(layout, 0, "final", WIDE_PHASE, variant) is None:
-        play_final(cfg, layout, 0, calibration.checkpoint, variant)
-    agg = load_aggregate(layout, 0, "final", WIDE_PHASE, variant)
-    assert agg is not None
-    record = WideRecord(
-        arm=arm,
-        seed=null_seed,
-        repeats=repeats,
-        checkpoint_digest=checkpoint_digest(calibration.checkpoint),
-        heldout_suite=read_secret(layout.heldout_secret).fingerprint,
-        overall=agg.overall,
-        n_runs=agg.n_runs,
-        wall_s=round(time.monotonic() - started, 3),
-        null=NullInfo(
-            start_digest=shared.sft_digest,
-            direction="per tensor W: scale * rms(W) * z, z ~ N(0, 1) seeded by (null seed, tensor name)",
-            target_kl=target_kl,
-            scale=calibration.scale,
-            kl=calibration.kl,
-            tried=calibration.tried,
-        ),
-        runs=run_entries(read_heldout_runs(layout, 0, "final", variant)),
+    agg, runs = score_wide(cfg, layout, 0, calibration.checkpoint, repeats)
+    suite = read_secret(layout.heldout_secret).fingerprint
+    null = NullInfo(
+        start_digest=shared.sft_digest,
+        direction="per tensor W: scale * rms(W) * z, z ~ N(0, 1) seeded by (null seed, tensor name)",
+        target_kl=target_kl,
+        scale=calibration.scale,
+        kl=calibration.kl,
+        tried=calibration.tried,
     )
+    digest = checkpoint_digest(calibration.checkpoint)
+    record = scored_record(arm, null_seed, repeats, (digest, suite), agg, runs, started, null=null)
     write_record(path, stamp_piece(record))
     return (
         f"{arm} seed {null_seed}: scale {calibration.scale:.4g}, KL {calibration.kl:.4f} from the SFT; Overall "

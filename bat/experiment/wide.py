@@ -142,20 +142,60 @@ def evaluate_wide(
         play_final(cfg, layout, final_round, manifest.checkpoint, variant)
     agg = load_aggregate(layout, final_round, "final", WIDE_PHASE, variant)
     assert agg is not None, aggregate_path(layout, final_round, "final", WIDE_PHASE, variant)
-    runs = read_heldout_runs(layout, final_round, "final", variant)
+    runs = run_entries(read_heldout_runs(layout, final_round, "final", variant))
+    return scored_record(
+        arm,
+        seed,
+        repeats,
+        (manifest.checkpoint_digest, suite),
+        agg,
+        runs,
+        started,
+        end_of_run_repeats=end_repeats,
+        final_round=final_round,
+        reused_runs=reused,
+    )
+
+
+def score_wide(
+    cfg: Any, layout: Any, round_index: int, checkpoint: str, repeats: int
+) -> tuple[Any, dict[str, WideRun]]:
+    """`checkpoint`'s wide final evaluation (`repeats` runs per track) filed under `layout`'s round `round_index`:
+    played (or resumed) unless finished already; returns its aggregate and run entries."""
+    from bat.evaluate.store import load_aggregate, read_heldout_runs
+
+    variant = wide_variant(repeats)
+    if load_aggregate(layout, round_index, "final", WIDE_PHASE, variant) is None:
+        play_final(cfg, layout, round_index, checkpoint, variant)
+    agg = load_aggregate(layout, round_index, "final", WIDE_PHASE, variant)
+    assert agg is not None
+    return agg, run_entries(read_heldout_runs(layout, round_index, "final", variant))
+
+
+def scored_record(
+    arm: str,
+    seed: int,
+    repeats: int,
+    checkpoint: tuple[str, str | None],
+    agg: Any,
+    runs: dict[str, WideRun],
+    started: float,
+    **extra: Any,
+) -> WideRecord:
+    """The wide record of a checkpoint (`checkpoint`: its digest and the held-out suite it met) scored to `agg`
+    with `runs`, its wall from `started` (`time.monotonic`); `extra`: the record's optional fields."""
+    digest, suite = checkpoint
     return WideRecord(
         arm=arm,
         seed=seed,
         repeats=repeats,
-        end_of_run_repeats=end_repeats,
-        final_round=final_round,
-        checkpoint_digest=manifest.checkpoint_digest,
+        checkpoint_digest=digest,
         heldout_suite=suite,
         overall=agg.overall,
         n_runs=agg.n_runs,
-        reused_runs=reused,
         wall_s=round(time.monotonic() - started, 3),
-        runs=run_entries(runs),
+        runs=runs,
+        **extra,
     )
 
 

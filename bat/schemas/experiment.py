@@ -165,9 +165,23 @@ class Amendment(ExperimentRecord):
     from_: str = Field(alias="from")
 
 
-class SeedRun(PieceStamp):
-    """One arm x seed as collected (`bat.experiment.collect.seed_result`), and its committed piece: status, counts,
-    curve, training signal, end-of-run aggregates, provenance. Fields other than `seed` are present only where the
+class RunCounts(ExperimentRecord):
+    """What an arm's own phases did (copied round-0 phases excluded): rollouts, GRPO steps, generated tokens, the
+    runner's compute seconds, the training signal per RL round, RL rounds and plan rows (all, distinct)."""
+
+    rollouts: int = 0
+    grpo_steps: int = 0
+    generated_tokens: int = 0
+    compute_s: float = 0.0
+    signal: list[RoundSignal] = Field(default_factory=list)
+    rl_rounds: int = 0
+    plan_rows: int = 0
+    plan_unique_rows: int = 0
+
+
+class SeedRun(PieceStamp, RunCounts):
+    """One arm x seed as collected (`bat.experiment.collect.seed_result`), and its committed piece: status, counts
+    (`RunCounts`), curve, end-of-run aggregates, provenance. Fields other than `seed` are present only where the
     run got that far (a run not started has status and counts of attempts only)."""
 
     arm: str | None = None
@@ -186,14 +200,6 @@ class SeedRun(PieceStamp):
     attempt_started_at: str | None = None
     heldout_suite: str | None = None
     """The held-out suite's public fingerprint: arms pair run by run only within one suite."""
-    rollouts: int = 0
-    grpo_steps: int = 0
-    generated_tokens: int = 0
-    compute_s: float = 0.0
-    signal: list[RoundSignal] = Field(default_factory=list)
-    rl_rounds: int = 0
-    plan_rows: int = 0
-    plan_unique_rows: int = 0
     budget: dict[str, Any] | None = None
     """The matched-budget fields (`bat.experiment.spec.budget_signature`) the run ran under; None when unknown."""
     curve: Curve | None = None

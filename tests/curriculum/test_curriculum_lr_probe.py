@@ -5,16 +5,13 @@ in the run."""
 from __future__ import annotations
 
 import pytest
-from curriculum_helpers import make_bank, perturbed_copy
+from curriculum_helpers import make_bank, one_step_round, perturbed_copy
 
 from bat.benchmark.secret import run_secret
 from bat.cli.main import main
 from bat.config.root import BatConfig
-from bat.schemas.routing import RoundPlan
-from bat.state.atomic import atomic_write_json, read_json
-from bat.state.jsonl import write_jsonl
+from bat.state.atomic import read_json
 from bat.state.layout import RunLayout
-from bat.state.markers import write_done
 
 SETTINGS = [
     "benchmark.tracks=[vqa]",
@@ -34,21 +31,7 @@ def test_lr_probe_scales_evaluates_and_resumes(tmp_path, tiny_model_builder, cap
     layout = make_bank(RunLayout(tmp_path / "run").ensure(), per_stage=4)
     candidate = perturbed_copy(start, layout.candidate_model(1), 0.02)
     secret = run_secret(layout)
-    # round 1's own records: the plan names the start, the grpo phase's metrics its one step's lr
-    plan = RoundPlan(
-        round=1,
-        arm="grpo",
-        target_stage=None,
-        mixture={},
-        reward_mode="final",
-        bank_version=None,
-        start_checkpoint=str(start),
-        seed=1,
-        batches=[],
-    )
-    atomic_write_json(layout.plan(1), plan)
-    write_jsonl(layout.training_metrics(1, "grpo"), [{"step": 1, "lr": 1e-5, "grad_norm": 0.3}])
-    write_done(layout.phase_dir(1, "grpo"), phase="grpo", config_hash="x", counts={"step": 1})
+    one_step_round(layout, start, 1e-5)  # the plan names the start, the grpo metrics the step's lr
     before = sorted(p.relative_to(layout.root) for p in layout.root.rglob("*"))
     out = tmp_path / "probe"
     args = ["train", "lr-probe", "--state", str(layout.root), "--round", "1", "--out", str(out)]

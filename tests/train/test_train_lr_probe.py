@@ -10,7 +10,6 @@ from bat.cli.main import main
 from bat.config.deepspeed import DeepSpeedConfig
 from bat.config.grpo import GrpoConfig
 from bat.curriculum.lr_probe import write_scaled
-from bat.schemas.routing import RoundPlan
 from bat.state.atomic import atomic_write_json
 from bat.state.jsonl import write_jsonl
 from bat.state.layout import RunLayout
@@ -44,7 +43,7 @@ def test_one_step_from_a_fresh_optimizer_scales_with_lr_and_the_probe_reproduces
     assert write_scaled(tiny_dir, small, 4.0, tmp_path / "x4") == tmp_path / "x4"  # a finished export is kept
 
 
-def test_lr_probe_refuses_rounds_it_cannot_scale(tmp_path, capsys):
+def test_lr_probe_refuses_rounds_it_cannot_scale(tmp_path, capsys, make_grpo_plan):
     layout = RunLayout(tmp_path / "run").ensure()
     args = ["train", "lr-probe", "--state", str(layout.root), "--round", "1", "--scales", "0,5", "--out"]
     assert main([*args, str(tmp_path / "probe")]) == 2
@@ -60,18 +59,7 @@ def test_lr_probe_refuses_rounds_it_cannot_scale(tmp_path, capsys):
     (layout.candidate_model(1) / "config.json").write_text("{}")
     assert main([*args, str(tmp_path / "probe")]) == 2  # the start checkpoint comes from the round's plan
     assert "no round plan for round 1" in capsys.readouterr().err
-    plan = RoundPlan(
-        round=1,
-        arm="grpo",
-        target_stage=None,
-        mixture={},
-        reward_mode="final",
-        bank_version=None,
-        start_checkpoint="a",
-        seed=1,
-        batches=[],
-    )
-    atomic_write_json(layout.plan(1), plan)
+    atomic_write_json(layout.plan(1), make_grpo_plan("a", [["state1"]]))
     assert main([*args, str(tmp_path / "probe"), "--candidate", str(tmp_path / "nowhere")]) == 2
     assert "nowhere is not an HF export" in capsys.readouterr().err
     assert main([*args, str(tmp_path / "probe")]) == 2  # the probe never creates a secret in the run
