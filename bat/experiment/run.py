@@ -101,6 +101,31 @@ def widen_now(spec: ExperimentSpec, arm: str, seed: int, out: Path) -> list[str]
     return skipped
 
 
+def _pending(arms: list, seed: int, committed: dict[str, list[int]], out: Path) -> list:
+    """The `arms` still to run for `seed`: those without a committed record under `<out>/runs/` (each skipped one is
+    named)."""
+    pending = []
+    for arm in arms:
+        if seed in committed.get(arm.name, []):
+            print(f"bat experiment: arm {arm.name} seed {seed} is committed under {out}/runs/: skipped", flush=True)
+        else:
+            pending.append(arm)
+    return pending
+
+
+def _run_arms(spec: ExperimentSpec, arms: list, seed: int, shared, out: Path, allow_config_change: bool) -> list[str]:
+    """Run each of `arms` x `seed` from the `shared` bootstrap; record each finished one under `<out>/runs/` and, with
+    `spec.wide_final_repeats`, widen it at once. Returns the wide evaluations that could not be done."""
+    wide_skipped: list[str] = []
+    for arm in arms:
+        record = run_arm(spec, arm, seed, shared, allow_config_change=allow_config_change)
+        if record.status == "done" and write_arm_piece(out, arm.name, seed, seed_result(spec, arm.name, seed)):
+            print(f"bat experiment: arm {arm.name} seed {seed} recorded under {out}/runs/ (commit it)", flush=True)
+        if record.status == "done" and spec.wide_final_repeats is not None:
+            wide_skipped += widen_now(spec, arm.name, seed, out)
+    return wide_skipped
+
+
 def run_experiment(
     spec: ExperimentSpec,
     *,
@@ -136,15 +161,7 @@ def run_experiment(
     if not collect_only:
         committed = committed_arms(out)
         for seed in chosen:
-            pending = []
-            for arm in arms:
-                if seed in committed.get(arm.name, []):
-                    print(
-                        f"bat experiment: arm {arm.name} seed {seed} is committed under {out}/runs/: skipped",
-                        flush=True,
-                    )
-                else:
-                    pending.append(arm)
+            pending = _pending(arms, seed, committed, out)
             if not pending:  # nothing left to run for this seed: its bootstrap is not rebuilt
                 continue
             try:
@@ -163,14 +180,7 @@ def run_experiment(
                 warnings.append(mismatch)
                 print(f"bat experiment: WARNING: {mismatch}", flush=True)
             write_shared_piece(out, boot, shared.sft_digest, shared.wall_s)
-            for arm in pending:
-                record = run_arm(spec, arm, seed, shared, allow_config_change=allow_config_change)
-                if record.status == "done" and write_arm_piece(out, arm.name, seed, seed_result(spec, arm.name, seed)):
-                    print(
-                        f"bat experiment: arm {arm.name} seed {seed} recorded under {out}/runs/ (commit it)", flush=True
-                    )
-                if record.status == "done" and spec.wide_final_repeats is not None:
-                    wide_skipped += widen_now(spec, arm.name, seed, out)
+            wide_skipped += _run_arms(spec, pending, seed, shared, out, allow_config_change)
     collected = collect(spec, out).model_copy(update={"shared_failures": failures, "bootstrap_warnings": warnings})
     results = stamp(collected, command)
     write_results(spec, results, out_dir)

@@ -97,28 +97,14 @@ def evaluate_wide(
     record there on the same held-out suite (its end-of-run runs face the record's instances) takes its runs
     (`reused_from`) instead of playing them again; a record of another suite (another disk's secret) is not a twin."""
     from bat.benchmark.secret import read_secret
-    from bat.evaluate.manifest import checkpoint_digest
-    from bat.evaluate.store import aggregate_path, heldout_manifest_path, load_aggregate, read_heldout_runs
-    from bat.schemas.evaluation import EvalManifest
-    from bat.state.atomic import read_json
+    from bat.evaluate.store import load_aggregate, read_heldout_runs
     from bat.state.layout import RunLayout
 
     root, final_round = _finished_arm(spec, arm, seed)
     layout = RunLayout(root)
-    cfg = wide_config(spec, arm, seed, repeats)
-    variant = wide_variant(repeats)
-    manifest_path = heldout_manifest_path(layout, final_round, "final")
-    if not manifest_path.exists():
-        raise WideError(f"{manifest_path}: not found; the arm x seed has no end-of-run final evaluation")
-    manifest = EvalManifest.model_validate(read_json(manifest_path))
-    end_repeats = max((r.repeat for r in manifest.runs), default=-1) + 1
-    if repeats <= end_repeats:
-        raise WideError(
-            f"{manifest_path}: the end-of-run evaluation already has {end_repeats} runs per track; ask for more "
-            f"than {end_repeats}"
-        )
+    manifest, end_repeats = _end_of_run(layout, final_round, repeats)
     started, reused = time.monotonic(), 0
-    finished = load_aggregate(layout, final_round, "final", WIDE_PHASE, variant) is not None
+    finished = load_aggregate(layout, final_round, "final", WIDE_PHASE, wide_variant(repeats)) is not None
     # the suite's public name (the key stays in the state dir); runs pair only within one suite
     suite = read_secret(layout.heldout_secret).fingerprint if layout.heldout_secret.exists() else None
     end_runs = read_heldout_runs(layout, final_round, "final") if not finished else []
@@ -128,33 +114,50 @@ def evaluate_wide(
             update={"heldout_suite": suite}
         )
     if not finished:
-        if not Path(manifest.checkpoint).is_dir():
-            raise WideError(
-                f"{manifest_path}: its retained checkpoint {manifest.checkpoint} is gone; the wide evaluation "
-                "scores that checkpoint, so it runs on the disk that trained it"
-            )
-        if checkpoint_digest(manifest.checkpoint) != manifest.checkpoint_digest:
-            raise WideError(
-                f"{manifest.checkpoint}: its digest no longer matches the end-of-run evaluation's "
-                f"({manifest_path}); the retained checkpoint changed, so its runs cannot be extended"
-            )
+        _check_retained(layout, final_round, manifest.checkpoint, manifest.checkpoint_digest)
         reused = _seed_partial(layout, final_round, repeats, end_repeats)
-        play_final(cfg, layout, final_round, manifest.checkpoint, variant)
-    agg = load_aggregate(layout, final_round, "final", WIDE_PHASE, variant)
-    assert agg is not None, aggregate_path(layout, final_round, "final", WIDE_PHASE, variant)
-    runs = run_entries(read_heldout_runs(layout, final_round, "final", variant))
-    return scored_record(
-        arm,
-        seed,
-        repeats,
-        (manifest.checkpoint_digest, suite),
-        agg,
-        runs,
-        started,
-        end_of_run_repeats=end_repeats,
-        final_round=final_round,
-        reused_runs=reused,
-    )
+    cfg = wide_config(spec, arm, seed, repeats)
+    agg, runs = score_wide(cfg, layout, final_round, manifest.checkpoint, repeats)
+    extra = {"end_of_run_repeats": end_repeats, "final_round": final_round, "reused_runs": reused}
+    return scored_record(arm, seed, repeats, (manifest.checkpoint_digest, suite), agg, runs, started, **extra)
+
+
+def _end_of_run(layout: Any, final_round: int, repeats: int) -> tuple[Any, int]:
+    """(manifest, runs per track) of the arm x seed's end-of-run final evaluation; WideError when it has none or
+    already has `repeats` runs per track or more."""
+    from bat.evaluate.store import heldout_manifest_path
+    from bat.schemas.evaluation import EvalManifest
+    from bat.state.atomic import read_json
+
+    path = heldout_manifest_path(layout, final_round, "final")
+    if not path.exists():
+        raise WideError(f"{path}: not found; the arm x seed has no end-of-run final evaluation")
+    manifest = EvalManifest.model_validate(read_json(path))
+    end_repeats = max((r.repeat for r in manifest.runs), default=-1) + 1
+    if repeats <= end_repeats:
+        raise WideError(
+            f"{path}: the end-of-run evaluation already has {end_repeats} runs per track; ask for more than "
+            f"{end_repeats}"
+        )
+    return manifest, end_repeats
+
+
+def _check_retained(layout: Any, final_round: int, checkpoint: str, digest: str) -> None:
+    """WideError unless the retained `checkpoint` the end-of-run evaluation named is on disk with its `digest`."""
+    from bat.evaluate.manifest import checkpoint_digest
+    from bat.evaluate.store import heldout_manifest_path
+
+    manifest_path = heldout_manifest_path(layout, final_round, "final")
+    if not Path(checkpoint).is_dir():
+        raise WideError(
+            f"{manifest_path}: its retained checkpoint {checkpoint} is gone; the wide evaluation scores that "
+            "checkpoint, so it runs on the disk that trained it"
+        )
+    if checkpoint_digest(checkpoint) != digest:
+        raise WideError(
+            f"{checkpoint}: its digest no longer matches the end-of-run evaluation's ({manifest_path}); the retained "
+            "checkpoint changed, so its runs cannot be extended"
+        )
 
 
 def score_wide(

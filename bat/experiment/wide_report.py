@@ -12,32 +12,8 @@ def wide_section(results: ExperimentResults) -> list[str]:
     summaries = results.wide
     if not summaries:
         return []
-    ref, conf = results.reference_arm, round(100 * results.confidence)
-    out = [
-        "",
-        "## Wide final evaluation",
-        "",
-        "The retained checkpoints re-scored on the final split with more runs per track (`bat experiment --wide-final "
-        "N`); the first end-of-run runs are the same instances and sampling seeds and are reused. Each arm's score "
-        "is averaged over its seeds run by run, then paired run by run with the reference (same instance, same "
-        f"sampling seed): mean difference +- {conf}% t half-width over runs, runs that differ, per-run SD, and the "
-        "smallest gap these runs detect at 80% power. Scores 0-100. An arm x seed run on another disk met another "
-        "experiment secret, so other held-out instances (suite B, C, ...; A is the reference arm's): an arm whose "
-        "seeds are not all on the reference's one suite is compared unpaired (Welch, over each suite's runs, seeds "
-        "averaged within a suite; runs column: reference vs arm, SD column: the arm's per-run SD). A suite's own "
-        "difficulty then enters the difference, so where the shared SFT checkpoint (rebuilt bit-identically on "
-        "every disk) was scored on every suite of both arms, the row compares each arm's gain over the SFT run by "
-        "run on its own suites (anchored on the SFT, an arm's suites pooled; SD column: the arm's per-run gain), the "
-        "plain unpaired difference in brackets. "
-        "Last column: each arm's gain over the SFT checkpoint it started from, paired run by run on the instances "
-        "of its own suite(s) (where the SFT was scored on them).",
-    ]
-    if any(is_null_arm(arm) for summary in summaries for arm in summary.arms):
-        out[-1] += (
-            " `_null-kl<KL>` is the null control (`bat experiment --null-control`): the shared SFT moved along seeded "
-            "random directions to KL <KL> from it (on the route's probe prompts), one direction per seed; its gain "
-            "over the SFT is what a change of that size scores without learning."
-        )
+    ref = results.reference_arm
+    out = _intro(results)
     for summary in summaries:
         n = max(a.n_runs for a in summary.arms.values())
         out += [
@@ -70,6 +46,38 @@ def wide_section(results: ExperimentResults) -> list[str]:
             out.append(f"| {arm} | {seeds} | {100 * data.mean:.1f} | " + " | ".join(cells) + " |")
         out += _null_table(summary)
         out += _profile_table(summary.arms)
+    return out
+
+
+def _intro(results: ExperimentResults) -> list[str]:
+    """The section's title and the paragraph saying how its rows are computed (and what the null control is, when
+    one was scored)."""
+    conf = round(100 * results.confidence)
+    out = [
+        "",
+        "## Wide final evaluation",
+        "",
+        "The retained checkpoints re-scored on the final split with more runs per track (`bat experiment --wide-final "
+        "N`); the first end-of-run runs are the same instances and sampling seeds and are reused. Each arm's score "
+        "is averaged over its seeds run by run, then paired run by run with the reference (same instance, same "
+        f"sampling seed): mean difference +- {conf}% t half-width over runs, runs that differ, per-run SD, and the "
+        "smallest gap these runs detect at 80% power. Scores 0-100. An arm x seed run on another disk met another "
+        "experiment secret, so other held-out instances (suite B, C, ...; A is the reference arm's): an arm whose "
+        "seeds are not all on the reference's one suite is compared unpaired (Welch, over each suite's runs, seeds "
+        "averaged within a suite; runs column: reference vs arm, SD column: the arm's per-run SD). A suite's own "
+        "difficulty then enters the difference, so where the shared SFT checkpoint (rebuilt bit-identically on "
+        "every disk) was scored on every suite of both arms, the row compares each arm's gain over the SFT run by "
+        "run on its own suites (anchored on the SFT, an arm's suites pooled; SD column: the arm's per-run gain), the "
+        "plain unpaired difference in brackets. "
+        "Last column: each arm's gain over the SFT checkpoint it started from, paired run by run on the instances "
+        "of its own suite(s) (where the SFT was scored on them).",
+    ]
+    if any(is_null_arm(arm) for summary in results.wide for arm in summary.arms):
+        out[-1] += (
+            " `_null-kl<KL>` is the null control (`bat experiment --null-control`): the shared SFT moved along seeded "
+            "random directions to KL <KL> from it (on the route's probe prompts), one direction per seed; its gain "
+            "over the SFT is what a change of that size scores without learning."
+        )
     return out
 
 
