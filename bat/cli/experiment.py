@@ -106,7 +106,7 @@ def _run(spec, args: argparse.Namespace, supersede_as: tuple[str, str] | None):
     )
 
 
-def _run_wide(spec, args: argparse.Namespace) -> dict:
+def _run_wide(spec, args: argparse.Namespace):
     """`--wide-final N`: widen the selected finished arm x seeds (`bat.experiment.wide`), then re-collect; the
     results carry `wide_skipped` (one line per arm x seed that could not be widened: exit 1)."""
     from pathlib import Path
@@ -122,10 +122,10 @@ def _run_wide(spec, args: argparse.Namespace) -> dict:
     print_wide(lines, skipped)
     results = stamp(collect(spec, out), _command(args))
     write_results(spec, results, args.out)
-    return {**results, "wide_skipped": skipped}
+    return results.model_copy(update={"wide_skipped": skipped})
 
 
-def _run_null(spec, args: argparse.Namespace) -> dict:
+def _run_null(spec, args: argparse.Namespace):
     """`--null-control SEEDS --null-kl KL`: score one null checkpoint per null seed (`bat.experiment.null_control`)
     on the experiment's wide final runs, then re-collect (the report lists them as the arm `_null-kl<KL>`)."""
     from pathlib import Path
@@ -159,33 +159,35 @@ def _number(flag: str, cast, low: float, high: float, what: str):
     return parse
 
 
-def _report(args: argparse.Namespace, spec, arms: list, seeds: list[int], results: dict) -> int:
+def _report(args: argparse.Namespace, spec, arms: list, seeds: list[int], results) -> int:
     """Print where the results went and every selected arm x seed that did not finish; the exit status."""
-    out = args.out or spec.out_dir
-    print(f"bat experiment: wrote {out}/README.md, {out}/results.json, {out}/curves.png")
+    from bat.state.experiment_layout import ResultsLayout
+
+    files = ResultsLayout(args.out or spec.out_dir)
+    print(f"bat experiment: wrote {files.report}, {files.results}, {files.curves}")
     selected = {a.name for a in arms}
     bad = [
         (name, s)
-        for name, arm in results["arms"].items()
+        for name, arm in results.arms.items()
         if name in selected
-        for s in arm["seeds"]
-        if s["seed"] in seeds and s.get("status") != "done"
+        for s in arm.seeds
+        if s.seed in seeds and not s.done
     ]
     for name, run in bad:
-        seed, status, hint = run["seed"], run.get("status"), ""
+        seed, status, hint = run.seed, run.status, ""
         if status == "unfinished":
             hint = (
-                f" (an attempt started {run.get('attempt_started_at')} has written no record: it is running now, or "
+                f" (an attempt started {run.attempt_started_at} has written no record: it is running now, or "
                 "it was stopped; the same command resumes it)"
             )
         elif status == "stale":
-            fields = results["budget"]["stale"][f"{name}/s{seed}"]
+            fields = results.budget.stale[f"{name}/s{seed}"]
             hint = (
                 f" (ran under other budget fields: {fields}, [ran under, now]; set it aside with --only {name} "
                 f"--seeds {seed} --supersede TAG --reason TEXT to rerun it)"
             )
         print(f"bat experiment: arm {name} seed {seed}: {status}{hint}")
-    return 1 if bad or results.get("shared_failures") or results.get("wide_skipped") else 0
+    return 1 if bad or results.shared_failures or results.wide_skipped else 0
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:

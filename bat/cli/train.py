@@ -77,6 +77,7 @@ def _lr_probe(args: argparse.Namespace) -> int:
     from bat.curriculum.lr_probe import probe_round
     from bat.evaluate.aggregate import pct
     from bat.state.layout import RunLayout
+    from bat.state.lr_probe_layout import LrProbeLayout
 
     cfg = config_of_run(args.state, args.config, args.overrides)
     rows = probe_round(
@@ -88,19 +89,19 @@ def _lr_probe(args: argparse.Namespace) -> int:
         evaluate=not args.kl_only,
         candidate=None if args.candidate is None else Path(args.candidate),
     )
-    runs = "KL only" if args.kl_only else f"controller split, {rows[0]['n_runs'] if rows else 0} runs per scale"
+    runs = "KL only" if args.kl_only else f"controller split, {rows[0].n_runs if rows else 0} runs per scale"
     print(f"round {args.round} of {args.state}: {runs}")
     for row in rows:
-        kl = "-" if row["kl_to_start"] is None else f"{row['kl_to_start']:.4f}"
-        if not row.get("evaluated", True):
-            print(f"  x{row['scale']:<5g} lr {row['lr']:.1e}  KL {kl:>7s}")
+        kl = "-" if row.kl_to_start is None else f"{row.kl_to_start:.4f}"
+        if not row.evaluated:
+            print(f"  x{row.scale:<5g} lr {row.lr:.1e}  KL {kl:>7s}")
             continue
-        stages = " ".join(f"{k} {pct(v)}" for k, v in sorted(row["stages"].items()))
+        stages = " ".join(f"{k} {pct(v)}" for k, v in sorted(row.stages.items()))
         print(
-            f"  x{row['scale']:<5g} lr {row['lr']:.1e}  KL {kl:>7s}  Overall {pct(row['overall'])}  "
-            f"Task {pct(row['task'])}  Agentic {pct(row['agentic'])}  ({stages})"
+            f"  x{row.scale:<5g} lr {row.lr:.1e}  KL {kl:>7s}  Overall {pct(row.overall)}  "
+            f"Task {pct(row.task)}  Agentic {pct(row.agentic)}  ({stages})"
         )
-    print(f"wrote {Path(args.out) / 'lr_probe.json'}")
+    print(f"wrote {LrProbeLayout(Path(args.out)).results}")
     return 0
 
 

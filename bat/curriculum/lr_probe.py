@@ -9,9 +9,11 @@ each one's KL to the start policy on the bank's KL probe rows (the route's own m
 controller split (the routing split; aggregates only) under the run's held-out secret, so every candidate meets
 the same evaluation draws.
 
-Reads the round's grpo DONE marker (start checkpoint, candidate, steps, lr), the two checkpoints, the run's bank
-and held-out secret. Writes under `out` only: `ckpt/x<scale>/` (the scaled weights), `x<scale>/` (a run dir with a
-copy of the secret: the controller evaluation) and `lr_probe.json` (one row per scale). Scales already evaluated in
+Reads the round's plan (start checkpoint), the grpo phase's DONE marker (finished), its metrics (one line per step:
+the step count and lr) and candidate export (`layout.candidate_model`), the two checkpoints, the run's bank and
+held-out secret. Writes under `out` only (`bat.state.lr_probe_layout.LrProbeLayout`): `ckpt/x<scale>/` (the scaled
+weights), `x<scale>/` (a run dir with a copy of the secret: the controller evaluation) and `lr_probe.json` (one row
+per scale). Scales already evaluated in
 `out` are read back, never re-run. With `evaluate=False` (a KL screen, seconds per scale) the rows carry the KL only;
 a later evaluating call evaluates those scales. `candidate` replaces the round's recorded candidate with another
 one-step candidate from the same start checkpoint (e.g. `bat train grpo` on the round's rollouts under other
@@ -23,50 +25,62 @@ from __future__ import annotations
 import shutil
 import time
 from collections.abc import Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from bat.phase.plan import plan_start_checkpoint
+from bat.schemas.experiment import TrainingStep
+from bat.schemas.lr_probe import LrProbeResults, LrProbeRow
 from bat.state.atomic import atomic_write_json, read_json
 from bat.state.checkpoints import EXPORT_META_NAME
+from bat.state.jsonl import read_jsonl_resuming
 from bat.state.layout import RunLayout
+from bat.state.lr_probe_layout import LrProbeLayout, export_config, export_weights
 from bat.state.markers import read_done
 
 if TYPE_CHECKING:
     from bat.config.root import BatConfig
 
-WEIGHTS = "model.safetensors"
-RESULTS = "lr_probe.json"
+
+@dataclass(frozen=True)
+class OneStepBlock:
+    """A finished one-step GRPO round: where it started, the candidate it wrote, and the step's lr."""
+
+    start: Path
+    candidate: Path
+    lr: float
 
 
-def scale_name(scale: float) -> str:
-    """`x0`, `x0.5`, `x10`: the folder of one scale under the probe's out dir."""
-    return f"x{scale:g}"
+def training_steps(layout: RunLayout, round_index: int, phase: str) -> list[TrainingStep]:
+    """The step lines of a training phase's `metrics.jsonl` in round `round_index` (a torn final line dropped); []
+    when the phase wrote none."""
+    path = layout.training_metrics(round_index, phase)
+    if not path.is_file():
+        return []
+    rows, _ = read_jsonl_resuming(path)
+    return [TrainingStep.model_validate(r) for r in rows if isinstance(r, dict) and isinstance(r.get("step"), int)]
 
 
-def one_step_block(layout: RunLayout, round_index: int) -> dict[str, Any]:
-    """The round's finished GRPO block: start checkpoint, candidate and lr. Raises ValueError when the round has no
-    finished grpo phase, or its block ran more than one step (the probe's identity holds for one step only)."""
-    done = read_done(layout.phase_dir(round_index, "grpo"))
-    if done is None:
+def one_step_block(layout: RunLayout, round_index: int) -> OneStepBlock:
+    """The round's finished GRPO block: the plan's start checkpoint, the round's candidate export and the lr of its
+    one step (the grpo phase's metrics). Raises ValueError when the round has no finished grpo phase, or its block
+    ran more than one step (the probe's identity holds for one step only)."""
+    grpo = layout.phase_dir(round_index, "grpo")
+    if read_done(grpo) is None:
         raise ValueError(f"round {round_index} of {layout.root} has no finished grpo phase (no DONE.json)")
-    steps = int(done.counts.get("step", 0))
-    if steps != 1:
+    steps = training_steps(layout, round_index, "grpo")
+    if len(steps) != 1:
         raise ValueError(
-            f"round {round_index}'s GRPO block ran {steps} steps: the lr probe needs a one-step block (grpo.steps=1), "
-            "where the step from a fresh optimizer is linear in lr"
+            f"round {round_index}'s GRPO block ran {len(steps)} steps ({layout.training_metrics(round_index, 'grpo')}): "
+            "the lr probe needs a one-step block (grpo.steps=1), where the step from a fresh optimizer is linear in lr"
         )
-    extra = done.extra
-    try:
-        return {
-            "start": Path(extra["start_checkpoint"]),
-            "candidate": Path(extra["candidate"]),
-            "lr": float(extra["last_step"]["lr"]),
-        }
-    except (KeyError, TypeError, ValueError):
-        raise ValueError(
-            f"{layout.phase_dir(round_index, 'grpo')}/DONE.json does not record start_checkpoint, candidate and "
-            "last_step.lr (written by an older bat?): rerun the round's grpo phase to probe it"
-        ) from None
+    if steps[0].lr is None:
+        raise ValueError(f"{layout.training_metrics(round_index, 'grpo')}: its step records no lr; rerun the round")
+    candidate = layout.candidate_model(round_index)
+    if not export_config(candidate).is_file():
+        raise ValueError(f"{candidate}: the round's candidate export is missing; rerun the round's grpo phase")
+    return OneStepBlock(plan_start_checkpoint(layout, round_index), candidate, steps[0].lr)
 
 
 def write_scaled(start: Path, candidate: Path, scale: float, out: Path, dtype: str = "float32") -> Path:
@@ -77,7 +91,7 @@ def write_scaled(start: Path, candidate: Path, scale: float, out: Path, dtype: s
 
     from bat.policy.loader import load_model
 
-    if (out / WEIGHTS).exists():
+    if export_weights(out).exists():
         return out
     base = dict(load_model(start, dtype=dtype).named_parameters())
     model = load_model(candidate, dtype=dtype)
@@ -117,88 +131,109 @@ def probe_round(
     *,
     evaluate: bool = True,
     candidate: Path | None = None,
-) -> list[dict[str, Any]]:
+) -> list[LrProbeRow]:
     """For each scale: the scaled candidate (scale 0 = the start checkpoint, 1 = the recorded candidate), its KL to
     the start policy and (with `evaluate`) its controller evaluation. Returns (and writes to `out/lr_probe.json`) one
-    row per scale: scale, lr, checkpoint, kl_to_start, evaluated, overall, task, agentic, stages, n_runs, seconds
-    (the evaluation's fields None / empty / 0 when not evaluated)."""
-    from bat.benchmark.secret import install_secret
+    row per scale (`LrProbeRow`; the evaluation's fields None / empty / 0 when not evaluated)."""
     from bat.curriculum.kl import probe_prompts
-    from bat.seeds import derive_seed
-    from bat.train.kl_estimate import estimate_kl
 
     block = one_step_block(layout, round_index)
     if candidate is not None:
-        if not (candidate / "config.json").is_file():
+        if not export_config(candidate).is_file():
             raise ValueError(
                 f"--candidate {candidate} is not an HF export (no config.json): pass the export folder a one-step "
-                f"GRPO run from {block['start']} wrote (`bat train grpo ... --out DIR` writes DIR/export)"
+                f"GRPO run from {block.start} wrote (`bat train grpo ... --out DIR` writes DIR/export)"
             )
-        block["candidate"] = candidate
+        block = OneStepBlock(block.start, candidate, block.lr)
     if not layout.heldout_secret.exists():
         raise ValueError(
             f"{layout.heldout_secret} is missing: the probe evaluates on the run's own held-out suite, and a run "
             "that finished a GRPO round has one (was the run's heldout/ folder moved?)"
         )
     prompts = probe_prompts(layout, cfg)
+    files = LrProbeLayout(out)
     out.mkdir(parents=True, exist_ok=True)
-    rows: list[dict[str, Any]] = []
+    rows: list[LrProbeRow] = []
     for scale in scales:
-        name = scale_name(scale)
-        probe_layout = RunLayout(out / name)
-        recorded = _read_row(out, name)
-        if recorded is not None and (recorded.get("evaluated", True) or not evaluate):
+        recorded = _read_row(files, scale)
+        if recorded is not None and (recorded.evaluated or not evaluate):
             rows.append(recorded)
             continue
-        started = time.monotonic()
-        if scale == 0:
-            checkpoint = block["start"]
-        elif scale == 1:
-            checkpoint = block["candidate"]
-        else:
-            checkpoint = write_scaled(
-                block["start"], block["candidate"], scale, out / "ckpt" / name, dtype=cfg.model.dtype
-            )
-        kl = 0.0
-        if scale != 0 and prompts:
-            kl = float(
-                estimate_kl(
-                    checkpoint,
-                    block["start"],
-                    prompts,
-                    max_new_tokens=cfg.curriculum.fallback.kl_new_tokens,
-                    seed=derive_seed(cfg.run.seed, round_index, "lr_probe_kl"),
-                    dtype=cfg.model.dtype,
-                )
-            )
-        probe_layout.ensure()
-        row = {
-            "scale": scale,
-            "lr": scale * block["lr"],
-            "checkpoint": str(checkpoint),
-            "kl_to_start": kl if prompts else None,
-            "evaluated": evaluate,
-            "overall": None,
-            "task": None,
-            "agentic": None,
-            "stages": {},
-            "n_runs": 0,
-        }
-        if evaluate:
-            install_secret(layout.heldout_secret, probe_layout.heldout_secret)
-            agg = _evaluate(cfg, probe_layout, round_index, checkpoint)
-            row.update(overall=agg.overall, task=agg.task, agentic=agg.agentic, stages=dict(agg.stages))
-            row["n_runs"] = agg.n_runs
-        row["seconds"] = round(time.monotonic() - started, 1)
-        atomic_write_json(probe_layout.root / "lr_probe_row.json", row)
-        rows.append(row)
-    atomic_write_json(out / RESULTS, {"round": round_index, "run": str(layout.root), "lr": block["lr"], "rows": rows})
+        rows.append(_probe_scale(cfg, layout, round_index, block, scale, files, prompts, evaluate))
+    results = LrProbeResults(round=round_index, run=str(layout.root), lr=block.lr, rows=rows)
+    atomic_write_json(files.results, results.model_dump(mode="json"))
     return rows
 
 
-def _read_row(out: Path, name: str) -> dict[str, Any] | None:
-    path = out / name / "lr_probe_row.json"
-    return read_json(path) if path.exists() else None
+def _probe_scale(
+    cfg: BatConfig,
+    layout: RunLayout,
+    round_index: int,
+    block: OneStepBlock,
+    scale: float,
+    files: LrProbeLayout,
+    prompts: list,
+    evaluate: bool,
+) -> LrProbeRow:
+    """One scale's row: its checkpoint (written for scales other than 0 and 1), its KL to the start on `prompts`
+    (None without probe rows) and, with `evaluate`, its controller evaluation under the run's held-out secret;
+    written to the scale's run dir (`lr_probe_row.json`)."""
+    from bat.benchmark.secret import install_secret
+
+    started = time.monotonic()
+    checkpoint = _scale_checkpoint(cfg, block, scale, files)
+    row = LrProbeRow(
+        scale=scale,
+        lr=scale * block.lr,
+        checkpoint=str(checkpoint),
+        kl_to_start=_kl_to_start(cfg, round_index, block, scale, checkpoint, prompts) if prompts else None,
+        evaluated=evaluate,
+    )
+    probe_layout = RunLayout(files.scale_run(scale)).ensure()
+    if evaluate:
+        install_secret(layout.heldout_secret, probe_layout.heldout_secret)
+        agg = _evaluate(cfg, probe_layout, round_index, checkpoint)
+        row.overall, row.task, row.agentic, row.stages = agg.overall, agg.task, agg.agentic, dict(agg.stages)
+        row.n_runs = agg.n_runs
+    row.seconds = round(time.monotonic() - started, 1)
+    atomic_write_json(files.row(scale), row.model_dump(mode="json"))
+    return row
+
+
+def _scale_checkpoint(cfg: BatConfig, block: OneStepBlock, scale: float, files: LrProbeLayout) -> Path:
+    """The checkpoint at `start + scale x step`: the start for 0, the candidate for 1, else a written export."""
+    if scale == 0:
+        return block.start
+    if scale == 1:
+        return block.candidate
+    return write_scaled(block.start, block.candidate, scale, files.scaled_checkpoint(scale), dtype=cfg.model.dtype)
+
+
+def _kl_to_start(
+    cfg: BatConfig, round_index: int, block: OneStepBlock, scale: float, checkpoint: Path, prompts: list
+) -> float:
+    """KL of `checkpoint` to the start policy on the KL probe `prompts` (the route's measure); 0 at scale 0."""
+    from bat.seeds import derive_seed
+    from bat.train.kl_estimate import estimate_kl
+
+    if scale == 0:
+        return 0.0
+    return float(
+        estimate_kl(
+            checkpoint,
+            block.start,
+            prompts,
+            max_new_tokens=cfg.curriculum.fallback.kl_new_tokens,
+            seed=derive_seed(cfg.run.seed, round_index, "lr_probe_kl"),
+            dtype=cfg.model.dtype,
+        )
+    )
+
+
+def _read_row(files: LrProbeLayout, scale: float) -> LrProbeRow | None:
+    """The row a previous call wrote for `scale`, None when there is none."""
+    path = files.row(scale)
+    return LrProbeRow.model_validate(read_json(path)) if path.exists() else None
 
 
 def _evaluate(cfg: BatConfig, layout: RunLayout, round_index: int, checkpoint: Path):

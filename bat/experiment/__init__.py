@@ -26,17 +26,24 @@ Public API:
   `arm_config(spec, arm, seed) -> BatConfig`, `shared_config(spec, seed) -> BatConfig`.
 * `bat.experiment.share.run_shared(spec, seed) -> SharedInfo`, `seed_arm_state(shared: RunLayout, arm: RunLayout)`,
   `sft_digest(layout) -> str`.
+* Records: every record the experiment writes or reads is a typed model (`bat.schemas.experiment`: `ArmRecord`,
+  `AttemptRecord`, `SeedMarker`, `SharedRecord`, `SeedRun` (a collected arm x seed and its committed piece),
+  `WideRecord`, `NullCalibration`; `bat.schemas.experiment_results`: `ExperimentResults` and its parts), read and
+  written through `bat.experiment.records` (`load_record`, `read_record`, `write_record`) at paths from
+  `bat.state.experiment_layout` (`ExperimentStateLayout`, `ExperimentRunFiles`, `ResultsLayout`).
 * `bat.experiment.execute.run_arm(spec, arm, seed, shared) -> ArmRecord` (writes `<arm state>/experiment_arm.json`;
   `experiment_attempt.json` while an attempt is open), `stopped_attempts(root) -> (count, wall_s)` (attempts
-  stopped from outside, counted in the next record), `open_attempt(root) -> dict | None` (collect's `unfinished`).
-* `bat.experiment.collect.collect(spec) -> dict` (the results.json content: per-arm `summary` per split with mean,
-  half_width, seed_sd/min/max, track_means; per-seed runs with rollouts, grpo_steps, plan rows, curve, digests;
-  `comparisons` vs the reference arm; `budget` audit), `bat.experiment.write.stamp(results, command) -> dict`,
-  `bat.experiment.write.write_results(spec, results, out_dir=None) -> [results.json, curves.png, README.md]`.
-  The README's tables: `write` (headline, budget, every run, signal, superseded, closing note), `stage_report`
-  (stage means, the other held-out split, staircase, stage profiles before/after RL), `markdown` (shared cells).
+  stopped from outside, counted in the next record), `open_attempt(root) -> AttemptRecord | None` (collect's
+  `unfinished`).
+* `bat.experiment.collect.collect(spec) -> ExperimentResults` (the results.json content: per-arm `summary` per split
+  with mean, half_width, seed_sd/min/max, track_means; per-seed runs with rollouts, grpo_steps, plan rows, curve,
+  digests; `comparisons` vs the reference arm; `budget` audit), `bat.experiment.write.stamp(results, command) ->
+  ExperimentResults`, `bat.experiment.write.write_results(spec, results, out_dir=None) -> [results.json, curves.png,
+  stages.png, README.md]`. The README's tables: `write` (headline, budget, closing note), `runs_report` (every run,
+  signal per pool, superseded), `stage_report` (stage means, the other held-out split, staircase, stage profiles
+  before/after RL), `markdown` (shared cells).
 * `bat.experiment.run.run_experiment(spec, *, only=None, seeds=None, command="", out_dir=None, collect_only=False)
-  -> dict` (what `bat experiment` calls; a failed arm or seed is recorded and the rest still run).
+  -> ExperimentResults` (what `bat experiment` calls; a failed arm or seed is recorded and the rest still run).
 * `python -m bat.experiment.power --arm NAME=DIR[,DIR] ...`: reporting by hand on the held-out side, never called by
   a phase or by `collect`: arms paired over end-of-run runs (same instance and sampling seed), the smallest gap
   the split's run count detects and the runs a given gap needs.

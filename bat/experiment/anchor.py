@@ -19,27 +19,18 @@ from __future__ import annotations
 import time
 from pathlib import Path
 
+from bat.experiment.records import write_record
 from bat.experiment.share import sft_checkpoint, shared_dir
 from bat.experiment.spec import ExperimentSpec
-from bat.experiment.wide import (
-    WIDE_PHASE,
-    play_final,
-    read_anchor_pieces,
-    read_wide_pieces,
-    run_entries,
-    wide_config,
-    wide_variant,
-)
-from bat.state.experiment_layout import WIDE_ANCHOR_DIR_NAME, wide_anchor_piece
+from bat.experiment.wide import read_anchor_pieces, read_wide_pieces, score_wide, scored_record, wide_config
+from bat.state.experiment_layout import WIDE_ANCHOR_DIR_NAME, ResultsLayout
 
 
 def anchored(out_dir: Path, digest: str, suite: str, repeats: int) -> bool:
     """True when a committed wide record (an arm's or an anchor) scored checkpoint `digest` on `suite` at
     `repeats` runs per track."""
     records = [*read_wide_pieces(out_dir), *read_anchor_pieces(out_dir)]
-    return any(
-        (r["checkpoint_digest"], r.get("heldout_suite"), r["repeats"]) == (digest, suite, repeats) for r in records
-    )
+    return any((r.checkpoint_digest, r.heldout_suite, r.repeats) == (digest, suite, repeats) for r in records)
 
 
 def widen_anchor(spec: ExperimentSpec, arm: str, seed: int, repeats: int, out_dir: Path) -> str | None:
@@ -48,33 +39,17 @@ def widen_anchor(spec: ExperimentSpec, arm: str, seed: int, repeats: int, out_di
     anchored already, else the line to print."""
     from bat.benchmark.secret import read_secret
     from bat.evaluate.manifest import checkpoint_digest
-    from bat.evaluate.store import load_aggregate, read_heldout_runs
     from bat.experiment.pieces import stamp_piece
-    from bat.state.atomic import atomic_write_json
     from bat.state.layout import RunLayout
 
     layout = RunLayout(shared_dir(spec, seed))
     checkpoint = sft_checkpoint(layout)
     digest, suite = checkpoint_digest(checkpoint), read_secret(layout.heldout_secret).fingerprint
-    path = wide_anchor_piece(out_dir, suite, repeats)
+    path = ResultsLayout(out_dir).wide_anchor_piece(suite, repeats)
     if path.exists() or anchored(out_dir, digest, suite, repeats):
         return None
-    cfg, variant, started = wide_config(spec, arm, seed, repeats), wide_variant(repeats), time.monotonic()
-    if load_aggregate(layout, 0, "final", WIDE_PHASE, variant) is None:
-        play_final(cfg, layout, 0, checkpoint, variant)
-    agg = load_aggregate(layout, 0, "final", WIDE_PHASE, variant)
-    assert agg is not None
-    runs = read_heldout_runs(layout, 0, "final", variant)
-    record = {
-        "arm": WIDE_ANCHOR_DIR_NAME,
-        "seed": seed,
-        "repeats": repeats,
-        "checkpoint_digest": digest,
-        "heldout_suite": suite,
-        "overall": agg.overall,
-        "n_runs": agg.n_runs,
-        "wall_s": round(time.monotonic() - started, 3),
-        "runs": run_entries(runs),
-    }
-    atomic_write_json(path, stamp_piece(record))
+    started = time.monotonic()
+    agg, runs = score_wide(wide_config(spec, arm, seed, repeats), layout, 0, checkpoint, repeats)
+    record = scored_record(WIDE_ANCHOR_DIR_NAME, seed, repeats, (digest, suite), agg, runs, started)
+    write_record(path, stamp_piece(record))
     return f"suite {suite[:8]}: the shared SFT scored {100 * (agg.overall or 0):.1f} over {agg.n_runs} runs -> {path}"

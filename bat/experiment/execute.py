@@ -15,14 +15,14 @@ import traceback
 from pathlib import Path
 from typing import Any
 
+from bat.experiment.records import read_record, write_record
 from bat.experiment.share import SharedInfo, arm_dir, seed_arm_state
 from bat.experiment.spec import ArmSpec, ExperimentSpec, arm_config
-from bat.state.atomic import atomic_write_json, read_json
-from bat.state.experiment_layout import ARM_RECORD_NAME, ATTEMPT_NAME
+from bat.schemas.experiment import ArmRecord, AttemptRecord
+from bat.state.experiment_layout import ExperimentRunFiles
 from bat.state.layout import RunLayout
 from bat.state.markers import read_done
 
-ARM_RECORD = ARM_RECORD_NAME
 FINAL_PHASE = "final_test"
 TRAINED_TARGET = "bat.evaluate.phase:run_final_test"
 """Retained best (`checkpoints/best.json`) on the final (+ test) split."""
@@ -48,16 +48,15 @@ def last_routed_round(layout: RunLayout) -> int:
     return routed[-1]
 
 
-def read_arm_record(spec: ExperimentSpec, seed: int, arm: str) -> dict[str, Any] | None:
-    path = arm_dir(spec, seed, arm) / ARM_RECORD
-    return read_json(path) if path.exists() else None
+def read_arm_record(spec: ExperimentSpec, seed: int, arm: str) -> ArmRecord | None:
+    """The arm x seed's `experiment_arm.json`, None when its run has not ended on this disk."""
+    return read_record(ExperimentRunFiles(arm_dir(spec, seed, arm)).arm_record, ArmRecord)
 
 
-def open_attempt(root: Path) -> dict[str, Any] | None:
+def open_attempt(root: Path) -> AttemptRecord | None:
     """The open attempt's `experiment_attempt.json` in the arm state dir `root` (an attempt running now, or one
     stopped from outside), None when no attempt is open."""
-    marker = root / ATTEMPT_NAME
-    return read_json(marker) if marker.exists() else None
+    return read_record(ExperimentRunFiles(root).attempt, AttemptRecord)
 
 
 def stopped_attempts(root: Path) -> tuple[int, float]:
@@ -67,13 +66,12 @@ def stopped_attempts(root: Path) -> tuple[int, float]:
     attempt = open_attempt(root)
     if attempt is None:
         return 0, 0.0
-    started = float(attempt["started_at"])
-    newest = started
+    marker = ExperimentRunFiles(root).attempt
+    newest = attempt.started_at
     for path in root.rglob("*"):
-        if path.name != ATTEMPT_NAME and path.is_file() and not path.is_symlink():
+        if path != marker and path.is_file() and not path.is_symlink():
             newest = max(newest, path.stat().st_mtime)
-    count = int(attempt.get("stopped_attempts", 0)) + 1
-    return count, round(float(attempt.get("stopped_wall_s", 0.0)) + newest - started, 3)
+    return attempt.stopped_attempts + 1, round(attempt.stopped_wall_s + newest - attempt.started_at, 3)
 
 
 def _run_trained(cfg: Any, layout: RunLayout, allow_config_change: bool) -> int:
@@ -100,7 +98,7 @@ def _run_base(cfg: Any, layout: RunLayout, allow_config_change: bool) -> int:
 
 def run_arm(
     spec: ExperimentSpec, arm: ArmSpec, seed: int, shared: SharedInfo, *, allow_config_change: bool = False
-) -> dict[str, Any]:
+) -> ArmRecord:
     """Run (or resume) one arm x seed; returns its `experiment_arm.json` record (status `done` or `failed`).
 
     `allow_config_change` is passed to `open_run`: a run whose resolved config changed resumes instead of failing.
@@ -108,37 +106,39 @@ def run_arm(
     from bat.config.load import config_hash
 
     previous = read_arm_record(spec, seed, arm.name)
-    if previous is not None and previous.get("status") == "done":
+    if previous is not None and previous.status == "done":
         return previous
     root = arm_dir(spec, seed, arm.name)
+    files = ExperimentRunFiles(root)
     stopped, stopped_wall = stopped_attempts(root)
-    record: dict[str, Any] = {
-        "arm": arm.name,
-        "kind": arm.kind,
-        "seed": seed,
-        "overrides": list(arm.overrides),
-        "shared_sft_digest": shared.sft_digest,
-        "shared_wall_s": shared.wall_s,
-        "attempts": int((previous or {}).get("attempts", 0)) + stopped + 1,
-        "interrupted_attempts": int((previous or {}).get("interrupted_attempts", 0)) + stopped,
-    }
+    record = ArmRecord(
+        arm=arm.name,
+        kind=arm.kind,
+        seed=seed,
+        overrides=list(arm.overrides),
+        shared_sft_digest=shared.sft_digest,
+        shared_wall_s=shared.wall_s,
+        attempts=(previous.attempts if previous else 0) + stopped + 1,
+        interrupted_attempts=(previous.interrupted_attempts if previous else 0) + stopped,
+    )
     started = time.monotonic()
     print(f"bat experiment: arm {arm.name} seed {seed} -> {root}", flush=True)
     try:
         cfg = arm_config(spec, arm, seed)
         layout = seed_arm_state(shared, root, models_only=arm.kind == "base")
-        attempt = {"started_at": time.time(), "stopped_attempts": stopped, "stopped_wall_s": stopped_wall}
-        atomic_write_json(root / ATTEMPT_NAME, attempt)  # carries the stopped ones until a record counts them
-        record["config_hash"] = config_hash(cfg)
+        attempt = AttemptRecord(started_at=time.time(), stopped_attempts=stopped, stopped_wall_s=stopped_wall)
+        write_record(files.attempt, attempt)  # carries the stopped ones until a record counts them
+        record.config_hash = config_hash(cfg)
         run_one = _run_base if arm.kind == "base" else _run_trained
-        record["final_round"] = run_one(cfg, layout, allow_config_change)
-        record["status"] = "done"
+        record.final_round = run_one(cfg, layout, allow_config_change)
+        record.status = "done"
     except Exception as exc:  # every run is reported, including the ones that fail; the others still run
-        record.update(status="failed", error=f"{type(exc).__name__}: {exc}", traceback=traceback.format_exc(limit=6))
-        print(f"bat experiment: arm {arm.name} seed {seed} FAILED: {record['error']}", flush=True)
-    earlier_wall = float((previous or {}).get("wall_s", 0.0)) + stopped_wall
-    record["wall_s"] = round(time.monotonic() - started + earlier_wall, 3)
+        record.status, record.error = "failed", f"{type(exc).__name__}: {exc}"
+        record.traceback = traceback.format_exc(limit=6)
+        print(f"bat experiment: arm {arm.name} seed {seed} FAILED: {record.error}", flush=True)
+    earlier_wall = (previous.wall_s if previous else 0.0) + stopped_wall
+    record.wall_s = round(time.monotonic() - started + earlier_wall, 3)
     root.mkdir(parents=True, exist_ok=True)
-    atomic_write_json(root / ARM_RECORD, record)
-    (root / ATTEMPT_NAME).unlink(missing_ok=True)
+    write_record(files.arm_record, record)
+    files.attempt.unlink(missing_ok=True)
     return record

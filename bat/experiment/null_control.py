@@ -21,14 +21,13 @@ import math
 import shutil
 import time
 from pathlib import Path
-from typing import Any
 
+from bat.experiment.records import read_record, write_record
 from bat.experiment.spec import ExperimentSpec
-from bat.state.experiment_layout import null_arm, wide_piece
+from bat.schemas.experiment import NullCalibration, NullInfo, ScaleTry
+from bat.state.experiment_layout import ExperimentRunFiles, ExperimentStateLayout, ResultsLayout, null_arm
+from bat.state.lr_probe_layout import export_weights
 
-WEIGHTS = "model.safetensors"
-CALIBRATION_NAME = "null.json"
-"""The null seed's calibration record in its state dir: every scale tried and the KL it measured."""
 FIRST_SCALE = 0.01
 """The first relative scale tried (noise of 1% of each tensor's RMS)."""
 KL_TOLERANCE = 0.25
@@ -50,7 +49,7 @@ def write_perturbed(start: Path, out: Path, scale: float, seed: int, dtype: str 
     from bat.policy.loader import load_model
     from bat.seeds import derive_seed
 
-    if (out / WEIGHTS).exists():
+    if export_weights(out).exists():
         return out
     model = load_model(start, dtype=dtype)
     with torch.no_grad():
@@ -64,50 +63,49 @@ def write_perturbed(start: Path, out: Path, scale: float, seed: int, dtype: str 
     return write_export(model, Path(start), out, meta)
 
 
-def next_scale(tried: list[dict[str, float]], target_kl: float) -> float:
+def next_scale(tried: list[ScaleTry], target_kl: float) -> float:
     """The next relative scale to try from the (scale, kl) pairs measured so far: KL grows as scale^2 for a small
     step, so the last measured pair is rescaled by sqrt(target / kl) (x10 when it measured no KL at all)."""
     if not tried:
         return FIRST_SCALE
     last = tried[-1]
-    if last["kl"] <= 0:
-        return last["scale"] * 10
-    return last["scale"] * math.sqrt(target_kl / last["kl"])
+    if last.kl <= 0:
+        return last.scale * 10
+    return last.scale * math.sqrt(target_kl / last.kl)
 
 
 def calibrate(
-    start: Path, work: Path, prompts: list[list[dict]], target_kl: float, seed: int, kl_args: dict[str, Any]
-) -> dict[str, Any]:
-    """Find a scale whose perturbed export (under `work/scale_<s>/`) is `target_kl` (+- KL_TOLERANCE) from `start`;
-    returns {"scale", "kl", "checkpoint", "tried"}, read back from `work/null.json` when done already. The KL is
-    `bat.train.kl_estimate.estimate_kl(candidate, start, prompts, **kl_args)`. Raises NullControlError after
-    MAX_TRIES scales."""
-    from bat.state.atomic import atomic_write_json, read_json
+    start: Path, files: ExperimentRunFiles, prompts: list[list[dict]], target_kl: float, seed: int, kl_args: dict
+) -> NullCalibration:
+    """Find a scale whose perturbed export (`files.null_scale(s)`) is `target_kl` (+- KL_TOLERANCE) from `start`;
+    returns the calibration (scale, kl, checkpoint, every try), read back from `files.null_calibration` when done
+    already. The KL is `bat.train.kl_estimate.estimate_kl(candidate, start, prompts, **kl_args)`. Raises
+    NullControlError after MAX_TRIES scales."""
     from bat.train.kl_estimate import estimate_kl
 
-    record_path = work / CALIBRATION_NAME
-    record = read_json(record_path) if record_path.exists() else {"target_kl": target_kl, "tried": []}
-    if record["target_kl"] != target_kl:
+    record_path = files.null_calibration
+    record = read_record(record_path, NullCalibration) or NullCalibration(target_kl=target_kl, tried=[])
+    if record.target_kl != target_kl:
         raise NullControlError(
-            f"{record_path}: this null seed was calibrated to KL {record['target_kl']}, not {target_kl}; ask for "
-            f"--null-kl {record['target_kl']}, or use another null seed"
+            f"{record_path}: this null seed was calibrated to KL {record.target_kl}, not {target_kl}; ask for "
+            f"--null-kl {record.target_kl}, or use another null seed"
         )
-    if record.get("checkpoint"):
+    if record.checkpoint:
         return record
-    tried: list[dict[str, float]] = record["tried"]
-    while len(tried) < MAX_TRIES:
-        scale = next_scale(tried, target_kl)
-        candidate = work / f"scale_{scale:.6g}"
+    while len(record.tried) < MAX_TRIES:
+        scale = next_scale(record.tried, target_kl)
+        candidate = files.null_scale(scale)
         write_perturbed(start, candidate, scale, seed, kl_args.get("dtype", "float32"))
         kl = float(estimate_kl(candidate, start, prompts, **kl_args))
-        tried.append({"scale": scale, "kl": kl})
-        atomic_write_json(record_path, record)
+        record.tried.append(ScaleTry(scale=scale, kl=kl))
+        write_record(record_path, record)
         print(f"bat experiment: null control seed {seed}: scale {scale:.4g} -> KL {kl:.4f}", flush=True)
         if abs(kl - target_kl) <= KL_TOLERANCE * target_kl:
-            record.update(scale=scale, kl=kl, checkpoint=str(candidate))
-            atomic_write_json(record_path, record)
+            record.scale, record.kl, record.checkpoint = scale, kl, str(candidate)
+            write_record(record_path, record)
             return record
         shutil.rmtree(candidate)
+    tried = [t.model_dump() for t in record.tried]
     raise NullControlError(
         f"{record_path}: no scale within {KL_TOLERANCE:.0%} of KL {target_kl} after {MAX_TRIES} tries ({tried}); "
         "delete the file to start over, or ask for another --null-kl"
@@ -116,7 +114,7 @@ def calibrate(
 
 def null_state_dir(spec: ExperimentSpec, target_kl: float, null_seed: int) -> Path:
     """`<experiment state>/_null-kl<KL>/seed_<k>`: the run state dir of one null seed at one KL."""
-    return spec.root / null_arm(target_kl) / f"seed_{null_seed}"
+    return ExperimentStateLayout(spec.root).null_dir(target_kl, null_seed)
 
 
 def run_null_control(spec: ExperimentSpec, null_seed: int, target_kl: float, repeats: int, out_dir: Path) -> str:
@@ -126,16 +124,14 @@ def run_null_control(spec: ExperimentSpec, null_seed: int, target_kl: float, rep
     from bat.benchmark.secret import read_secret
     from bat.curriculum.kl import probe_prompts
     from bat.evaluate.manifest import checkpoint_digest
-    from bat.evaluate.store import load_aggregate, read_heldout_runs
     from bat.experiment.pieces import stamp_piece
     from bat.experiment.share import run_shared, seed_arm_state
-    from bat.experiment.wide import WIDE_PHASE, play_final, run_entries, wide_config, wide_variant
-    from bat.state.atomic import atomic_write_json
+    from bat.experiment.wide import score_wide, scored_record, wide_config
 
     if target_kl <= 0:
         raise NullControlError(f"--null-kl must be > 0, got {target_kl}")
     arm = null_arm(target_kl)
-    path = wide_piece(out_dir, arm, null_seed, repeats)
+    path = ResultsLayout(out_dir).wide_piece(arm, null_seed, repeats)
     if path.exists():
         return f"{arm} seed {null_seed}: committed already ({path})"
     shared = run_shared(spec, spec.seeds[0])
@@ -155,39 +151,23 @@ def run_null_control(spec: ExperimentSpec, null_seed: int, target_kl: float, rep
         )
     started = time.monotonic()
     calibration = calibrate(
-        Path(shared.sft_checkpoint),
-        layout.checkpoints_dir / "null",
-        prompts,
-        target_kl,
-        null_seed,
-        kl_args,
+        Path(shared.sft_checkpoint), ExperimentRunFiles(layout.root), prompts, target_kl, null_seed, kl_args
     )
-    variant = wide_variant(repeats)
-    if load_aggregate(layout, 0, "final", WIDE_PHASE, variant) is None:
-        play_final(cfg, layout, 0, calibration["checkpoint"], variant)
-    agg = load_aggregate(layout, 0, "final", WIDE_PHASE, variant)
-    assert agg is not None
-    record = {
-        "arm": arm,
-        "seed": null_seed,
-        "repeats": repeats,
-        "checkpoint_digest": checkpoint_digest(calibration["checkpoint"]),
-        "heldout_suite": read_secret(layout.heldout_secret).fingerprint,
-        "overall": agg.overall,
-        "n_runs": agg.n_runs,
-        "wall_s": round(time.monotonic() - started, 3),
-        "null": {
-            "start_digest": shared.sft_digest,
-            "direction": "per tensor W: scale * rms(W) * z, z ~ N(0, 1) seeded by (null seed, tensor name)",
-            "target_kl": target_kl,
-            "scale": calibration["scale"],
-            "kl": calibration["kl"],
-            "tried": calibration["tried"],
-        },
-        "runs": run_entries(read_heldout_runs(layout, 0, "final", variant)),
-    }
-    atomic_write_json(path, stamp_piece(record))
+    assert calibration.checkpoint is not None and calibration.scale is not None and calibration.kl is not None
+    agg, runs = score_wide(cfg, layout, 0, calibration.checkpoint, repeats)
+    suite = read_secret(layout.heldout_secret).fingerprint
+    null = NullInfo(
+        start_digest=shared.sft_digest,
+        direction="per tensor W: scale * rms(W) * z, z ~ N(0, 1) seeded by (null seed, tensor name)",
+        target_kl=target_kl,
+        scale=calibration.scale,
+        kl=calibration.kl,
+        tried=calibration.tried,
+    )
+    digest = checkpoint_digest(calibration.checkpoint)
+    record = scored_record(arm, null_seed, repeats, (digest, suite), agg, runs, started, null=null)
+    write_record(path, stamp_piece(record))
     return (
-        f"{arm} seed {null_seed}: scale {calibration['scale']:.4g}, KL {calibration['kl']:.4f} from the SFT; Overall "
+        f"{arm} seed {null_seed}: scale {calibration.scale:.4g}, KL {calibration.kl:.4f} from the SFT; Overall "
         f"{100 * (agg.overall or 0):.1f} over {agg.n_runs} runs -> {path} (commit it)"
     )

@@ -18,78 +18,68 @@ from __future__ import annotations
 
 import datetime as _dt
 from pathlib import Path
-from typing import Any
+from typing import TypeVar
 
+from bat.experiment.records import load_record, read_record, read_records, write_record
 from bat.perf.machine import cpu_facts, isa_kind
-from bat.state.atomic import atomic_write_json, read_json
-from bat.state.experiment_layout import (
-    PIECES_DIR_NAME,
-    SHARED_PIECE_DIR_NAME,
-    SUPERSEDED_DIR_NAME,
-    arm_piece,
-    shared_piece,
-    superseded_piece,
-)
+from bat.schemas.experiment import PIECE_SCHEMA, CpuFacts, PieceStamp, SeedRun, SharedRecord, Supersession
+from bat.state.experiment_layout import ResultsLayout
 
-PIECE_SCHEMA = 1
-"""Version of a piece record's layout."""
+P = TypeVar("P", bound=PieceStamp)
 
 
-def stamp_piece(body: dict[str, Any]) -> dict[str, Any]:
-    """`body` with the piece schema, the commit that produced it, the CPU and the time (every committed record)."""
+def stamp_piece(record: P) -> P:
+    """`record` with the piece schema, the commit that produced it, the CPU and the time (every committed record)."""
     from bat.experiment.write import git_commit
 
-    return {
-        "piece_schema": PIECE_SCHEMA,
-        **body,
-        "commit": git_commit(),
-        "cpu": cpu_facts(),
-        "recorded_at": _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds"),
-    }
+    return record.model_copy(
+        update={
+            "piece_schema": PIECE_SCHEMA,
+            "commit": git_commit(),
+            "cpu": CpuFacts(**cpu_facts()),
+            "recorded_at": _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds"),
+        }
+    )
 
 
-def write_arm_piece(out_dir: Path, arm: str, seed: int, result: dict[str, Any]) -> Path | None:
+def write_arm_piece(out_dir: Path, arm: str, seed: int, result: SeedRun) -> Path | None:
     """Record a finished arm x seed's collected `result` once; returns the path written, None when one exists
     already or the run is not finished (status other than `done`)."""
-    path = arm_piece(out_dir, arm, seed)
-    if path.exists() or result.get("status") != "done":
+    path = ResultsLayout(out_dir).arm_piece(arm, seed)
+    if path.exists() or not result.done:
         return None
-    return atomic_write_json(path, stamp_piece({"arm": arm, **result}))
+    return write_record(path, stamp_piece(result.model_copy(update={"arm": arm})))
 
 
-def read_arm_piece(out_dir: Path, arm: str, seed: int) -> dict[str, Any] | None:
+def read_arm_piece(out_dir: Path, arm: str, seed: int) -> SeedRun | None:
     """The committed result of `arm` x `seed` (with `source: committed`), or None."""
-    path = arm_piece(out_dir, arm, seed)
-    if not path.exists():
-        return None
-    record = read_json(path)
-    return {**record, "source": "committed"}
+    record = read_record(ResultsLayout(out_dir).arm_piece(arm, seed), SeedRun)
+    return None if record is None else record.model_copy(update={"source": "committed"})
 
 
-def write_shared_piece(out_dir: Path, seed: int, record: dict[str, Any]) -> Path | None:
+def write_shared_piece(out_dir: Path, seed: int, sft_digest: str, wall_s: float) -> Path | None:
     """Record the shared bootstrap built with `seed` once (SFT digest, wall); None when one exists already."""
-    path = shared_piece(out_dir, seed)
+    path = ResultsLayout(out_dir).shared_piece(seed)
     if path.exists():
         return None
-    return atomic_write_json(path, stamp_piece({"seed": seed, **record}))
+    return write_record(path, stamp_piece(SharedRecord(seed=seed, sft_digest=sft_digest, wall_s=wall_s)))
 
 
-def read_shared_piece(out_dir: Path, seed: int) -> dict[str, Any] | None:
+def read_shared_piece(out_dir: Path, seed: int) -> SharedRecord | None:
     """The committed record of the bootstrap built with `seed`, or None."""
-    path = shared_piece(out_dir, seed)
-    return read_json(path) if path.exists() else None
+    return read_record(ResultsLayout(out_dir).shared_piece(seed), SharedRecord)
 
 
 def digest_check(out_dir: Path, seed: int, digest: str) -> str | None:
     """None when the bootstrap's SFT `digest` equals the committed one (or none is committed); else a message naming
     both digests and CPUs, for the log and the results."""
     committed = read_shared_piece(out_dir, seed)
-    if committed is None or committed.get("sft_digest") == digest:
+    if committed is None or committed.sft_digest == digest:
         return None
-    then, now = committed.get("cpu", {}), cpu_facts()
+    then, now = (committed.cpu or CpuFacts()).model_dump(), cpu_facts()
     return (
         f"the shared bootstrap (seed {seed}) rebuilt with SFT digest {digest[:16]}, not the committed "
-        f"{str(committed.get('sft_digest'))[:16]} ({shared_piece(out_dir, seed)}): built on {then.get('model')!r} "
+        f"{committed.sft_digest[:16]} ({ResultsLayout(out_dir).shared_piece(seed)}): built on {then.get('model')!r} "
         f"{isa_kind(then)}, now on {now.get('model')!r} {isa_kind(now)}. Arms run now train from another SFT checkpoint than "
         "the committed ones; the results' budget audit names them. To keep one bootstrap, check the SFT phase's "
         "pin (orchestrate.resources.sft.env; `python -m bat.perf.numerics` under it prints the same fingerprint on "
@@ -99,15 +89,7 @@ def digest_check(out_dir: Path, seed: int, digest: str) -> str | None:
 
 def committed_arms(out_dir: Path) -> dict[str, list[int]]:
     """Arm name -> seeds with a committed record under `<out_dir>/runs/` (for listings)."""
-    root = Path(out_dir) / PIECES_DIR_NAME
-    out: dict[str, list[int]] = {}
-    if not root.is_dir():
-        return out
-    for arm_dir in sorted(p for p in root.iterdir() if p.is_dir() and p.name != SHARED_PIECE_DIR_NAME):
-        seeds = sorted(int(p.stem.split("_", 1)[1]) for p in arm_dir.glob("seed_*.json") if p.stem[5:].isdigit())
-        if seeds:
-            out[arm_dir.name] = seeds
-    return out
+    return ResultsLayout(out_dir).committed_seeds()
 
 
 class SupersedeError(ValueError):
@@ -118,21 +100,22 @@ def supersede_arm_piece(out_dir: Path, arm: str, seed: int, tag: str, reason: st
     """Move the committed record of `arm` x `seed` to `<out_dir>/superseded/<tag>/`, stamped with `reason`, the time
     and the commit that superseded it; returns the new path. Raises SupersedeError when there is no committed record
     or `tag` already holds one for this arm x seed (nothing is moved then)."""
-    src, dst = arm_piece(out_dir, arm, seed), superseded_piece(out_dir, tag, arm, seed)
+    results = ResultsLayout(out_dir)
+    src, dst = results.arm_piece(arm, seed), results.superseded_piece(tag, arm, seed)
     if not src.exists():
         raise SupersedeError(f"{src}: no committed record of arm {arm} seed {seed} to supersede")
     if dst.exists():
         raise SupersedeError(f"{dst} exists: arm {arm} seed {seed} was superseded under tag {tag!r} already")
     from bat.experiment.write import git_commit
 
-    record = read_json(src)
-    record["superseded"] = {
-        "tag": tag,
-        "reason": reason,
-        "by_commit": git_commit(),
-        "at": _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds"),
-    }
-    atomic_write_json(dst, record)
+    record = load_record(src, SeedRun)
+    record.superseded = Supersession(
+        tag=tag,
+        reason=reason,
+        by_commit=git_commit(),
+        at=_dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds"),
+    )
+    write_record(dst, record)
     src.unlink()
     return dst
 
@@ -142,26 +125,23 @@ def retire_shared_piece(out_dir: Path, seed: int, tag: str, trained_arms: list[s
     committed record of a trained arm (`trained_arms`) still carries its SFT digest (every arm that trained from it
     was superseded), so that the next run records the bootstrap it builds instead of warning about a mismatch.
     Returns the new path, or None when the record is kept (or there is none)."""
+    results = ResultsLayout(out_dir)
     shared = read_shared_piece(out_dir, seed)
     if shared is None:
         return None
     for arm in trained_arms:
-        for path in sorted((Path(out_dir) / PIECES_DIR_NAME / arm).glob("seed_*.json")):
-            if read_json(path).get("shared_sft_digest") == shared.get("sft_digest"):
-                return None
-    dst = Path(out_dir) / SUPERSEDED_DIR_NAME / tag / SHARED_PIECE_DIR_NAME / f"seed_{seed}.json"
+        if any(r.shared_sft_digest == shared.sft_digest for r in read_records(results.arm_pieces(arm), SeedRun)):
+            return None
+    dst = results.superseded_shared(tag, seed)
     if dst.exists():
         raise SupersedeError(f"{dst} exists: the bootstrap of seed {seed} was superseded under tag {tag!r} already")
-    atomic_write_json(dst, shared)
-    shared_piece(out_dir, seed).unlink()
+    write_record(dst, shared)
+    results.shared_piece(seed).unlink()
     return dst
 
 
-def superseded_records(out_dir: Path) -> list[dict[str, Any]]:
+def superseded_records(out_dir: Path) -> list[SeedRun]:
     """Every superseded arm x seed record under `<out_dir>/superseded/`, ordered by tag, arm and seed (retired
     bootstrap records under `<tag>/_shared/` are not arm records and are left out)."""
-    root = Path(out_dir) / SUPERSEDED_DIR_NAME
-    if not root.is_dir():
-        return []
-    paths = [p for p in sorted(root.glob("*/*/seed_*.json")) if p.parent.name != SHARED_PIECE_DIR_NAME]
-    return [{**read_json(p), "source": "committed"} for p in paths]
+    paths = ResultsLayout(out_dir).superseded_pieces()
+    return [r.model_copy(update={"source": "committed"}) for r in read_records(paths, SeedRun)]

@@ -43,27 +43,31 @@ def arm_run_scores(arm_dirs: list[Path], split: str, metric: str = "overall") ->
     score, or seeds whose run ids or instances differ (not the same experiment).
     """
     from bat.evaluate.store import heldout_runs_path, read_heldout_runs
-    from bat.state.atomic import read_json
-    from bat.state.experiment_layout import ARM_RECORD_NAME
+    from bat.experiment.records import read_record
+    from bat.schemas.experiment import ArmRecord
+    from bat.state.errors import StateFileError
+    from bat.state.experiment_layout import ExperimentRunFiles
     from bat.state.layout import RunLayout
 
     if metric not in METRICS:
         raise PowerInputError(f"unknown metric {metric!r}; valid: {list(METRICS)}")
     per_seed: list[dict[str, tuple[str, float]]] = []
     for arm_dir in arm_dirs:
-        record_path = Path(arm_dir) / ARM_RECORD_NAME
-        if not record_path.exists():
+        record_path = ExperimentRunFiles(Path(arm_dir)).arm_record
+        try:
+            record = read_record(record_path, ArmRecord)
+        except StateFileError as exc:
+            raise PowerInputError(str(exc)) from None
+        if record is None:
             raise PowerInputError(f"{record_path}: not found; pass an arm x seed state directory of `bat experiment`")
-        record = read_json(record_path)
-        if not isinstance(record, dict) or record.get("status") != "done" or "final_round" not in record:
-            status = record.get("status") if isinstance(record, dict) else None
-            raise PowerInputError(f"{record_path}: status {status!r}; finish the arm x seed first")
+        if record.status != "done" or record.final_round is None:
+            raise PowerInputError(f"{record_path}: status {record.status!r}; finish the arm x seed first")
         layout = RunLayout(Path(arm_dir))
-        path = heldout_runs_path(layout, int(record["final_round"]), split)
+        path = heldout_runs_path(layout, record.final_round, split)
         if not path.exists():
             raise PowerInputError(f"{path}: not found; the end-of-run evaluation kept no raw runs on this split")
         scores: dict[str, tuple[str, float]] = {}
-        for run in read_heldout_runs(layout, int(record["final_round"]), split):
+        for run in read_heldout_runs(layout, record.final_round, split):
             value = getattr(run, metric)
             if value is None:
                 raise PowerInputError(f"{path}: run {run.run_id} has a null {metric} ({run.null_reason}); rerun it")

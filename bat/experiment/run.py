@@ -10,7 +10,6 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable
 from pathlib import Path
-from typing import Any
 
 from bat.experiment.collect import collect, seed_result
 from bat.experiment.execute import run_arm
@@ -26,6 +25,7 @@ from bat.experiment.pieces import (
 from bat.experiment.share import arm_dir, run_shared, seed_dir
 from bat.experiment.spec import ExperimentError, ExperimentSpec, bootstrap_seed_of
 from bat.experiment.write import stamp, write_results
+from bat.schemas.experiment_results import ExperimentResults
 from bat.state.experiment_layout import superseded_state
 
 TAG_PATTERN = re.compile(r"^[a-z0-9][a-z0-9._-]{0,63}$")
@@ -101,6 +101,31 @@ def widen_now(spec: ExperimentSpec, arm: str, seed: int, out: Path) -> list[str]
     return skipped
 
 
+def _pending(arms: list, seed: int, committed: dict[str, list[int]], out: Path) -> list:
+    """The `arms` still to run for `seed`: those without a committed record under `<out>/runs/` (each skipped one is
+    named)."""
+    pending = []
+    for arm in arms:
+        if seed in committed.get(arm.name, []):
+            print(f"bat experiment: arm {arm.name} seed {seed} is committed under {out}/runs/: skipped", flush=True)
+        else:
+            pending.append(arm)
+    return pending
+
+
+def _run_arms(spec: ExperimentSpec, arms: list, seed: int, shared, out: Path, allow_config_change: bool) -> list[str]:
+    """Run each of `arms` x `seed` from the `shared` bootstrap; record each finished one under `<out>/runs/` and, with
+    `spec.wide_final_repeats`, widen it at once. Returns the wide evaluations that could not be done."""
+    wide_skipped: list[str] = []
+    for arm in arms:
+        record = run_arm(spec, arm, seed, shared, allow_config_change=allow_config_change)
+        if record.status == "done" and write_arm_piece(out, arm.name, seed, seed_result(spec, arm.name, seed)):
+            print(f"bat experiment: arm {arm.name} seed {seed} recorded under {out}/runs/ (commit it)", flush=True)
+        if record.status == "done" and spec.wide_final_repeats is not None:
+            wide_skipped += widen_now(spec, arm.name, seed, out)
+    return wide_skipped
+
+
 def run_experiment(
     spec: ExperimentSpec,
     *,
@@ -112,7 +137,7 @@ def run_experiment(
     allow_config_change: bool = False,
     supersede_as: tuple[str, str] | None = None,
     allow_bootstrap_change: bool = False,
-) -> dict[str, Any]:
+) -> ExperimentResults:
     """Run the selected arms x seeds, then write results for the whole experiment. Finished ones are skipped: those
     finished in their state dir, and those with a committed piece under `<out>/runs/` (a seed whose selected arms are
     all committed does not rebuild its bootstrap).
@@ -136,15 +161,7 @@ def run_experiment(
     if not collect_only:
         committed = committed_arms(out)
         for seed in chosen:
-            pending = []
-            for arm in arms:
-                if seed in committed.get(arm.name, []):
-                    print(
-                        f"bat experiment: arm {arm.name} seed {seed} is committed under {out}/runs/: skipped",
-                        flush=True,
-                    )
-                else:
-                    pending.append(arm)
+            pending = _pending(arms, seed, committed, out)
             if not pending:  # nothing left to run for this seed: its bootstrap is not rebuilt
                 continue
             try:
@@ -162,17 +179,9 @@ def run_experiment(
             if mismatch and mismatch not in warnings:
                 warnings.append(mismatch)
                 print(f"bat experiment: WARNING: {mismatch}", flush=True)
-            write_shared_piece(out, boot, {"sft_digest": shared.sft_digest, "wall_s": shared.wall_s})
-            for arm in pending:
-                record = run_arm(spec, arm, seed, shared, allow_config_change=allow_config_change)
-                if record.get("status") == "done" and write_arm_piece(
-                    out, arm.name, seed, seed_result(spec, arm.name, seed)
-                ):
-                    print(
-                        f"bat experiment: arm {arm.name} seed {seed} recorded under {out}/runs/ (commit it)", flush=True
-                    )
-                if record.get("status") == "done" and spec.wide_final_repeats is not None:
-                    wide_skipped += widen_now(spec, arm.name, seed, out)
-    results = stamp({**collect(spec, out), "shared_failures": failures, "bootstrap_warnings": warnings}, command)
+            write_shared_piece(out, boot, shared.sft_digest, shared.wall_s)
+            wide_skipped += _run_arms(spec, pending, seed, shared, out, allow_config_change)
+    collected = collect(spec, out).model_copy(update={"shared_failures": failures, "bootstrap_warnings": warnings})
+    results = stamp(collected, command)
     write_results(spec, results, out_dir)
-    return {**results, "wide_skipped": wide_skipped} if wide_skipped else results
+    return results.model_copy(update={"wide_skipped": wide_skipped}) if wide_skipped else results

@@ -16,15 +16,14 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from bat.benchmark.secret import install_secret, run_secret
+from bat.experiment.records import load_record, write_record
 from bat.experiment.spec import SHARED_NAME, ExperimentSpec, bootstrap_seed_of, shared_config
-from bat.state.atomic import atomic_dir, atomic_write_json, read_json
-from bat.state.experiment_layout import SEED_MARKER_NAME, SHARED_RECORD_NAME
-from bat.state.experiment_layout import experiment_secret as state_experiment_secret
+from bat.schemas.experiment import SeedMarker, SharedRecord
+from bat.state.atomic import atomic_dir
+from bat.state.experiment_layout import ExperimentRunFiles, ExperimentStateLayout
 from bat.state.layout import RunLayout
 from bat.state.markers import read_done
 
-SEED_MARKER = SEED_MARKER_NAME
-SHARED_RECORD = SHARED_RECORD_NAME
 ROUND0_PHASES = ("synthesize", "scan", "sft", "evaluate")
 """Round-0 phases shared by every arm; the round-0 `route` is arm-dependent and re-runs in each arm."""
 
@@ -50,14 +49,15 @@ class SharedInfo:
 def experiment_secret(spec: ExperimentSpec) -> Path:
     """The experiment's held-out secret, installed into every run it makes (`bat.benchmark.secret`): the committed
     `secret_file` when the spec names one (copied into the state dir first), else one created under `state_dir`."""
-    path = state_experiment_secret(spec.root)
+    path = ExperimentStateLayout(spec.root).secret
     if spec.secret_file is not None:
         install_secret(spec.secret_file, path)
     return path
 
 
 def seed_dir(spec: ExperimentSpec, seed: int) -> Path:
-    return spec.root / f"seed_{seed}"
+    """`<experiment>/seed_<seed>`: every run dir of one seed."""
+    return ExperimentStateLayout(spec.root).seed_dir(seed)
 
 
 def shared_dir(spec: ExperimentSpec, seed: int) -> Path:
@@ -66,7 +66,8 @@ def shared_dir(spec: ExperimentSpec, seed: int) -> Path:
 
 
 def arm_dir(spec: ExperimentSpec, seed: int, arm: str) -> Path:
-    return seed_dir(spec, seed) / arm
+    """`<experiment>/seed_<seed>/<arm>`: the arm x seed's state dir."""
+    return ExperimentStateLayout(spec.root).run_dir(seed, arm)
 
 
 def sft_checkpoint(layout: RunLayout) -> str:
@@ -99,7 +100,7 @@ def run_shared(spec: ExperimentSpec, seed: int) -> SharedInfo:
 
     cfg = shared_config(spec, seed)
     layout = RunLayout(shared_dir(spec, seed))
-    record_path = layout.root / SHARED_RECORD
+    record_path = ExperimentRunFiles(layout.root).shared_record
     wall = 0.0
     if not record_path.exists():
         install_secret(experiment_secret(spec), layout.heldout_secret)
@@ -112,22 +113,17 @@ def run_shared(spec: ExperimentSpec, seed: int) -> SharedInfo:
                 f"seed {seed}: shared bootstrap in {layout.root} ended with exit {code}; "
                 f"phases not DONE: {missing or 'none'}"
             )
-        atomic_write_json(
-            record_path,
-            {
-                "seed": seed,
-                "wall_s": round(wall, 3),
-                "sft_checkpoint": sft_checkpoint(layout),
-                "sft_digest": sft_digest(layout),
-            },
+        built = SharedRecord(
+            seed=seed, wall_s=round(wall, 3), sft_checkpoint=sft_checkpoint(layout), sft_digest=sft_digest(layout)
         )
-    record = read_json(record_path)
+        write_record(record_path, built)
+    record = load_record(record_path, SharedRecord)
     return SharedInfo(
         seed=seed,
         layout=layout,
-        sft_checkpoint=record["sft_checkpoint"],
-        sft_digest=record["sft_digest"],
-        wall_s=float(record["wall_s"]),
+        sft_checkpoint=str(record.sft_checkpoint),
+        sft_digest=record.sft_digest,
+        wall_s=record.wall_s,
         compute_s=round0_compute_s(layout),
     )
 
@@ -168,7 +164,7 @@ def seed_arm_state(shared: SharedInfo, root: Path, *, models_only: bool = False)
     read from the model cache), so its evaluation shares no held-out files.
     """
     root = Path(root)
-    if (root / SEED_MARKER).exists():
+    if ExperimentRunFiles(root).seed_marker.exists():
         return RunLayout(root)
     with atomic_dir(root) as tmp:
         target = RunLayout(tmp)
@@ -178,14 +174,12 @@ def seed_arm_state(shared: SharedInfo, root: Path, *, models_only: bool = False)
             _link_tree(src, dst)
         run_secret(shared.layout)  # a bootstrap evaluated without a held-out secret cannot seed arms
         install_secret(shared.layout.heldout_secret, target.heldout_secret)
-        atomic_write_json(
-            tmp / SEED_MARKER,
-            {
-                "shared": str(shared.layout.root),
-                "seed": shared.seed,
-                "sft_digest": shared.sft_digest,
-                "models_only": models_only,
-                "copied": [str(d.relative_to(target.root)) for _, d in pairs],
-            },
-        )  # both resolved
+        marker = SeedMarker(
+            shared=str(shared.layout.root),
+            seed=shared.seed,
+            sft_digest=shared.sft_digest,
+            models_only=models_only,
+            copied=[str(d.relative_to(target.root)) for _, d in pairs],
+        )
+        write_record(ExperimentRunFiles(tmp).seed_marker, marker)  # both resolved
     return RunLayout(root)

@@ -13,10 +13,12 @@ from typing import TYPE_CHECKING, Any, Literal
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
+from bat.state.experiment_layout import SHARED_STATE_DIR_NAME
+
 if TYPE_CHECKING:
     from bat.config.root import BatConfig
 
-SHARED_NAME = "_shared"
+SHARED_NAME = SHARED_STATE_DIR_NAME
 """Directory name of the per-seed shared bootstrap state (reserved; not a valid arm name)."""
 ARM_PREFIXES = ("curriculum.", "grpo.shuffle_rewards")
 """Arm overrides may only change the curriculum (arm, pools, rho, gate, fallback) and whether the arm is a

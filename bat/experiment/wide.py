@@ -24,8 +24,10 @@ from typing import Any
 
 import submitit
 
+from bat.experiment.records import read_record, read_records, write_record
 from bat.experiment.spec import ExperimentSpec, arm_config
-from bat.state.experiment_layout import WIDE_ANCHOR_DIR_NAME, WIDE_DIR_NAME, wide_piece
+from bat.schemas.experiment import ArmRecord, WideRecord, WideRun
+from bat.state.experiment_layout import ExperimentRunFiles, ResultsLayout, wide_variant
 
 WIDE_PHASE = "final_test"
 """The end-of-run phase folder the wide aggregate is filed under (as a variant of its final aggregate)."""
@@ -33,11 +35,6 @@ WIDE_PHASE = "final_test"
 
 class WideError(ValueError):
     """An arm x seed that cannot be widened as asked; the message names the file and what to do."""
-
-
-def wide_variant(repeats: int) -> str:
-    """Variant name of a wide evaluation with `repeats` runs per track (`wide_r15`)."""
-    return f"wide_r{repeats:02d}"
 
 
 def wide_config(spec: ExperimentSpec, arm: str, seed: int, repeats: int) -> Any:
@@ -50,19 +47,17 @@ def wide_config(spec: ExperimentSpec, arm: str, seed: int, repeats: int) -> Any:
 def _finished_arm(spec: ExperimentSpec, arm: str, seed: int) -> tuple[Path, int]:
     """(state dir, final round) of a finished arm x seed; WideError otherwise."""
     from bat.experiment.share import arm_dir
-    from bat.state.atomic import read_json
-    from bat.state.experiment_layout import ARM_RECORD_NAME
 
     root = arm_dir(spec, seed, arm)
-    path = root / ARM_RECORD_NAME
-    record = read_json(path) if path.exists() else None
-    if not isinstance(record, dict) or record.get("status") != "done" or "final_round" not in record:
-        status = record.get("status") if isinstance(record, dict) else "not run on this disk"
+    path = ExperimentRunFiles(root).arm_record
+    record = read_record(path, ArmRecord)
+    if record is None or record.status != "done" or record.final_round is None:
+        status = record.status if record is not None else "not run on this disk"
         raise WideError(
             f"{path}: arm {arm} seed {seed} is {status}; the wide evaluation needs its finished state dir (run the "
             f"arm x seed on this disk first: its retained checkpoint is not committed)"
         )
-    return root, int(record["final_round"])
+    return root, record.final_round
 
 
 def _seed_partial(layout: Any, final_round: int, repeats: int, end_repeats: int) -> int:
@@ -91,8 +86,8 @@ def _seed_partial(layout: Any, final_round: int, repeats: int, end_repeats: int)
 
 
 def evaluate_wide(
-    spec: ExperimentSpec, arm: str, seed: int, repeats: int, known: dict[str, list[dict[str, Any]]] | None = None
-) -> dict[str, Any]:
+    spec: ExperimentSpec, arm: str, seed: int, repeats: int, known: dict[str, list[WideRecord]] | None = None
+) -> WideRecord:
     """Evaluate (or resume) the arm x seed's retained checkpoint on `repeats` final runs per track; returns the
     record to commit. An evaluation already finished is read back, not redone.
 
@@ -102,64 +97,109 @@ def evaluate_wide(
     record there on the same held-out suite (its end-of-run runs face the record's instances) takes its runs
     (`reused_from`) instead of playing them again; a record of another suite (another disk's secret) is not a twin."""
     from bat.benchmark.secret import read_secret
-    from bat.evaluate.manifest import checkpoint_digest
-    from bat.evaluate.store import aggregate_path, heldout_manifest_path, load_aggregate, read_heldout_runs
-    from bat.schemas.evaluation import EvalManifest
-    from bat.state.atomic import read_json
+    from bat.evaluate.store import load_aggregate, read_heldout_runs
     from bat.state.layout import RunLayout
 
     root, final_round = _finished_arm(spec, arm, seed)
     layout = RunLayout(root)
-    cfg = wide_config(spec, arm, seed, repeats)
-    variant = wide_variant(repeats)
-    manifest_path = heldout_manifest_path(layout, final_round, "final")
-    if not manifest_path.exists():
-        raise WideError(f"{manifest_path}: not found; the arm x seed has no end-of-run final evaluation")
-    manifest = EvalManifest.model_validate(read_json(manifest_path))
-    end_repeats = max((r.repeat for r in manifest.runs), default=-1) + 1
-    if repeats <= end_repeats:
-        raise WideError(
-            f"{manifest_path}: the end-of-run evaluation already has {end_repeats} runs per track; ask for more "
-            f"than {end_repeats}"
-        )
+    manifest, end_repeats = _end_of_run(layout, final_round, repeats)
     started, reused = time.monotonic(), 0
-    finished = load_aggregate(layout, final_round, "final", WIDE_PHASE, variant) is not None
+    finished = load_aggregate(layout, final_round, "final", WIDE_PHASE, wide_variant(repeats)) is not None
     # the suite's public name (the key stays in the state dir); runs pair only within one suite
     suite = read_secret(layout.heldout_secret).fingerprint if layout.heldout_secret.exists() else None
     end_runs = read_heldout_runs(layout, final_round, "final") if not finished else []
     twin = next((r for r in (known or {}).get(manifest.checkpoint_digest, []) if _same_suite(r, end_runs)), None)
     if twin is not None:
-        return {**_from_twin(twin, arm, seed, end_repeats, final_round, end_runs), "heldout_suite": suite}
+        return _from_twin(twin, arm, seed, end_repeats, final_round, end_runs).model_copy(
+            update={"heldout_suite": suite}
+        )
     if not finished:
-        if not Path(manifest.checkpoint).is_dir():
-            raise WideError(
-                f"{manifest_path}: its retained checkpoint {manifest.checkpoint} is gone; the wide evaluation "
-                "scores that checkpoint, so it runs on the disk that trained it"
-            )
-        if checkpoint_digest(manifest.checkpoint) != manifest.checkpoint_digest:
-            raise WideError(
-                f"{manifest.checkpoint}: its digest no longer matches the end-of-run evaluation's "
-                f"({manifest_path}); the retained checkpoint changed, so its runs cannot be extended"
-            )
+        _check_retained(layout, final_round, manifest.checkpoint, manifest.checkpoint_digest)
         reused = _seed_partial(layout, final_round, repeats, end_repeats)
-        play_final(cfg, layout, final_round, manifest.checkpoint, variant)
-    agg = load_aggregate(layout, final_round, "final", WIDE_PHASE, variant)
-    assert agg is not None, aggregate_path(layout, final_round, "final", WIDE_PHASE, variant)
-    runs = read_heldout_runs(layout, final_round, "final", variant)
-    return {
-        "arm": arm,
-        "seed": seed,
-        "repeats": repeats,
-        "end_of_run_repeats": end_repeats,
-        "final_round": final_round,
-        "checkpoint_digest": manifest.checkpoint_digest,
-        "heldout_suite": suite,
-        "overall": agg.overall,
-        "n_runs": agg.n_runs,
-        "reused_runs": reused,
-        "wall_s": round(time.monotonic() - started, 3),
-        "runs": run_entries(runs),
-    }
+    cfg = wide_config(spec, arm, seed, repeats)
+    agg, runs = score_wide(cfg, layout, final_round, manifest.checkpoint, repeats)
+    extra = {"end_of_run_repeats": end_repeats, "final_round": final_round, "reused_runs": reused}
+    return scored_record(arm, seed, repeats, (manifest.checkpoint_digest, suite), agg, runs, started, **extra)
+
+
+def _end_of_run(layout: Any, final_round: int, repeats: int) -> tuple[Any, int]:
+    """(manifest, runs per track) of the arm x seed's end-of-run final evaluation; WideError when it has none or
+    already has `repeats` runs per track or more."""
+    from bat.evaluate.store import heldout_manifest_path
+    from bat.schemas.evaluation import EvalManifest
+    from bat.state.atomic import read_json
+
+    path = heldout_manifest_path(layout, final_round, "final")
+    if not path.exists():
+        raise WideError(f"{path}: not found; the arm x seed has no end-of-run final evaluation")
+    manifest = EvalManifest.model_validate(read_json(path))
+    end_repeats = max((r.repeat for r in manifest.runs), default=-1) + 1
+    if repeats <= end_repeats:
+        raise WideError(
+            f"{path}: the end-of-run evaluation already has {end_repeats} runs per track; ask for more than "
+            f"{end_repeats}"
+        )
+    return manifest, end_repeats
+
+
+def _check_retained(layout: Any, final_round: int, checkpoint: str, digest: str) -> None:
+    """WideError unless the retained `checkpoint` the end-of-run evaluation named is on disk with its `digest`."""
+    from bat.evaluate.manifest import checkpoint_digest
+    from bat.evaluate.store import heldout_manifest_path
+
+    manifest_path = heldout_manifest_path(layout, final_round, "final")
+    if not Path(checkpoint).is_dir():
+        raise WideError(
+            f"{manifest_path}: its retained checkpoint {checkpoint} is gone; the wide evaluation scores that "
+            "checkpoint, so it runs on the disk that trained it"
+        )
+    if checkpoint_digest(checkpoint) != digest:
+        raise WideError(
+            f"{checkpoint}: its digest no longer matches the end-of-run evaluation's ({manifest_path}); the retained "
+            "checkpoint changed, so its runs cannot be extended"
+        )
+
+
+def score_wide(
+    cfg: Any, layout: Any, round_index: int, checkpoint: str, repeats: int
+) -> tuple[Any, dict[str, WideRun]]:
+    """`checkpoint`'s wide final evaluation (`repeats` runs per track) filed under `layout`'s round `round_index`:
+    played (or resumed) unless finished already; returns its aggregate and run entries."""
+    from bat.evaluate.store import load_aggregate, read_heldout_runs
+
+    variant = wide_variant(repeats)
+    if load_aggregate(layout, round_index, "final", WIDE_PHASE, variant) is None:
+        play_final(cfg, layout, round_index, checkpoint, variant)
+    agg = load_aggregate(layout, round_index, "final", WIDE_PHASE, variant)
+    assert agg is not None
+    return agg, run_entries(read_heldout_runs(layout, round_index, "final", variant))
+
+
+def scored_record(
+    arm: str,
+    seed: int,
+    repeats: int,
+    checkpoint: tuple[str, str | None],
+    agg: Any,
+    runs: dict[str, WideRun],
+    started: float,
+    **extra: Any,
+) -> WideRecord:
+    """The wide record of a checkpoint (`checkpoint`: its digest and the held-out suite it met) scored to `agg`
+    with `runs`, its wall from `started` (`time.monotonic`); `extra`: the record's optional fields."""
+    digest, suite = checkpoint
+    return WideRecord(
+        arm=arm,
+        seed=seed,
+        repeats=repeats,
+        checkpoint_digest=digest,
+        heldout_suite=suite,
+        overall=agg.overall,
+        n_runs=agg.n_runs,
+        wall_s=round(time.monotonic() - started, 3),
+        runs=runs,
+        **extra,
+    )
 
 
 def play_final(cfg: Any, layout: Any, round_index: int, checkpoint: str, variant: str) -> None:
@@ -211,79 +251,70 @@ class FinalPlayJob(submitit.helpers.Checkpointable):
         return agg.n_runs
 
 
-def run_entries(runs: list[Any]) -> dict[str, dict[str, Any]]:
+def run_entries(runs: list[Any]) -> dict[str, WideRun]:
     """A wide record's `runs`: run id -> instance, track and scores, from held-out run records (`EvalRun`)."""
     return {
-        r.run_id: {
-            "instance_id": r.instance_id,
-            "track": r.track,
-            "overall": r.overall,
-            "task": r.task,
-            "agentic": r.agentic,
-        }
+        r.run_id: WideRun(instance_id=r.instance_id, track=r.track, overall=r.overall, task=r.task, agentic=r.agentic)
         for r in sorted(runs, key=lambda r: r.run_id)
     }
 
 
-def _same_suite(record: dict[str, Any], end_runs: list[Any]) -> bool:
+def _same_suite(record: WideRecord, end_runs: list[Any]) -> bool:
     """True when the wide `record` holds every one of `end_runs` (an arm x seed's end-of-run runs) with the same
     instance: both were evaluated on one held-out suite."""
     return bool(end_runs) and all(
-        record["runs"].get(r.run_id, {}).get("instance_id") == r.instance_id for r in end_runs
+        r.run_id in record.runs and record.runs[r.run_id].instance_id == r.instance_id for r in end_runs
     )
 
 
 def _from_twin(
-    twin: dict[str, Any], arm: str, seed: int, end_repeats: int, final_round: int, end_runs: list[Any]
-) -> dict[str, Any]:
+    twin: WideRecord, arm: str, seed: int, end_repeats: int, final_round: int, end_runs: list[Any]
+) -> WideRecord:
     """The record of an arm x seed whose retained checkpoint `twin` (another arm x seed's record, same suite) already
     scored; WideError when the twin scored this arm x seed's end-of-run runs otherwise (not the same experiment)."""
-    twin_runs = {rid: (run["instance_id"], run["overall"]) for rid, run in twin["runs"].items()}
+    twin_runs = twin.run_scores()
     mismatched = [r.run_id for r in end_runs if twin_runs.get(r.run_id) != (r.instance_id, r.overall)]
     if mismatched:
         raise WideError(
-            f"arm {twin['arm']} seed {twin['seed']}'s wide record has this checkpoint's digest but not its end-of-run "
+            f"arm {twin.arm} seed {twin.seed}'s wide record has this checkpoint's digest but not its end-of-run "
             f"runs (first: {mismatched[0]}); move that record aside and evaluate both afresh"
         )
-    return {
-        **{k: twin[k] for k in ("repeats", "checkpoint_digest", "overall", "n_runs", "runs")},
-        "arm": arm,
-        "seed": seed,
-        "end_of_run_repeats": end_repeats,
-        "final_round": final_round,
-        "reused_runs": twin["n_runs"],
-        "reused_from": f"{twin['arm']} seed {twin['seed']}",
-        "wall_s": 0.0,
-    }
+    return WideRecord(
+        repeats=twin.repeats,
+        checkpoint_digest=twin.checkpoint_digest,
+        overall=twin.overall,
+        n_runs=twin.n_runs,
+        runs=twin.runs,
+        arm=arm,
+        seed=seed,
+        end_of_run_repeats=end_repeats,
+        final_round=final_round,
+        reused_runs=twin.n_runs,
+        reused_from=f"{twin.arm} seed {twin.seed}",
+        wall_s=0.0,
+    )
 
 
-def write_wide_piece(out_dir: Path, record: dict[str, Any]) -> Path | None:
+def write_wide_piece(out_dir: Path, record: WideRecord) -> Path | None:
     """Commit-ready record of one wide evaluation, written once (None when it exists already)."""
     from bat.experiment.pieces import stamp_piece
-    from bat.state.atomic import atomic_write_json
 
-    path = wide_piece(out_dir, record["arm"], record["seed"], record["repeats"])
+    path = ResultsLayout(out_dir).wide_piece(record.arm, record.seed, record.repeats)
     if path.exists():
         return None
-    return atomic_write_json(path, stamp_piece(record))
+    return write_record(path, stamp_piece(record))
 
 
-def read_wide_pieces(out_dir: Path) -> list[dict[str, Any]]:
+def read_wide_pieces(out_dir: Path) -> list[WideRecord]:
     """Every committed wide-evaluation record under `<out_dir>/wide/`, sorted by (repeats, arm, seed)."""
-    from bat.state.atomic import read_json
-
-    folder = Path(out_dir) / WIDE_DIR_NAME
-    records = [read_json(p) for p in sorted(folder.glob("*/seed_*_r*.json"))] if folder.is_dir() else []
-    return sorted(records, key=lambda r: (r["repeats"], r["arm"], r["seed"]))
+    records = read_records(ResultsLayout(out_dir).wide_pieces(), WideRecord)
+    return sorted(records, key=lambda r: (r.repeats, r.arm, r.seed))
 
 
-def read_anchor_pieces(out_dir: Path) -> list[dict[str, Any]]:
+def read_anchor_pieces(out_dir: Path) -> list[WideRecord]:
     """Every committed suite anchor under `<out_dir>/wide/_anchor/`, sorted by (repeats, suite)."""
-    from bat.state.atomic import read_json
-
-    folder = Path(out_dir) / WIDE_DIR_NAME / WIDE_ANCHOR_DIR_NAME
-    records = [read_json(p) for p in sorted(folder.glob("suite_*_r*.json"))] if folder.is_dir() else []
-    return sorted(records, key=lambda r: (r["repeats"], r["heldout_suite"]))
+    records = read_records(ResultsLayout(out_dir).anchor_pieces(), WideRecord)
+    return sorted(records, key=lambda r: (r.repeats, r.heldout_suite or ""))
 
 
 def run_wide(
@@ -293,14 +324,15 @@ def run_wide(
     or committed already, one line per arm x seed skipped and why). One that cannot be widened does not stop the
     others."""
     lines, skipped = [], []
-    known: dict[str, list[dict[str, Any]]] = {}
+    known: dict[str, list[WideRecord]] = {}
     for record in read_wide_pieces(out_dir):
-        if record["repeats"] == repeats:
-            known.setdefault(record["checkpoint_digest"], []).append(record)
+        if record.repeats == repeats:
+            known.setdefault(record.checkpoint_digest, []).append(record)
     for arm in arms:
         for seed in seeds:
-            if wide_piece(out_dir, arm, seed, repeats).exists():
-                lines.append(f"{arm} seed {seed}: committed already ({wide_piece(out_dir, arm, seed, repeats)})")
+            committed = ResultsLayout(out_dir).wide_piece(arm, seed, repeats)
+            if committed.exists():
+                lines.append(f"{arm} seed {seed}: committed already ({committed})")
                 continue
             print(f"bat experiment: wide final evaluation, arm {arm} seed {seed}, {repeats} runs per track", flush=True)
             try:
@@ -309,11 +341,11 @@ def run_wide(
                 skipped.append(f"{arm} seed {seed}: skipped: {exc}")
                 continue
             path = write_wide_piece(out_dir, record)
-            known.setdefault(record["checkpoint_digest"], []).append(record)
-            source = f"reused from {record['reused_from']}" if "reused_from" in record else "reused"
+            known.setdefault(record.checkpoint_digest, []).append(record)
+            source = f"reused from {record.reused_from}" if record.reused_from else "reused"
             lines.append(
-                f"{arm} seed {seed}: Overall {100 * (record['overall'] or 0):.1f} over {record['n_runs']} runs "
-                f"({record['reused_runs']} {source}) -> {path} (commit it)"
+                f"{arm} seed {seed}: Overall {100 * (record.overall or 0):.1f} over {record.n_runs} runs "
+                f"({record.reused_runs} {source}) -> {path} (commit it)"
             )
     return lines, skipped
 

@@ -2,18 +2,57 @@
 
 from __future__ import annotations
 
-from typing import Any
-
 from bat.experiment.markdown import table_head
+from bat.schemas.experiment_results import ExperimentResults, PowerComparison, WideArmSummary, WideSummary
 from bat.state.experiment_layout import is_null_arm
 
 
-def wide_section(results: dict[str, Any]) -> list[str]:
+def wide_section(results: ExperimentResults) -> list[str]:
     """Markdown lines of the report's "Wide final evaluation" section (none without committed wide records)."""
-    summaries = results.get("wide") or []
+    summaries = results.wide
     if not summaries:
         return []
-    ref, conf = results["reference_arm"], round(100 * results["confidence"])
+    ref = results.reference_arm
+    out = _intro(results)
+    for summary in summaries:
+        n = max(a.n_runs for a in summary.arms.values())
+        out += [
+            "",
+            f"**{summary.repeats} runs per track ({n} runs)**",
+            "",
+            *table_head(
+                [
+                    "arm",
+                    "seeds",
+                    "Overall",
+                    f"{ref} - arm",
+                    "p",
+                    "runs differing",
+                    "per-run SD",
+                    "detectable gap",
+                    "arm - SFT (own suite)",
+                ]
+            ),
+        ]
+        several_suites = any(set(data.suites or {"A": 0}) != {"A"} for data in summary.arms.values())
+        for arm, data in summary.arms.items():
+            cells = _reference_cells(summary.vs_reference.get(arm))
+            suites = data.suites or {"A": data.seeds}
+            seeds = "; ".join(
+                ", ".join(str(s) for s in seeds) + (f" ({label})" if several_suites else "")
+                for label, seeds in suites.items()
+            )
+            cells.append(_gain_cell(summary.vs_anchor.get(arm)))
+            out.append(f"| {arm} | {seeds} | {100 * data.mean:.1f} | " + " | ".join(cells) + " |")
+        out += _null_table(summary)
+        out += _profile_table(summary.arms)
+    return out
+
+
+def _intro(results: ExperimentResults) -> list[str]:
+    """The section's title and the paragraph saying how its rows are computed (and what the null control is, when
+    one was scored)."""
+    conf = round(100 * results.confidence)
     out = [
         "",
         "## Wide final evaluation",
@@ -33,86 +72,54 @@ def wide_section(results: dict[str, Any]) -> list[str]:
         "Last column: each arm's gain over the SFT checkpoint it started from, paired run by run on the instances "
         "of its own suite(s) (where the SFT was scored on them).",
     ]
-    if any(is_null_arm(arm) for summary in summaries for arm in summary["arms"]):
+    if any(is_null_arm(arm) for summary in results.wide for arm in summary.arms):
         out[-1] += (
             " `_null-kl<KL>` is the null control (`bat experiment --null-control`): the shared SFT moved along seeded "
             "random directions to KL <KL> from it (on the route's probe prompts), one direction per seed; its gain "
             "over the SFT is what a change of that size scores without learning."
         )
-    for summary in summaries:
-        n = max(a["n_runs"] for a in summary["arms"].values())
-        out += [
-            "",
-            f"**{summary['repeats']} runs per track ({n} runs)**",
-            "",
-            *table_head(
-                [
-                    "arm",
-                    "seeds",
-                    "Overall",
-                    f"{ref} - arm",
-                    "p",
-                    "runs differing",
-                    "per-run SD",
-                    "detectable gap",
-                    "arm - SFT (own suite)",
-                ]
-            ),
-        ]
-        several_suites = any(set(data.get("suites") or {"A": 0}) != {"A"} for data in summary["arms"].values())
-        for arm, data in summary["arms"].items():
-            cells = ["", "", "", "", ""]
-            row = summary["vs_reference"].get(arm)
-            if row and "error" in row:
-                cells = [row["error"], "", "", "", ""]
-            elif row and row.get("design") in ("unpaired", "anchored"):
-                cells = [
-                    f"{100 * row['mean_delta']:+.1f} +- {100 * row['half_width']:.1f}",
-                    f"{row['p_value']:.2f}",
-                    "{}: {} vs {}".format(_DESIGN_NAMES[row["design"]], *row["n_runs"])
-                    + (f" (unpaired: {100 * row['unpaired']['mean_delta']:+.1f})" if "unpaired" in row else ""),
-                    f"{100 * row['sd'][1]:.1f}",
-                    f"{100 * row['minimum_detectable']:.1f}",
-                ]
-            elif row:
-                cells = [
-                    f"{100 * row['mean_delta']:+.1f} +- {100 * row['half_width']:.1f}",
-                    f"{row['p_value']:.2f}",
-                    f"{row['runs_differing']}/{row['n_runs']}",
-                    f"{100 * row['sd_delta']:.1f}",
-                    f"{100 * row['minimum_detectable']:.1f}",
-                ]
-            suites = data.get("suites") or {"A": data["seeds"]}
-            seeds = "; ".join(
-                ", ".join(str(s) for s in seeds) + (f" ({label})" if several_suites else "")
-                for label, seeds in suites.items()
-            )
-            cells.append(_gain_cell(summary.get("vs_anchor", {}).get(arm)))
-            out.append(f"| {arm} | {seeds} | {100 * data['mean']:.1f} | " + " | ".join(cells) + " |")
-        out += _null_table(summary)
-        out += _profile_table(summary["arms"])
     return out
 
 
-def _null_table(summary: dict[str, Any]) -> list[str]:
+def _reference_cells(row: PowerComparison | None) -> list[str]:
+    """The five cells of an arm's comparison with the reference (difference, p, runs, per-run SD, detectable gap):
+    paired, unpaired or anchored on the SFT; the error in the first cell, or empty cells without a row."""
+    if row is None:
+        return ["", "", "", "", ""]
+    if row.error is not None:
+        return [row.error, "", "", "", ""]
+    assert row.mean_delta is not None and row.half_width is not None and row.minimum_detectable is not None
+    head = [f"{100 * row.mean_delta:+.1f} +- {100 * row.half_width:.1f}", f"{row.p_value:.2f}"]
+    if row.design in ("unpaired", "anchored"):
+        n_ref, n_arm = row.n_runs  # type: ignore[misc]
+        runs = f"{_DESIGN_NAMES[row.design]}: {n_ref} vs {n_arm}"
+        if row.unpaired is not None:
+            runs += f" (unpaired: {100 * (row.unpaired.mean_delta or 0.0):+.1f})"
+        return [*head, runs, f"{100 * (row.sd or [0.0, 0.0])[1]:.1f}", f"{100 * row.minimum_detectable:.1f}"]
+    sd = row.sd_delta or 0.0
+    return [*head, f"{row.runs_differing}/{row.n_runs}", f"{100 * sd:.1f}", f"{100 * row.minimum_detectable:.1f}"]
+
+
+def _null_table(summary: WideSummary) -> list[str]:
     """Per null control, each arm's gain over the SFT beside its gain beyond the null's (none without one)."""
     out: list[str] = []
-    for null, rows in (summary.get("vs_null") or {}).items():
+    for null, rows in summary.vs_null.items():
         out += [
             "",
-            f"Gain over the SFT beyond `{null}`'s ({_gain_cell(summary['vs_anchor'].get(null))}): each arm's per-run "
+            f"Gain over the SFT beyond `{null}`'s ({_gain_cell(summary.vs_anchor.get(null))}): each arm's per-run "
             "gains over the SFT against the null control's, Welch over runs.",
             "",
             *table_head(["arm", "arm - SFT (own suite)", f"arm - SFT beyond {null}", "p", "runs"]),
         ]
         for arm, row in rows.items():
-            gain = _gain_cell(summary["vs_anchor"].get(arm))
-            if "error" in row:
-                out.append(f"| {arm} | {gain} | {row['error']} | | |")
+            gain = _gain_cell(summary.vs_anchor.get(arm))
+            if row.error is not None:
+                out.append(f"| {arm} | {gain} | {row.error} | | |")
                 continue
+            assert row.mean_delta is not None and row.half_width is not None
             out.append(
-                f"| {arm} | {gain} | {100 * row['mean_delta']:+.1f} +- {100 * row['half_width']:.1f} | "
-                f"{row['p_value']:.3f} | " + "{} vs {} |".format(*row["n_runs"])
+                f"| {arm} | {gain} | {100 * row.mean_delta:+.1f} +- {100 * row.half_width:.1f} | "
+                f"{row.p_value:.3f} | " + "{} vs {} |".format(*row.n_runs)  # type: ignore[misc]
             )
     return out
 
@@ -120,21 +127,19 @@ def _null_table(summary: dict[str, Any]) -> list[str]:
 _DESIGN_NAMES = {"unpaired": "unpaired", "anchored": "anchored on the SFT"}
 
 
-def _gain_cell(gain: dict[str, Any] | None) -> str:
+def _gain_cell(gain: PowerComparison | None) -> str:
     """An arm's paired gain over the SFT on its own suites: mean +- half-width (p, runs)."""
-    if not gain:
+    if gain is None:
         return ""
-    if "error" in gain:
-        return gain["error"]
-    return (
-        f"{100 * gain['mean_delta']:+.1f} +- {100 * gain['half_width']:.1f} "
-        f"(p {gain['p_value']:.3f}, {gain['n_runs']} runs)"
-    )
+    if gain.error is not None:
+        return gain.error
+    assert gain.mean_delta is not None and gain.half_width is not None
+    return f"{100 * gain.mean_delta:+.1f} +- {100 * gain.half_width:.1f} (p {gain.p_value:.3f}, {gain.n_runs} runs)"
 
 
-def _profile_table(arms: dict[str, Any]) -> list[str]:
+def _profile_table(arms: dict[str, WideArmSummary]) -> list[str]:
     """Markdown lines of the table of where each arm's score comes from: mean Task and Agentic, Overall per track."""
-    tracks = sorted({track for data in arms.values() for track in data.get("by_track", {})})
+    tracks = sorted({track for data in arms.values() for track in data.by_track})
     if not tracks:
         return []
     out = [
@@ -144,7 +149,7 @@ def _profile_table(arms: dict[str, Any]) -> list[str]:
         *table_head(["arm", "Task", "Agentic", *tracks]),
     ]
     for arm, data in arms.items():
-        cells = [data.get("components", {}).get(metric) for metric in ("task", "agentic")]
-        cells += [data.get("by_track", {}).get(track) for track in tracks]
+        cells = [data.components.get(metric) for metric in ("task", "agentic")]
+        cells += [data.by_track.get(track) for track in tracks]
         out.append(f"| {arm} | " + " | ".join("" if v is None else f"{100 * v:.1f}" for v in cells) + " |")
     return out

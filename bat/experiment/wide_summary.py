@@ -12,38 +12,41 @@ from pathlib import Path
 from typing import Any
 
 from bat.experiment.wide import read_anchor_pieces, read_wide_pieces
+from bat.schemas.experiment import WideRecord
+from bat.schemas.experiment_results import PowerComparison, WideArmSummary, WideSummary
 from bat.state.experiment_layout import is_null_arm
 
+Runs = dict[str, tuple[str, float]]
+"""run id -> (instance, score): what `bat.experiment.power` pairs."""
+Pair = tuple[Runs, Runs]
 
-def _profile(records: list[dict[str, Any]]) -> dict[str, Any]:
+
+def _profile(records: list[WideRecord]) -> tuple[dict[str, float], dict[str, float]]:
     """Where an arm's wide score comes from, over all its seeds' runs (each seed has the same runs, so this is the
     mean of the seed-averaged runs): mean Task and Agentic (`components`, those the records carry) and mean Overall
     per track (`by_track`: the run's recorded track; records written before runs carried it name it in the run id)."""
     from bat.benchmark.suite import suite_run_track
 
-    runs = [(run_id, run) for record in records for run_id, run in record["runs"].items()]
+    runs = [(run_id, run) for record in records for run_id, run in record.runs.items()]
     by_track: dict[str, list[float]] = {}
     for run_id, run in runs:
-        by_track.setdefault(run.get("track") or suite_run_track(run_id), []).append(run["overall"])
+        by_track.setdefault(run.track or suite_run_track(run_id), []).append(run.overall)
     components = {}
     for metric in ("task", "agentic"):
-        values = [run[metric] for _, run in runs if run.get(metric) is not None]
+        values = [getattr(run, metric) for _, run in runs if getattr(run, metric) is not None]
         if values:
             components[metric] = statistics.fmean(values)
-    return {
-        "components": components,
-        "by_track": {track: statistics.fmean(values) for track, values in sorted(by_track.items())},
-    }
+    return components, {track: statistics.fmean(values) for track, values in sorted(by_track.items())}
 
 
-def _suites(records: list[dict[str, Any]]) -> list[list[dict[str, Any]]]:
+def _suites(records: list[WideRecord]) -> list[list[WideRecord]]:
     """`records` (one arm's seeds) grouped by held-out suite: seeds whose runs face the same instances run by run
     share a group. Pieces run on another disk meet another experiment secret, so other instances."""
     from bat.experiment.power import run_alignment
 
-    groups: list[tuple[dict[str, tuple[str, float]], list[dict[str, Any]]]] = []  # (first seed's runs, seeds)
+    groups: list[tuple[Runs, list[WideRecord]]] = []  # (first seed's runs, seeds)
     for record in records:
-        runs = _run_scores(record)
+        runs = record.run_scores()
         home = next((members for first, members in groups if not run_alignment(first, runs)), None)
         if home is None:
             groups.append((runs, [record]))
@@ -52,20 +55,16 @@ def _suites(records: list[dict[str, Any]]) -> list[list[dict[str, Any]]]:
     return [members for _, members in groups]
 
 
-def _run_scores(record: dict[str, Any]) -> dict[str, tuple[str, float]]:
-    return {rid: (run["instance_id"], run["overall"]) for rid, run in record["runs"].items()}
-
-
-def _suite_labels(arms: dict[str, list[list[dict[str, Any]]]], reference: str) -> dict[str, list[str]]:
+def _suite_labels(arms: dict[str, list[list[WideRecord]]], reference: str) -> dict[str, list[str]]:
     """A letter per distinct suite (A = the reference arm's first), per arm in its groups' order."""
     from bat.experiment.power import run_alignment
 
-    seen: list[dict[str, tuple[str, float]]] = []
+    seen: list[Runs] = []
     labels: dict[str, list[str]] = {}
     for arm in sorted(arms, key=lambda name: name != reference):
         labels[arm] = []
         for group in arms[arm]:
-            runs = _run_scores(group[0])
+            runs = group[0].run_scores()
             index = next((i for i, other in enumerate(seen) if not run_alignment(other, runs)), None)
             if index is None:
                 seen.append(runs)
@@ -74,16 +73,14 @@ def _suite_labels(arms: dict[str, list[list[dict[str, Any]]]], reference: str) -
     return labels
 
 
-def _against_anchor(
-    suites: list[dict[str, tuple[str, float]]], anchors: list[dict[str, tuple[str, float]]]
-) -> tuple[dict[str, tuple[str, float]], dict[str, tuple[str, float]]] | None:
+def _against_anchor(suites: list[Runs], anchors: list[Runs]) -> Pair | None:
     """An arm's runs on each of its suites (`suites`: seed-averaged per suite) beside the anchor's runs on the same
     suite (`anchors`: the shared SFT's runs, one entry per suite), run ids prefixed by the suite's index so that
     several suites pool: (arm runs, anchor runs). None when the anchor was not scored on every one of the suites."""
     from bat.experiment.power import run_alignment
 
-    arm_runs: dict[str, tuple[str, float]] = {}
-    anchor_runs: dict[str, tuple[str, float]] = {}
+    arm_runs: Runs = {}
+    anchor_runs: Runs = {}
     for index, suite in enumerate(suites):
         anchor = next((a for a in anchors if not run_alignment(a, suite)), None)
         if anchor is None:
@@ -93,39 +90,94 @@ def _against_anchor(
     return arm_runs, anchor_runs
 
 
-def _gains(pair: tuple[dict[str, tuple[str, float]], dict[str, tuple[str, float]]]) -> list[float]:
+def _gains(pair: Pair) -> list[float]:
     """Per-run differences, arm - anchor, of `_against_anchor`'s pair."""
     arm_runs, anchor_runs = pair
     return [arm_runs[rid][1] - anchor_runs[rid][1] for rid in sorted(arm_runs)]
 
 
+def _compared(compute: Any, *args: Any, **kwargs: Any) -> PowerComparison:
+    """`compute(*args, **kwargs)` (a `bat.experiment.power` comparison) as a record; an `error` row when the runs
+    cannot be compared."""
+    from bat.experiment.power import PowerInputError
+
+    try:
+        return PowerComparison(**compute(*args, **kwargs))
+    except PowerInputError as exc:
+        return PowerComparison(error=str(exc))
+
+
 def _against_null(
-    paired_with_anchor: dict[str, tuple[dict[str, tuple[str, float]], dict[str, tuple[str, float]]] | None],
-    confidence: float,
-) -> dict[str, dict[str, Any]]:
+    paired_with_anchor: dict[str, Pair | None], confidence: float
+) -> dict[str, dict[str, PowerComparison]]:
     """Per null control (`bat.experiment.null_control`, arms `_null-kl<KL>`), each other arm's gain over the SFT
     beyond the null's: Welch over the two sets of per-run gains over the SFT (each paired with the SFT on its own
     suite), arm - null; empty without a null control anchored on the SFT."""
-    from bat.experiment.power import PowerInputError, unpaired_comparison
+    from bat.experiment.power import unpaired_comparison
 
-    out: dict[str, dict[str, Any]] = {}
+    out: dict[str, dict[str, PowerComparison]] = {}
     for null, null_pair in paired_with_anchor.items():
         if not is_null_arm(null) or null_pair is None:
             continue
-        out[null] = {}
-        for arm, pair in paired_with_anchor.items():
-            if is_null_arm(arm) or pair is None:
-                continue
-            try:
-                out[null][arm] = unpaired_comparison(_gains(pair), _gains(null_pair), confidence=confidence)
-            except PowerInputError as exc:
-                out[null][arm] = {"error": str(exc)}
+        out[null] = {
+            arm: _compared(unpaired_comparison, _gains(pair), _gains(null_pair), confidence=confidence)
+            for arm, pair in paired_with_anchor.items()
+            if not is_null_arm(arm) and pair is not None
+        }
     return out
+
+
+def _vs_reference(
+    scores: dict[str, list[Runs]],
+    labels: dict[str, list[str]],
+    paired_with_anchor: dict[str, Pair | None],
+    reference: str,
+    confidence: float,
+) -> dict[str, PowerComparison]:
+    """Every arm against `reference`: paired run by run on one shared suite; across suites unpaired (Welch) over the
+    pooled runs, or anchored on the SFT (the plain unpaired row kept under `unpaired`) where both arms have it."""
+    from bat.experiment.power import PowerInputError, paired_comparison, unpaired_comparison
+
+    if reference not in scores:
+        return {}
+    pooled = {arm: [v for suite in suites for _, v in suite.values()] for arm, suites in scores.items()}
+    rows: dict[str, PowerComparison] = {}
+    for arm in scores:
+        if arm == reference:
+            continue
+        try:
+            if labels[arm] == labels[reference] and len(labels[arm]) == 1:
+                rows[arm] = PowerComparison(
+                    **paired_comparison(scores[reference][0], scores[arm][0], confidence=confidence)
+                )
+                continue
+            plain = PowerComparison(**unpaired_comparison(pooled[reference], pooled[arm], confidence=confidence))
+            rows[arm] = plain
+            ref_pair, arm_pair = paired_with_anchor[reference], paired_with_anchor[arm]
+            if ref_pair is not None and arm_pair is not None:
+                anchored = unpaired_comparison(_gains(ref_pair), _gains(arm_pair), confidence=confidence)
+                rows[arm] = PowerComparison(**{**anchored, "design": "anchored"}, unpaired=plain)
+        except PowerInputError as exc:
+            rows[arm] = PowerComparison(error=str(exc))
+    return rows
+
+
+def _arm_summary(records: list[WideRecord], labels: list[str], groups: list[list[WideRecord]], pooled: list[float]):
+    """One arm of a wide summary: seeds, seeds per suite letter, runs, mean Overall, its profile."""
+    components, by_track = _profile(records)
+    return WideArmSummary(
+        seeds=[r.seed for r in records],
+        suites={label: [r.seed for r in g] for label, g in zip(labels, groups)},
+        n_runs=len(pooled),
+        mean=statistics.fmean(pooled),
+        components=components,
+        by_track=by_track,
+    )
 
 
 def wide_summary(
     out_dir: Path, reference: str, *, confidence: float = 0.95, anchor_digests: tuple[str, ...] = ()
-) -> list[dict[str, Any]]:
+) -> list[WideSummary]:
     """Per repeats value of the committed wide records: each arm's seeds, mean Overall over runs and its profile
     (`_profile`), and every arm against `reference` (`bat.experiment.power`): paired run by run when both arms'
     seeds faced one held-out suite (scores averaged over an arm's seeds per run). Across suites (an arm's seeds on
@@ -138,67 +190,39 @@ def wide_summary(
     suite's anchor record (`bat.experiment.anchor`). `vs_anchor`: each arm's gain over that SFT on its own suites,
     paired run by run (`_against_anchor`), where the SFT was scored on all of them. `vs_null`: per null control,
     each arm's gain beyond the null's (`_against_null`), where one was scored."""
-    from bat.experiment.power import PowerInputError, paired_comparison, seed_average, unpaired_comparison
+    from bat.experiment.power import paired_comparison, seed_average
 
-    by_repeats: dict[int, dict[str, list[dict[str, Any]]]] = {}
+    by_repeats: dict[int, dict[str, list[WideRecord]]] = {}
     for record in read_wide_pieces(out_dir):
-        by_repeats.setdefault(record["repeats"], {}).setdefault(record["arm"], []).append(record)
+        by_repeats.setdefault(record.repeats, {}).setdefault(record.arm, []).append(record)
     anchor_pieces = read_anchor_pieces(out_dir)
     summaries = []
     for repeats, arms in sorted(by_repeats.items()):
         groups = {arm: _suites(records) for arm, records in arms.items()}
         labels = _suite_labels(groups, reference)
         scores = {
-            arm: [seed_average([_run_scores(r) for r in group]) for group in arm_groups]
+            arm: [seed_average([r.run_scores() for r in group]) for group in arm_groups]
             for arm, arm_groups in groups.items()
         }
         pooled = {arm: [v for suite in suites for _, v in suite.values()] for arm, suites in scores.items()}
-        anchor_records = [r for rs in arms.values() for r in rs if r.get("checkpoint_digest") in anchor_digests]
-        anchor_records += [
-            r for r in anchor_pieces if r["repeats"] == repeats and r["checkpoint_digest"] in anchor_digests
-        ]
-        anchors = [_run_scores(group[0]) for group in _suites(anchor_records)]  # one scoring per suite
-        rows: dict[str, Any] = {}
+        anchor_records = [r for rs in arms.values() for r in rs if r.checkpoint_digest in anchor_digests]
+        anchor_records += [r for r in anchor_pieces if r.repeats == repeats and r.checkpoint_digest in anchor_digests]
+        anchors = [group[0].run_scores() for group in _suites(anchor_records)]  # one scoring per suite
         paired_with_anchor = {arm: _against_anchor(suites, anchors) for arm, suites in scores.items()}
-        gains: dict[str, Any] = {}
-        for arm, pair in paired_with_anchor.items():
-            try:
-                if pair is not None:
-                    gains[arm] = paired_comparison(*pair, confidence=confidence)
-            except PowerInputError as exc:
-                gains[arm] = {"error": str(exc)}
-        vs_null = _against_null(paired_with_anchor, confidence)
-        if reference in scores:
-            for arm in scores:
-                if arm == reference:
-                    continue
-                try:
-                    if labels[arm] == labels[reference] and len(labels[arm]) == 1:
-                        rows[arm] = paired_comparison(scores[reference][0], scores[arm][0], confidence=confidence)
-                    else:
-                        rows[arm] = unpaired_comparison(pooled[reference], pooled[arm], confidence=confidence)
-                        ref_pair, arm_pair = paired_with_anchor[reference], paired_with_anchor[arm]
-                        if ref_pair is not None and arm_pair is not None:
-                            anchored = unpaired_comparison(_gains(ref_pair), _gains(arm_pair), confidence=confidence)
-                            rows[arm] = {**anchored, "design": "anchored", "unpaired": rows[arm]}
-                except PowerInputError as exc:
-                    rows[arm] = {"error": str(exc)}
+        gains = {
+            arm: _compared(paired_comparison, *pair, confidence=confidence)
+            for arm, pair in paired_with_anchor.items()
+            if pair is not None
+        }
         summaries.append(
-            {
-                "repeats": repeats,
-                "arms": {
-                    arm: {
-                        "seeds": [r["seed"] for r in records],
-                        "suites": {label: [r["seed"] for r in g] for label, g in zip(labels[arm], groups[arm])},
-                        "n_runs": len(pooled[arm]),
-                        "mean": statistics.fmean(pooled[arm]),
-                        **_profile(records),
-                    }
-                    for arm, records in arms.items()
+            WideSummary(
+                repeats=repeats,
+                arms={
+                    arm: _arm_summary(records, labels[arm], groups[arm], pooled[arm]) for arm, records in arms.items()
                 },
-                "vs_reference": rows,
-                "vs_anchor": gains,
-                "vs_null": vs_null,
-            }
+                vs_reference=_vs_reference(scores, labels, paired_with_anchor, reference, confidence),
+                vs_anchor=gains,
+                vs_null=_against_null(paired_with_anchor, confidence),
+            )
         )
     return summaries

@@ -9,12 +9,12 @@ import datetime as _dt
 import itertools
 import subprocess
 from pathlib import Path
-from typing import Any
 
-from bat.config.curriculum import POOL_NAMES
 from bat.evaluate.aggregate import pct
 from bat.experiment.markdown import delta, pm, split_view, table_head
 from bat.experiment.plots import plot_curves, plot_stage_staircase
+from bat.experiment.records import write_record
+from bat.experiment.runs_report import pool_signal_table, runs_table, superseded_table
 from bat.experiment.spec import ExperimentSpec
 from bat.experiment.stage_report import (
     held_out_profile_table,
@@ -24,8 +24,9 @@ from bat.experiment.stage_report import (
     stall_table,
 )
 from bat.experiment.wide_report import wide_section
-from bat.perf.machine import isa_kind
-from bat.state.atomic import atomic_write_json, atomic_write_text
+from bat.schemas.experiment_results import ArmSummary, Comparison, ExperimentResults, PowerComparison
+from bat.state.atomic import atomic_write_text
+from bat.state.experiment_layout import ResultsLayout
 
 
 def git_commit() -> str:
@@ -47,31 +48,28 @@ def git_commit() -> str:
     return (sha or "unknown") + ("+dirty" if sha and dirty else "")
 
 
-def _spread(summary: dict[str, Any]) -> str:
-    sd, lo, hi = (summary[k].get("overall") for k in ("seed_sd", "seed_min", "seed_max"))
-    if lo is None:
+def _spread(summary: ArmSummary) -> str:
+    """`SD [min, max]` of the seed means of Overall (0-100); `n/a` without finished seeds."""
+    sd, lo, hi = (getattr(summary, k).get("overall") for k in ("seed_sd", "seed_min", "seed_max"))
+    if lo is None or hi is None:
         return "n/a"
     return (f"{100.0 * sd:.1f}" if sd is not None else "-") + f" [{pct(lo)}, {pct(hi)}]"
 
 
-def _count(value: Any) -> str:
-    """A count read back from DONE.json (ints may come back as floats); '-' when absent."""
-    return "-" if value is None else str(int(value))
-
-
-def _total_wall(results: dict[str, Any]) -> float:
-    arms = sum(s.get("wall_s") or 0.0 for a in results["arms"].values() for s in a["seeds"])
-    distinct = {r.get("sft_digest"): float(r.get("wall_s", 0.0)) for r in results["shared"].values()}
+def _total_wall(results: ExperimentResults) -> float:
+    """Wall seconds of every arm x seed plus each distinct shared bootstrap."""
+    arms = sum(s.wall_s or 0.0 for a in results.arms.values() for s in a.seeds)
+    distinct = {r.sft_digest: r.wall_s for r in results.shared.values()}
     return arms + sum(distinct.values())
 
 
-def _ordering(results: dict[str, Any], split: str | None = None) -> str:
+def _ordering(results: ExperimentResults, split: str | None = None) -> str:
     """The observed ordering of arms by mean Overall on `split` (default the report split), and the reference arm's
     margins with uncertainty."""
-    split = split or results["report_split"]
+    split = split or results.report_split
     summaries, comparisons = split_view(results, split)
     ranked = sorted(
-        ((s["mean"]["overall"], n) for n, s in summaries.items() if s["mean"].get("overall") is not None),
+        ((s.mean["overall"], n) for n, s in summaries.items() if s.mean.get("overall") is not None),
         reverse=True,
     )
     if not ranked:
@@ -82,12 +80,12 @@ def _ordering(results: dict[str, Any], split: str | None = None) -> str:
     for (prev, _), (value, name) in itertools.pairwise(ranked):
         text += (" = " if pct(prev) == pct(value) else " > ") + f"{name} ({pct(value)})"
     lines = [f"Observed ordering by mean Overall on the {split} split: {text}."]
-    ref = results["reference_arm"]
+    ref = results.reference_arm
     for name, cmp in comparisons.items():
         if cmp is None:
             lines.append(f"* {ref} vs {name}: not comparable (missing or null results).")
             continue
-        p = "n/a" if cmp["p_value"] is None else f"{cmp['p_value']:.3f}"
+        p = "n/a" if cmp.p_value is None else f"{cmp.p_value:.3f}"
         caveat = ""
         if _suites_of(results, name) != _suites_of(results, ref):
             caveat = (
@@ -96,57 +94,57 @@ def _ordering(results: dict[str, Any], split: str | None = None) -> str:
             )
             anchored = _anchored_row(results, name) if split == "final" else None
             if anchored is not None:
-                runs = " vs ".join(str(n) for n in anchored["n_runs"])
+                runs = " vs ".join(str(n) for n in anchored.n_runs)  # type: ignore[union-attr]
                 caveat += (
                     f" Anchored on the SFT over the wide final runs ({runs}): {delta(anchored)}, "
-                    f"p = {anchored['p_value']:.3f}."
+                    f"p = {anchored.p_value:.3f}."
                 )
         lines.append(
-            f"* {ref} − {name}: {delta(cmp)} (paired over {cmp['n_tracks']} tracks, p = {p}): {ref} is {_verdict(cmp)}."
+            f"* {ref} − {name}: {delta(cmp)} (paired over {cmp.n_tracks} tracks, p = {p}): {ref} is {_verdict(cmp)}."
             + caveat
         )
     return "\n".join(lines)
 
 
-def _anchored_row(results: dict[str, Any], arm: str) -> dict[str, Any] | None:
+def _anchored_row(results: ExperimentResults, arm: str) -> PowerComparison | None:
     """The reference - `arm` comparison of the widest wide final evaluation when it is anchored on the SFT (the
     arms' gains over it on their own suites; `bat.experiment.wide_summary`; `n_runs`: reference's, arm's); None
     otherwise."""
-    widest = max(results.get("wide") or [], key=lambda w: w["repeats"], default=None)
-    row = (widest or {}).get("vs_reference", {}).get(arm)
-    if not row or row.get("design") != "anchored" or row.get("p_value") is None:
+    widest = results.widest_wide()
+    row = widest.vs_reference.get(arm) if widest is not None else None
+    if row is None or row.design != "anchored" or row.p_value is None:
         return None
     return row
 
 
-def _suites_of(results: dict[str, Any], arm: str) -> set[str | None]:
+def _suites_of(results: ExperimentResults, arm: str) -> set[str | None]:
     """The held-out suites (secret fingerprints; None where a record predates them) of an arm's finished seeds."""
-    seeds = results["arms"].get(arm, {}).get("seeds", [])
-    return {x.get("heldout_suite") for x in seeds if x.get("status") == "done"}
+    seeds = results.arms[arm].seeds if arm in results.arms else []
+    return {x.heldout_suite for x in seeds if x.done}
 
 
-def _verdict(cmp: dict[str, Any]) -> str:
+def _verdict(cmp: Comparison) -> str:
     """`ahead`/`behind` when the paired mean change lies outside its half-width, else `within uncertainty`."""
-    hw = cmp["half_width"]
-    if hw is None or abs(cmp["mean_delta"]) <= hw:
+    hw = cmp.half_width
+    if hw is None or abs(cmp.mean_delta) <= hw:
         return "within uncertainty"
-    return "ahead" if cmp["mean_delta"] > 0 else "behind"
+    return "ahead" if cmp.mean_delta > 0 else "behind"
 
 
-def _closing_note(results: dict[str, Any]) -> str:
+def _closing_note(results: ExperimentResults) -> str:
     """The ordering and margins on the report split, then on every other end-of-run split that has results."""
-    splits = [results["report_split"]]
-    for a in results["arms"].values():
-        splits += [s for s in a.get("summaries", {}) if s not in splits]
+    splits = [results.report_split]
+    for a in results.arms.values():
+        splits += [s for s in a.summaries if s not in splits]
     return "\n\n".join(_ordering(results, split) for split in splits)
 
 
-def render_readme(results: dict[str, Any]) -> str:
+def render_readme(results: ExperimentResults) -> str:
     """The readable report: command, commit, table, per-stage table, budget, per-seed runs, curves, staircase, stage
     profiles, where end-of-run runs stall, the wide final evaluation, closing note."""
     out = _headline_table(results) + stage_means_table(results) + other_split_tables(results)
     out += _budget_section(results)
-    out += _runs_table(results) + _pool_signal_table(results) + _superseded_table(results)
+    out += runs_table(results) + pool_signal_table(results) + superseded_table(results)
     out += [
         "",
         "## Curves",
@@ -161,18 +159,18 @@ def render_readme(results: dict[str, Any]) -> str:
     return "\n".join(out)
 
 
-def _headline_table(results: dict[str, Any]) -> list[str]:
+def _headline_table(results: ExperimentResults) -> list[str]:
     """Title, provenance paragraph and one row per arm: Overall/Agentic/Task, seed spread, counts, mean wall."""
-    conf = round(100 * results["confidence"])
+    conf = round(100 * results.confidence)
     out = [
-        f"# Experiment `{results['experiment']}`",
+        f"# Experiment `{results.experiment}`",
         "",
-        f"Produced by `{results['command']}` at commit `{results['commit']}` on {results['created_at']}; "
+        f"Produced by `{results.command}` at commit `{results.commit}` on {results.created_at}; "
         f"total wall {_total_wall(results) / 60:.1f} min (every arm x seed plus the shared bootstraps).",
         "",
-        f"Base config `{results['base_config']}` with overrides `{results['overrides']}`; seeds {results['seeds']}. "
+        f"Base config `{results.base_config}` with overrides `{results.overrides}`; seeds {results.seeds}. "
         f"End-of-run numbers: the retained best checkpoint (untrained model for `base`) on the "
-        f"**{results['report_split']}** split, which never feeds routing or tuning. Mean of seed-averaged track "
+        f"**{results.report_split}** split, which never feeds routing or tuning. Mean of seed-averaged track "
         f"means ± {conf}% t half-width across tracks; seed spread = SD of seed means [min, max]. Scores 0-100.",
         "",
         *table_head(
@@ -189,208 +187,90 @@ def _headline_table(results: dict[str, Any]) -> list[str]:
             ]
         ),
     ]
-    for name, arm in results["arms"].items():
-        s = arm["summary"]
-        done = [x for x in arm["seeds"] if x.get("status") == "done"]
-        rollouts = sorted({x.get("rollouts", 0) for x in done})
-        steps = sorted({x.get("grpo_steps", 0) for x in done})
-        wall = arm["wall_s_mean"]
+    for name, arm in results.arms.items():
+        s = arm.summary
+        done = arm.done_seeds()
+        rollouts = sorted({x.rollouts for x in done})
+        steps = sorted({x.grpo_steps for x in done})
+        wall = arm.wall_s_mean
         out.append(
             f"| {name} | {pm(s, 'overall')} | {pm(s, 'agentic')} | {pm(s, 'task')} | {_spread(s)} | "
-            f"{len(done)}/{len(arm['seeds'])} | {'/'.join(map(str, rollouts)) or '-'} | "
+            f"{len(done)}/{len(arm.seeds)} | {'/'.join(map(str, rollouts)) or '-'} | "
             f"{'/'.join(map(str, steps)) or '-'} | {'-' if wall is None else f'{wall:.0f}'} |"
         )
     return out
 
 
-def _budget_section(results: dict[str, Any]) -> list[str]:
+def _budget_section(results: ExperimentResults) -> list[str]:
     """The matched-budget verdict, what wall seconds count, and one line per shared bootstrap (SFT digest, wall)."""
-    budget = results["budget"]
+    budget = results.budget
+    assert budget is not None, "collected results always carry their budget audit"
+    per_seed = {seed: b.to_json() for seed, b in budget.per_seed.items()}
     out = [
         "",
         "## Budget",
         "",
-        f"Matched budget: **{'yes' if budget['matched'] else 'NO'}** (trained arms share {sorted(budget['signature'])}; "
-        f"differing fields: {budget['differing_fields'] or 'none'}; RL arms {budget['rl_arms']} rollouts/GRPO steps "
-        f"per seed: {budget['per_seed']}; {budget['note']}).",
+        f"Matched budget: **{'yes' if budget.matched else 'NO'}** (trained arms share {sorted(budget.signature)}; "
+        f"differing fields: {budget.differing_fields or 'none'}; RL arms {budget.rl_arms} rollouts/GRPO steps "
+        f"per seed: {per_seed}; {budget.note}).",
         "",
         "Wall seconds per arm count the arm's own rounds and end-of-run evaluation; the shared bootstrap "
         "(bank + SFT) is listed below.",
         "",
         (
             "Shared bootstrap per seed (one bank + SFT checkpoint reused by every trained arm):"
-            if results.get("bootstrap_seed") is None
-            else f"One shared bootstrap (bank + SFT checkpoint built with run seed {results['bootstrap_seed']}) serves every "
+            if results.bootstrap_seed is None
+            else f"One shared bootstrap (bank + SFT checkpoint built with run seed {results.bootstrap_seed}) serves every "
             "seed, and evaluation sampling seeds come from the experiment's held-out secret (the same for every arm and seed), "
             "so the seed spread covers RL sampling and routing only (an untrained arm's seeds reproduce each other):"
         ),
         "",
     ]
-    if results.get("bootstrap_seed") is None:
-        for seed, rec in results["shared"].items():
-            out.append(f"* seed {seed}: SFT digest `{rec['sft_digest'][:16]}`, bootstrap wall {rec['wall_s']:.0f} s")
+    if results.bootstrap_seed is None:
+        for seed, rec in results.shared.items():
+            out.append(f"* seed {seed}: SFT digest `{rec.sft_digest[:16]}`, bootstrap wall {rec.wall_s:.0f} s")
     else:  # one bootstrap read once per seed: list each distinct build once
-        builds = dict.fromkeys((rec["sft_digest"], rec["wall_s"]) for rec in results["shared"].values())
+        builds = dict.fromkeys((rec.sft_digest, rec.wall_s) for rec in results.shared.values())
         for digest, wall in builds:
-            out.append(
-                f"* run seed {results['bootstrap_seed']}: SFT digest `{digest[:16]}`, bootstrap wall {wall:.0f} s"
-            )
-    if budget.get("stale"):
+            out.append(f"* run seed {results.bootstrap_seed}: SFT digest `{digest[:16]}`, bootstrap wall {wall:.0f} s")
+    if budget.stale:
         out += [
             "",
             "**Stale runs, left out of every mean**: they ran under other budget fields than this experiment file "
             "resolves to now (field: [ran under, now]): "
-            + "; ".join(f"{run} {fields}" for run, fields in budget["stale"].items())
+            + "; ".join(f"{run} {fields}" for run, fields in budget.stale.items())
             + ". Set them aside with `--supersede TAG --reason TEXT` to rerun them.",
         ]
-    if budget.get("unverified"):
+    if budget.unverified:
         out += [
             "",
-            f"Runs recorded before records carried their budget fields (not checked): {', '.join(budget['unverified'])}.",
+            f"Runs recorded before records carried their budget fields (not checked): {', '.join(budget.unverified)}.",
         ]
-    if not budget.get("one_bootstrap", True):
-        out += ["", f"**Trained arms did not all start from one SFT checkpoint**: {budget['sft_digests']}."]
-    out += [f"* WARNING: {w}" for w in results.get("bootstrap_warnings") or []]
+    if not budget.one_bootstrap:
+        out += ["", f"**Trained arms did not all start from one SFT checkpoint**: {budget.sft_digests}."]
+    out += [f"* WARNING: {w}" for w in results.bootstrap_warnings]
     return out
 
 
-def _runs_table(results: dict[str, Any]) -> list[str]:
-    """One row per arm x seed: status, Overall, final round, rollouts, reward and identical groups by round, error."""
-    out = [
-        "",
-        "## Every run",
-        "",
-        "Training signal per RL round: mean reward of the round's rollouts, and GRPO groups whose K rewards were "
-        "all equal (zero advantage, no gradient) out of all groups.",
-        "",
-        *table_head(
-            ["arm", "seed", "status", "Overall", "final round", "rollouts", "train reward by round", "identical groups"]
-            + ["route by round (KL)", "wall s", "from", "error"]
-        ),
-    ]
-    for name, arm in results["arms"].items():
-        for x in arm["seeds"]:
-            agg = x.get("aggregate") or {}
-            err = (x.get("error") or "").replace("|", "/")[:120]
-            rewards, same = _signal_cells(x)
-            out.append(
-                f"| {name} | {x['seed']} | {x.get('status')} | {pct(agg.get('overall'))} | "
-                f"{x.get('final_round', '-')} | {x.get('rollouts', '-')} | {rewards or '-'} | {same or '-'} | "
-                f"{_route_cells(x) or '-'} | {x.get('wall_s', '-')} | {_provenance(x)} | {err} |"
-            )
-    return out
-
-
-def _signal_cells(seed_run: dict[str, Any]) -> tuple[str, str]:
-    """(train reward by round, identical groups by round) of an arm x seed, rounds joined by ' / '."""
-    signal = seed_run.get("signal") or []
-    rewards = " / ".join("-" if s.get("reward_mean") is None else f"{s['reward_mean']:.3f}" for s in signal)
-    same = " / ".join(f"{_count(s.get('groups_identical'))}/{_count(s.get('groups'))}" for s in signal)
-    return rewards, same
-
-
-def _route_cells(seed_run: dict[str, Any]) -> str:
-    """The route's action on each RL round's candidate with the KL it measured (`continue (0.026) / fallback
-    (0.136)`), rounds joined by ' / '; '-' for a round recorded without them (records made before they were kept)."""
-    cells = []
-    for s in seed_run.get("signal") or []:
-        if s.get("route") is None:
-            cells.append("-")
-        else:
-            cells.append(s["route"] + ("" if s.get("kl") is None else f" ({s['kl']:.3f})"))
-    return " / ".join(cells)
-
-
-def _superseded_table(results: dict[str, Any]) -> list[str]:
-    """Arm x seeds rerun under a later change: their numbers, who superseded them and why (never in the table)."""
-    records = results.get("superseded") or []
-    if not records:
-        return []
-    out = [
-        "",
-        "## Superseded runs",
-        "",
-        "Arm x seeds that were run again after a change (`bat experiment --supersede TAG --reason ...`); kept as "
-        "measured, listed here, never merged into the tables above.",
-        "",
-        *table_head(
-            ["tag", "arm", "seed", "Overall (final)", "Overall (test)", "train reward by round", "identical groups"]
-            + ["run at", "superseded by", "reason"]
-        ),
-    ]
-    for x in records:
-        why = x.get("superseded") or {}
-        test = (x.get("aggregates") or {}).get("test") or {}
-        rewards, same = _signal_cells(x)
-        reason = str(why.get("reason", "")).replace("|", "/")
-        out.append(
-            f"| {why.get('tag', '?')} | {x.get('arm', '?')} | {x.get('seed', '?')} | "
-            f"{pct((x.get('aggregate') or {}).get('overall'))} | {pct(test.get('overall'))} | {rewards or '-'} | "
-            f"{same or '-'} | `{str(x.get('commit', '?'))[:7]}` | `{str(why.get('by_commit', '?'))[:7]}` | {reason} |"
-        )
-    return out
-
-
-def _provenance(seed_run: dict[str, Any]) -> str:
-    """Where an arm x seed's numbers come from: this disk's state, or a committed piece (its commit and CPU kind),
-    and the held-out suite it was evaluated on where recorded (the secret's fingerprint, first 8 hex)."""
-    suite = f", suite `{seed_run['heldout_suite'][:8]}`" if seed_run.get("heldout_suite") else ""
-    if seed_run.get("source") != "committed":
-        return "state" + suite
-    cpu = seed_run.get("cpu") or {}
-    return f"piece `{str(seed_run.get('commit', '?'))[:7]}` ({isa_kind(cpu)}, {cpu.get('model', '?')}){suite}"
-
-
-def _pool_signal_table(results: dict[str, Any]) -> list[str]:
-    """One row per arm x seed x RL round: each pool's mean training reward and identical groups."""
-    out = [
-        "",
-        "Training signal per RL round and pool: mean training reward, and identical GRPO groups out of all "
-        "groups of that pool; the round's GRPO step: gradient norm before clipping (`grpo.grad_clip`) and the share "
-        "of its advantage weight that does not cancel within groups under its loss aggregation "
-        "(`bat.train.advantage_balance`); '-' where the record predates them.",
-        "",
-        *table_head(["arm", "seed", "round", *POOL_NAMES, "grad norm", "uncancelled adv"]),
-    ]
-    for name, arm in results["arms"].items():
-        for x in arm["seeds"]:
-            for s in x.get("signal") or []:
-                pools = s.get("by_pool") or {}
-                cells = [_pool_cell(pools.get(p)) for p in POOL_NAMES]
-                step = [_number(s.get("grad_norm")), _number(s.get("adv_uncancelled"))]
-                out.append(f"| {name} | {x['seed']} | {s['round']} | " + " | ".join([*cells, *step]) + " |")
-    return out
-
-
-def _number(value: float | None) -> str:
-    """A step figure to 3 decimals, '-' when the record has none."""
-    return "-" if value is None else f"{value:.3f}"
-
-
-def _pool_cell(stats: dict[str, Any] | None) -> str:
-    """`mean (identical/groups same)` of one pool's round signal, `-` when the pool had no rows."""
-    if not stats or stats.get("reward_mean") is None:
-        return "-"
-    return f"{stats['reward_mean']:.3f} ({stats['groups_identical']}/{stats['groups']} same)"
-
-
-def stamp(results: dict[str, Any], command: str) -> dict[str, Any]:
+def stamp(results: ExperimentResults, command: str) -> ExperimentResults:
     """`results` plus the exact command, the commit and the UTC time."""
-    return {
-        **results,
-        "command": command,
-        "commit": git_commit(),
-        "created_at": _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds"),
-    }
+    return results.model_copy(
+        update={
+            "command": command,
+            "commit": git_commit(),
+            "created_at": _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds"),
+        }
+    )
 
 
-def write_results(spec: ExperimentSpec, results: dict[str, Any], out_dir: Path | None = None) -> list[Path]:
-    """Write stamped `results` as results.json, README.md and curves.png under `out_dir` (default spec.out_dir)."""
-    out = Path(out_dir or spec.out_dir)
+def write_results(spec: ExperimentSpec, results: ExperimentResults, out_dir: Path | None = None) -> list[Path]:
+    """Write stamped `results` as results.json, README.md, curves.png and stages.png under `out_dir` (default
+    spec.out_dir)."""
+    files = ResultsLayout(Path(out_dir or spec.out_dir))
     paths = [
-        atomic_write_json(out / "results.json", results),
-        plot_curves(results, out / "curves.png"),
-        plot_stage_staircase(results, out / "stages.png"),
+        write_record(files.results, results),
+        plot_curves(results, files.curves),
+        plot_stage_staircase(results, files.stages),
     ]
-    paths.append(atomic_write_text(out / "README.md", render_readme(results)))
+    paths.append(atomic_write_text(files.report, render_readme(results)))
     return paths

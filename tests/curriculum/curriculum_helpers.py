@@ -123,3 +123,25 @@ def perturbed_copy(base, out, noise: float, seed: int = 0):
         if f.is_file() and not (out / f.name).exists():
             shutil.copy2(f, out / f.name)
     return out
+
+
+def one_step_round(layout, start, lr: float) -> None:
+    """Round 1 of `layout` as a finished one-step GRPO round records it: the plan names `start`, the grpo phase's
+    metrics hold its one step with `lr`, and its DONE marker (the candidate export is the caller's)."""
+    from bat.schemas.routing import RoundPlan
+    from bat.state.markers import write_done
+
+    plan = RoundPlan(
+        round=1,
+        arm="grpo",
+        target_stage=None,
+        mixture={},
+        reward_mode="final",
+        bank_version=None,
+        start_checkpoint=str(start),
+        seed=1,
+        batches=[],
+    )
+    atomic_write_json(layout.plan(1), plan)
+    write_jsonl(layout.training_metrics(1, "grpo"), [{"step": 1, "lr": lr, "grad_norm": 0.3}])
+    write_done(layout.phase_dir(1, "grpo"), phase="grpo", config_hash="x", counts={"step": 1})

@@ -5,14 +5,13 @@ in the run."""
 from __future__ import annotations
 
 import pytest
-from curriculum_helpers import make_bank, perturbed_copy
+from curriculum_helpers import make_bank, one_step_round, perturbed_copy
 
 from bat.benchmark.secret import run_secret
 from bat.cli.main import main
 from bat.config.root import BatConfig
 from bat.state.atomic import read_json
 from bat.state.layout import RunLayout
-from bat.state.markers import write_done
 
 SETTINGS = [
     "benchmark.tracks=[vqa]",
@@ -29,11 +28,10 @@ SETTINGS = [
 @pytest.mark.slow
 def test_lr_probe_scales_evaluates_and_resumes(tmp_path, tiny_model_builder, capsys):
     start = tiny_model_builder(BatConfig().model.tiny, 7)
-    candidate = perturbed_copy(start, tmp_path / "candidate", 0.02)
     layout = make_bank(RunLayout(tmp_path / "run").ensure(), per_stage=4)
+    candidate = perturbed_copy(start, layout.candidate_model(1), 0.02)
     secret = run_secret(layout)
-    extra = {"start_checkpoint": str(start), "candidate": str(candidate), "last_step": {"lr": 1e-5}}
-    write_done(layout.phase_dir(1, "grpo"), phase="grpo", config_hash="x", counts={"step": 1}, extra=extra)
+    one_step_round(layout, start, 1e-5)  # the plan names the start, the grpo metrics the step's lr
     before = sorted(p.relative_to(layout.root) for p in layout.root.rglob("*"))
     out = tmp_path / "probe"
     args = ["train", "lr-probe", "--state", str(layout.root), "--round", "1", "--out", str(out)]

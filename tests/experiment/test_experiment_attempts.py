@@ -53,6 +53,7 @@ def test_an_open_attempt_reads_as_unfinished_and_the_cli_says_how_to_resume(tmp_
     from bat.experiment.collect import seed_result
     from bat.experiment.share import arm_dir
     from bat.experiment.spec import load_experiment
+    from bat.schemas.experiment_results import ArmResult, ExperimentResults
 
     smoke = Path(__file__).resolve().parents[2] / "configs" / "smoke.yaml"
     (tmp_path / "exp.yaml").write_text(
@@ -60,14 +61,14 @@ def test_an_open_attempt_reads_as_unfinished_and_the_cli_says_how_to_resume(tmp_
         "arms:\n  - {name: grpo, overrides: [curriculum.arm=grpo]}\n"
     )
     spec = load_experiment(tmp_path / "exp.yaml")
-    assert seed_result(spec, "grpo", 1)["status"] == "not run"
+    assert seed_result(spec, "grpo", 1).status == "not run"
     root = arm_dir(spec, 1, "grpo")
     root.mkdir(parents=True)
     _touch(root / ATTEMPT_NAME, STARTED, json.dumps({"started_at": STARTED}))
     run = seed_result(spec, "grpo", 1)
-    assert (run["status"], run["attempt_started_at"]) == ("unfinished", "2023-11-14T22:13:20+00:00")
+    assert (run.status, run.attempt_started_at) == ("unfinished", "2023-11-14T22:13:20+00:00")
 
-    results = {"arms": {"grpo": {"seeds": [run]}}}
+    results = ExperimentResults(arms={"grpo": ArmResult(kind="trained", seeds=[run])})
     args = argparse.Namespace(out=str(tmp_path / "out"))
     assert _report(args, spec, [SimpleNamespace(name="grpo")], [1], results) == 1
     line = capsys.readouterr().out.splitlines()[-1]

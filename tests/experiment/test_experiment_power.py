@@ -23,7 +23,8 @@ from bat.state.layout import RunLayout
 def _arm(root: Path, overall: list[float], *, final_round: int = 2, instances: list[str] | None = None) -> Path:
     """An arm x seed directory: a done `experiment_arm.json` and its end-of-run final-split runs."""
     root.mkdir(parents=True)
-    (root / "experiment_arm.json").write_text(json.dumps({"status": "done", "final_round": final_round}))
+    record = {"arm": root.name, "kind": "trained", "seed": 1, "status": "done", "final_round": final_round}
+    (root / "experiment_arm.json").write_text(json.dumps(record))
     instances = instances or [f"hx-{i}" for i in range(len(overall))]
     runs = [
         EvalRun(
@@ -92,7 +93,7 @@ def test_unfinished_arm_and_bad_arguments_exit_2_naming_the_file(tmp_path, capsy
     a = _arm(tmp_path / "a", [1.0, 0.0])
     b = tmp_path / "b"
     b.mkdir()
-    (b / "experiment_arm.json").write_text(json.dumps({"status": "failed"}))
+    (b / "experiment_arm.json").write_text(json.dumps({"arm": "b", "kind": "trained", "seed": 1, "status": "failed"}))
     assert main(["--arm", f"a={a}", "--arm", f"b={b}"]) == 2
     assert str(b / "experiment_arm.json") in capsys.readouterr().err
     assert main(["--arm", f"a={a}", "--arm", "nodirs"]) == 2

@@ -146,7 +146,8 @@ def test_bootstrap_seed_shares_one_bootstrap_across_seeds(tmp_path: Path) -> Non
 
 
 def test_arm_state_is_seeded_under_a_relative_state_dir(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    from bat.experiment.share import SEED_MARKER, SharedInfo, seed_arm_state
+    from bat.experiment.share import SharedInfo, seed_arm_state
+    from bat.state.experiment_layout import SEED_MARKER_NAME as SEED_MARKER
     from bat.state.layout import RunLayout
 
     shared = RunLayout(tmp_path / "shared")

@@ -9,6 +9,8 @@ import pytest
 from bat.cli.main import main
 from bat.config.model import TinyModelConfig
 from bat.experiment.null_control import FIRST_SCALE, NullControlError, calibrate, next_scale, write_perturbed
+from bat.schemas.experiment import ScaleTry
+from bat.state.experiment_layout import ExperimentRunFiles
 
 REPO = Path(__file__).resolve().parents[2]
 TINY = TinyModelConfig(
@@ -24,8 +26,8 @@ def _weights(path: Path) -> dict:
 
 def test_next_scale_rescales_the_last_measure_by_the_root_of_the_kl_ratio() -> None:
     assert next_scale([], 0.02) == FIRST_SCALE
-    assert next_scale([{"scale": 0.01, "kl": 0.005}], 0.02) == pytest.approx(0.02)  # KL ~ scale^2
-    assert next_scale([{"scale": 0.01, "kl": 0.0}], 0.02) == pytest.approx(0.1)
+    assert next_scale([ScaleTry(scale=0.01, kl=0.005)], 0.02) == pytest.approx(0.02)  # KL ~ scale^2
+    assert next_scale([ScaleTry(scale=0.01, kl=0.0)], 0.02) == pytest.approx(0.1)
 
 
 def test_perturbation_is_seeded_and_relative_to_each_tensor(tiny_model_builder, tmp_path: Path) -> None:
@@ -47,20 +49,23 @@ def test_calibration_reaches_the_target_kl_and_resumes(tiny_model_builder, tmp_p
     start = tiny_model_builder(TINY, 0)
     prompts = [[{"role": "user", "content": f"Prompt number {i}."}] for i in range(3)]
     kl_args = {"max_new_tokens": 8, "seed": 0, "tools": []}
-    record = calibrate(start, tmp_path / "null", prompts, 0.05, 1, kl_args)
-    assert abs(record["kl"] - 0.05) <= 0.25 * 0.05 and Path(record["checkpoint"]).is_dir()
-    assert record["tried"][-1] == {"scale": record["scale"], "kl": record["kl"]}
-    assert [p.name for p in (tmp_path / "null").glob("scale_*")] == [Path(record["checkpoint"]).name]
+    files = ExperimentRunFiles(tmp_path / "null_seed")
+    record = calibrate(start, files, prompts, 0.05, 1, kl_args)
+    assert record.kl is not None and record.checkpoint is not None
+    assert abs(record.kl - 0.05) <= 0.25 * 0.05 and Path(record.checkpoint).is_dir()
+    assert record.tried[-1] == ScaleTry(scale=record.scale, kl=record.kl)
+    assert files.null_calibration.is_file() and Path(record.checkpoint).parent == files.null_work
+    assert [p.name for p in files.null_work.glob("scale_*")] == [Path(record.checkpoint).name]
 
     import bat.train.kl_estimate as kl_estimate
 
     monkeypatch.setattr(kl_estimate, "estimate_kl", lambda *a, **k: pytest.fail("a calibrated seed is measured again"))
-    assert calibrate(start, tmp_path / "null", prompts, 0.05, 1, kl_args) == record
+    assert calibrate(start, files, prompts, 0.05, 1, kl_args) == record
     with pytest.raises(NullControlError, match="calibrated to KL 0.05, not 0.1"):
-        calibrate(start, tmp_path / "null", prompts, 0.1, 1, kl_args)
+        calibrate(start, files, prompts, 0.1, 1, kl_args)
     with pytest.raises(NullControlError, match="no scale within"):
         monkeypatch.setattr(kl_estimate, "estimate_kl", lambda *a, **k: 0.0)
-        calibrate(start, tmp_path / "never", prompts, 0.05, 1, kl_args)
+        calibrate(start, ExperimentRunFiles(tmp_path / "never"), prompts, 0.05, 1, kl_args)
 
 
 @pytest.mark.parametrize(

@@ -10,6 +10,8 @@ from bat.cli.main import main
 from bat.config.deepspeed import DeepSpeedConfig
 from bat.config.grpo import GrpoConfig
 from bat.curriculum.lr_probe import write_scaled
+from bat.state.atomic import atomic_write_json
+from bat.state.jsonl import write_jsonl
 from bat.state.layout import RunLayout
 from bat.state.markers import write_done
 from bat.train.grpo import train_grpo
@@ -41,22 +43,28 @@ def test_one_step_from_a_fresh_optimizer_scales_with_lr_and_the_probe_reproduces
     assert write_scaled(tiny_dir, small, 4.0, tmp_path / "x4") == tmp_path / "x4"  # a finished export is kept
 
 
-def test_lr_probe_refuses_rounds_it_cannot_scale(tmp_path, capsys):
+def test_lr_probe_refuses_rounds_it_cannot_scale(tmp_path, capsys, make_grpo_plan):
     layout = RunLayout(tmp_path / "run").ensure()
     args = ["train", "lr-probe", "--state", str(layout.root), "--round", "1", "--scales", "0,5", "--out"]
     assert main([*args, str(tmp_path / "probe")]) == 2
     err = capsys.readouterr().err
     assert "round 1 of" in err and "no finished grpo phase" in err
-    write_done(layout.phase_dir(1, "grpo"), phase="grpo", config_hash="x", counts={"step": 1}, extra={})
+    write_done(layout.phase_dir(1, "grpo"), phase="grpo", config_hash="x", counts={"step": 1})
+    assert main([*args, str(tmp_path / "probe")]) == 2  # the step count and lr come from the phase's metrics
+    assert "ran 0 steps" in capsys.readouterr().err
+    write_jsonl(layout.training_metrics(1, "grpo"), [{"step": 1, "lr": 1e-5}])
     assert main([*args, str(tmp_path / "probe")]) == 2
-    assert "does not record start_checkpoint, candidate and last_step.lr" in capsys.readouterr().err
-    extra = {"start_checkpoint": "a", "candidate": "b", "last_step": {"lr": 1e-5}}
-    write_done(layout.phase_dir(1, "grpo"), phase="grpo", config_hash="x", counts={"step": 1}, extra=extra)
+    assert "candidate export is missing" in capsys.readouterr().err
+    layout.candidate_model(1).mkdir(parents=True)
+    (layout.candidate_model(1) / "config.json").write_text("{}")
+    assert main([*args, str(tmp_path / "probe")]) == 2  # the start checkpoint comes from the round's plan
+    assert "no round plan for round 1" in capsys.readouterr().err
+    atomic_write_json(layout.plan(1), make_grpo_plan("a", [["state1"]]))
     assert main([*args, str(tmp_path / "probe"), "--candidate", str(tmp_path / "nowhere")]) == 2
     assert "nowhere is not an HF export" in capsys.readouterr().err
     assert main([*args, str(tmp_path / "probe")]) == 2  # the probe never creates a secret in the run
     assert "SECRET is missing" in capsys.readouterr().err and not layout.heldout_secret.exists()
-    write_done(layout.phase_dir(1, "grpo"), phase="grpo", config_hash="x", counts={"step": 3}, extra=extra)
+    write_jsonl(layout.training_metrics(1, "grpo"), [{"step": s, "lr": 1e-5} for s in (1, 2, 3)])
     assert main([*args, str(tmp_path / "probe")]) == 2
     assert "ran 3 steps" in capsys.readouterr().err
     with pytest.raises(SystemExit) as bad:

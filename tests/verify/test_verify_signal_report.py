@@ -131,7 +131,7 @@ def test_collect_keeps_each_groups_rewards_and_outcome_with_the_piece(run_with_r
 
     [(index, groups)] = _group_rewards(RunLayout(run_with_round)).items()
     assert index == 1
-    assert [(g["pool"], g["outcome"], g["rewards"]) for g in groups] == [
+    assert [(g.pool, g.outcome, g.rewards) for g in groups] == [
         ("S-mix", "success", [0.0, 0.0, 0.0, 0.0]),
         ("S-target", "recovery", [0.0, 1.0, 1.0, 1.0]),
     ]
@@ -144,7 +144,8 @@ def test_a_committed_record_with_group_rewards_gives_the_same_report(run_with_ro
 
     piece = tmp_path / "seed_1.json"
     kept = _group_rewards(RunLayout(run_with_round))
-    piece.write_text(json.dumps({"signal": [{"round": r, "group_rewards": g} for r, g in kept.items()]}))
+    signal = [{"round": r, "group_rewards": [x.to_json() for x in g]} for r, g in kept.items()]
+    piece.write_text(json.dumps({"signal": signal}))
     assert signal_report([piece], [2, 4]) == {**signal_report([run_with_round], [2, 4]), "runs": [str(piece)]}
     old = tmp_path / "old.json"
     old.write_text(json.dumps({"signal": [{"round": 1, "reward_mean": 0.5}]}))
