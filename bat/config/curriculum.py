@@ -64,6 +64,11 @@ class CurriculumConfig(Section):
     """Promotion gate thresholds."""
     fallback: FallbackConfig = Field(default_factory=FallbackConfig)
     """Fallback to the best checkpoint."""
+    retain: Literal["best", "last"] = "best"
+    """Which checkpoint the run keeps as its retained best (the one later rounds and the end-of-run evaluation
+    use). `best`: the outer loop's choice (gate, fallback, or the higher controller Overall). `last`: every
+    candidate is retained whatever its scores (no fallback, no gate): for experiments that score the end of
+    training itself; the route still records the drop counter and KL."""
     shift_track_drop: float = Field(0.10, gt=0.0, le=1.0)
     """Domain-shift detector: a track dropping this much while the mean of tracks does not drop is a shift."""
     shift_response: Literal["focus", "report"] = "focus"

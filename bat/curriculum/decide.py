@@ -122,6 +122,10 @@ def _judge(
             "bootstrap", "first evaluated checkpoint becomes the retained best", _promote(None, snap), False
         )
     counter = next_drop_counter(history.drop_counter, snap.overall, history.previous_overall)
+    if cfg.retain == "last":
+        return _Judgement(
+            "continue", "curriculum.retain=last: the candidate is retained", _promote(best, snap), False, counter
+        )
     why = fallback_reason(counter, kl, cfg.fallback)
     if why is not None:
         return _Judgement("fallback", why, best, True, 0)

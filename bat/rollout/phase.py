@@ -3,7 +3,9 @@
 Reads `round_NN/plan.json` (state ids, pools, bank version, start checkpoint) and the pinned bank version;
 writes `round_NN/rollout/shard_NNNN/` (see `bat.rollout.shards`). Launch: `bat run` / `bat rollout`.
 With `rollout.stage_exit` and the plan's rubric reward, a stage row ends once its reward is settled (`stage_exit`);
-the final reward reads Task and Overall, so those rounds never cut.
+the final reward reads Task and Overall, so those rounds never cut. Under `grpo.rollouts: online` the GRPO block
+rolls out its own batches from the current weights, and this phase rolls out only the plan's first batch: the
+round-start policy's record for the report's failure breakdown and signal counts.
 """
 
 from __future__ import annotations
@@ -66,6 +68,8 @@ def run_rollout(ctx: PhaseContext) -> PhaseResult:
     cfg, rc = ctx.config, ctx.config.rollout
     plan = load_plan(ctx.layout, ctx.round)
     bank = open_bank(ctx.layout, plan.bank_version)
+    if cfg.grpo.rollouts == "online":  # the grpo block draws its own batches: roll out the first one as a record
+        plan = plan.model_copy(update={"batches": plan.batches[:1]})
     jobs, dupes = plan_jobs(plan)
     jobs = [StateJob(j.state_id, j.pool, j.stage, payload=bank.row(j.state_id), repeats=j.repeats) for j in jobs]
     checkpoint = resolve_checkpoint(ctx.layout, plan.start_checkpoint)

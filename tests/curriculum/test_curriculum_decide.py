@@ -38,6 +38,14 @@ def test_fallback_after_three_consecutive_drops_with_gate_off(make_agg):
     assert best.checkpoint == "ckpt/r1"
 
 
+def test_retain_last_keeps_every_candidate_through_drops_and_kl(make_agg):
+    cfg = CurriculumConfig(retain="last")
+    decisions, best = _run(make_agg, [0.50, 0.30, 0.20, 0.10], cfg, kls=[None, 0.5, 0.5, 0.5])
+    assert [d.action for d in decisions] == ["bootstrap", "continue", "continue", "continue"]
+    assert [d.drop_counter for d in decisions] == [0, 1, 2, 3]  # still recorded
+    assert best.checkpoint == "ckpt/r3" and decisions[3].start_checkpoint == "ckpt/r3"
+
+
 def test_fallback_by_drops_with_gate_on(make_agg):
     decisions, best = _run(make_agg, [0.50, 0.45, 0.44, 0.43])
     assert [d.action for d in decisions] == ["bootstrap", "hold", "hold", "fallback"]
