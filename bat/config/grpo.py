@@ -64,6 +64,10 @@ class GrpoConfig(Section):
     """With `rollouts: online`: how many times a step may replace a GRPO group whose rewards are all equal (no
     signal) by a fresh group of another state of the same pool (DAPO-style; 0 = off). The step keeps its size: a
     group that is still identical after the tries trains as it is. Counted per step."""
+    pass_rate_filter: int = Field(0, ge=0, le=100)
+    """With `rollouts: online`: after this many draws in a row of a state whose every rollout failed (reward 0) or
+    every one solved (reward 1), the state is set aside for the rest of the block (its place in later batches goes
+    to another state of its pool, as dynamic sampling draws them); counted per pool. 0 = off."""
     export_steps: tuple[int, ...] = ()
     """With `rollouts: online`: steps (1-based) after which the current weights are also exported in HF format
     (`OnlineLayout.export`), so held-out probes can score the training curve from the evaluation side; the last

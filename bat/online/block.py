@@ -21,6 +21,7 @@ from pathlib import Path
 from typing import Any
 
 from bat.config.grpo import GrpoConfig
+from bat.online.pass_rate import PassRateFilter, replayed
 from bat.online.rewards import identical_groups, mean_by_pool, mean_reward, shuffled
 from bat.rollout.chat import TurnTokens
 from bat.rollout.engine import Engine
@@ -98,6 +99,7 @@ class _OnlineSteps:
     cfg: GrpoConfig
     layout: OnlineLayout
     round_index: int
+    rate: PassRateFilter = field(default_factory=lambda: PassRateFilter(0))
     engine: Engine | None = None
     ref: Any = None
     last: dict[str, Any] = field(default_factory=dict)
@@ -153,9 +155,10 @@ class _OnlineSteps:
         """The step's batch after dynamic sampling (a group whose rewards are all equal is replaced by a fresh group
         of another state of its pool, up to `grpo.dynamic_sampling` times), and its counts."""
         engine = self._install_weights(step)
-        jobs = self.source.batch(step)
+        jobs = self._admitted(self.source.batch(step), step)
         repeats = {j.state_id: j.repeats for j in jobs}
         batch = self._roll(engine, jobs, step, 0)
+        self.rate.observe(batch.rewards)
         drawn = identical_groups(batch.rewards)
         replaced, draws = 0, 0
         for attempt in range(1, self.cfg.dynamic_sampling + 1):
@@ -167,13 +170,14 @@ class _OnlineSteps:
             for state in flat:
                 job = self.source.replacement(pool_of[state], step, draws)
                 draws += 1
-                if job is not None and job.state_id not in repeats:
+                if job is not None and job.state_id not in repeats and self.rate.allows(job.state_id):
                     fresh.append(StateJob(job.state_id, job.pool, job.stage, job.payload, repeats[state]))
                     repeats[job.state_id] = repeats[state]
                     out.add(state)
             if not fresh:
                 break
             extra = self._roll(engine, fresh, step, attempt)
+            self.rate.observe(extra.rewards)
             batch.drop_groups(out)
             batch.rollouts += extra.rollouts
             batch.rewards += extra.rewards
@@ -182,8 +186,27 @@ class _OnlineSteps:
             "groups_identical_drawn": len(drawn),
             "groups_replaced": replaced,
             "groups_identical": len(identical_groups(batch.rewards)),
+            "states_set_aside_by_pool": self.rate.counts(),
         }
         return batch, counts
+
+    def _admitted(self, jobs: list[StateJob], step: int) -> list[StateJob]:
+        """`jobs` with every state the pass-rate filter set aside replaced by another state of its pool that it
+        allows (kept as it is when the pool has none left)."""
+        out, taken = [], {j.state_id for j in jobs}
+        for job in jobs:
+            if self.rate.allows(job.state_id) or self.source.replacement is None:
+                out.append(job)
+                continue
+            swap = None
+            for draw in range(64):
+                other = self.source.replacement(job.pool, step, 1000 + len(out) * 64 + draw)
+                if other is not None and other.state_id not in taken and self.rate.allows(other.state_id):
+                    swap = StateJob(other.state_id, other.pool, other.stage, other.payload, job.repeats)
+                    break
+            out.append(swap or job)
+            taken.add(out[-1].state_id)
+        return out
 
     # -- the update -------------------------------------------------------------------------------------------
     def _reference(self, at_reference: bool) -> Any:
@@ -322,7 +345,8 @@ def train_online(
     )
     layout = OnlineLayout(Path(root))
     clear_after(layout, block.step)
-    steps = _OnlineSteps(block, source, cfg, layout, round_index)
+    rate = replayed(cfg.pass_rate_filter, layout, block.step)
+    steps = _OnlineSteps(block, source, cfg, layout, round_index, rate)
     try:
         done = block.run(
             steps,

@@ -20,7 +20,25 @@ from bat.state.jsonl import read_jsonl_resuming
 from bat.state.layout import RunLayout
 
 SFT_SCALARS = ("loss", "val_loss", "grad_norm", "lr", "tokens_per_s")
-GRPO_SCALARS = ("loss", "kl", "clip_frac", "grad_norm", "lr", "tokens_per_s", "reward_mean", "adv_abs_mean")
+GRPO_SCALARS = (
+    "loss",
+    "kl",
+    "clip_frac",
+    "grad_norm",
+    "lr",
+    "tokens_per_s",
+    "reward_mean",
+    "reward_mean_trained",
+    "adv_abs_mean",
+    "groups",
+    "groups_identical",
+    "groups_identical_drawn",
+    "groups_replaced",
+    "rollout_seconds",
+    "train_seconds",
+)
+"""Per-step GRPO scalars (the online block's signal counts, the twin's trained reward and its seconds included;
+a key a step does not record is skipped)."""
 
 
 def _metrics(path: Path) -> list[dict[str, Any]]:

@@ -32,6 +32,23 @@ def test_twin_permutes_values_within_each_batch_and_leaves_invalid_alone():
     assert [r.reward for r in across[:8]] != [r.reward for r in rewards[:8]]
 
 
+def test_pass_rate_filter_sets_aside_states_always_failed_or_solved():
+    from bat.online.pass_rate import PassRateFilter, outcome
+
+    assert [outcome([0.0, 0.0]), outcome([1.0, 1.0]), outcome([0.0, 1.0]), outcome([0.5, 0.5])] == [
+        "fail",
+        "solve",
+        "mixed",
+        "mixed",
+    ]
+    rate = PassRateFilter(2)
+    draw = [_reward("a0", "a", 0.0), _reward("a1", "a", 0.0), _reward("b0", "b", 1.0), _reward("b1", "b", 0.0)]
+    rate.observe(draw)
+    assert rate.allows("a") and rate.allows("b")
+    rate.observe(draw)
+    assert not rate.allows("a") and rate.allows("b") and rate.counts() == {"S-target": 1}
+
+
 def test_identical_groups_are_those_without_signal():
     rewards = [_reward("a0", "a", 1.0), _reward("a1", "a", 1.0), _reward("b0", "b", 0.0), _reward("b1", "b", 0.5)]
     assert identical_groups(rewards) == ["a"]
@@ -48,6 +65,7 @@ def test_online_round_on_the_real_bank(tmp_path):
 
     state = tmp_path / "run"
     sets = ["grpo.rollouts=online", "grpo.steps=3", "grpo.shuffle_rewards=true", "grpo.dynamic_sampling=1"]
+    sets += ["grpo.pass_rate_filter=1"]
     argv = ["run", "--config", str(REPO / "configs" / "smoke.yaml"), "--state", str(state), "--executor", "debug"]
     assert main([*argv, *[x for s in sets for x in ("--set", s)]]) == 0
     layout = RunLayout(state)
@@ -57,6 +75,8 @@ def test_online_round_on_the_real_bank(tmp_path):
         assert m["shuffled_rewards"] is True and m["rollouts_drawn"] == 8
         assert set(m["reward_mean_by_pool"]) == {"S-target", "S-mix", "E2E"}
         assert 0 <= m["groups_identical"] <= m["groups_identical_drawn"] + m["groups_replaced"]
+    # the untrained tiny policy fails every smoke state: each is set aside after its first draw
+    assert sum(metrics[-1]["states_set_aside_by_pool"].values()) >= 4
     online = OnlineLayout(layout.phase_dir(1, "grpo"))
     for step in range(3):
         assert (online.rollout(step) / "shard_0000" / "rollouts.jsonl").is_file()
