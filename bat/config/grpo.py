@@ -1,14 +1,15 @@
 """GrpoConfig: the inner-loop GRPO block (Eqs. 4, 17-19) on rollout + reward shards.
 
 Every block starts a fresh optimizer and schedule from the round's start checkpoint (the paper's
-"optimizer reset between rounds"); only a resumed, interrupted block restores optimizer state.
+"optimizer reset between rounds") unless `carry_optimizer` keeps the previous round's; a resumed, interrupted
+block restores its own optimizer state.
 """
 
 from __future__ import annotations
 
 from typing import Literal
 
-from pydantic import Field
+from pydantic import Field, model_validator
 
 from bat.config.base import Section
 from bat.config.deepspeed import DeepSpeedConfig
@@ -68,6 +69,11 @@ class GrpoConfig(Section):
     """With `rollouts: online`: after this many draws in a row of a state whose every rollout failed (reward 0) or
     every one solved (reward 1), the state is set aside for the rest of the block (its place in later batches goes
     to another state of its pool, as dynamic sampling draws them); counted per pool. 0 = off."""
+    carry_optimizer: bool = False
+    """Keep the optimizer state across rounds: a round whose start checkpoint is the previous round's candidate
+    takes the AdamW moments of that round's last step checkpoint (its schedule restarts); a round that starts
+    elsewhere (a fallback) starts fresh, as the paper's "optimizer reset between rounds" does by default. Not with
+    LoRA (each round trains fresh adapters)."""
     export_steps: tuple[int, ...] = ()
     """With `rollouts: online`: steps (1-based) after which the current weights are also exported in HF format
     (`OnlineLayout.export`), so held-out probes can score the training curve from the evaluation side; the last
@@ -123,3 +129,11 @@ class GrpoConfig(Section):
     """Engine settings."""
     lora: LoraConfig = LoraConfig()
     """LoRA adapters instead of full-parameter training (off by default; `bat.config.lora`)."""
+
+    @model_validator(mode="after")
+    def _carry_needs_full_parameters(self) -> GrpoConfig:
+        if self.carry_optimizer and self.lora.enabled:
+            raise ValueError(
+                "grpo.carry_optimizer needs full-parameter training: each round trains fresh LoRA adapters"
+            )
+        return self

@@ -327,6 +327,7 @@ def train_online(
     metrics_path: str | Path,
     stop_after: int | None = None,
     dtype: str = "float32",
+    carry_from: str | Path | None = None,
 ) -> dict[str, Any]:
     """Run (or resume) an online block of `cfg.steps` steps from `model_path`; returns the block summary.
 
@@ -342,6 +343,7 @@ def train_online(
         ckpt_root=ckpt_root,
         metrics_path=metrics_path,
         accum=lambda world: max(1, math.ceil(math.ceil(source.rollouts_per_step / world) / micro)),
+        carry_from=carry_from,
     )
     layout = OnlineLayout(Path(root))
     clear_after(layout, block.step)

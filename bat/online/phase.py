@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING
 
 from bat.online.block import OnlineSource, train_online
 from bat.phase.context import PhaseContext, PhaseResult
-from bat.phase.plan import load_plan, plan_batches, resolve_checkpoint
+from bat.phase.plan import carried_optimizer, load_plan, plan_batches, resolve_checkpoint
 from bat.rollout.runner import StateJob
 from bat.seeds import derive_seed
 from bat.train.grpo import plan_batch_of_step
@@ -113,6 +113,7 @@ def run_online_grpo(ctx: PhaseContext) -> PhaseResult:
         export_dir=export,
         metrics_path=metrics,
         dtype=cfg.model.dtype,
+        carry_from=carried_optimizer(layout, ctx.round, start, cfg.grpo.carry_optimizer),
     )
     counts = {k: v for k, v in summary.items() if isinstance(v, (int, float)) and not isinstance(v, bool)}
     return PhaseResult(

@@ -45,3 +45,14 @@ def read_plan(path: str | Path) -> RoundPlan:
 def plan_batches(plan: RoundPlan) -> list[list[str]]:
     """State ids of each batch of `plan`, in plan order (what one GRPO step trains on)."""
     return [[row.state_id for row in batch] for batch in plan.batches]
+
+
+def carried_optimizer(layout: RunLayout, round_index: int, start: Path, carry: bool) -> Path | None:
+    """Where a round's GRPO block takes its optimizer state from under `grpo.carry_optimizer`: the previous round's
+    step checkpoints when the round starts from the previous round's candidate; None (a fresh optimizer) otherwise."""
+    if not carry or round_index < 2:
+        return None
+    previous = round_index - 1
+    if Path(start).resolve() != Path(layout.candidate_model(previous)).resolve():
+        return None
+    return layout.round_checkpoints(previous)

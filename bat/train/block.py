@@ -141,10 +141,12 @@ def open_block(
     ckpt_root: str | Path,
     metrics_path: str | Path,
     accum: Callable[[int], int],
+    carry_from: str | Path | None = None,
 ) -> TrainingBlock:
     """Set up and resume a block: distributed init, seed torch, load the policy from `model_path` in `dtype`
     (LoRA-wrapped with `cfg.lora.enabled`, its base digested), build the engine (gradient accumulation `accum(world)`,
-    warmup-cosine over `cfg.steps`), then `TrainingBlock.resume` from `ckpt_root` (metrics at `metrics_path`)."""
+    warmup-cosine over `cfg.steps`), then `TrainingBlock.resume` from `ckpt_root` (metrics at `metrics_path`); a
+    block with no step of its own yet takes its optimizer state from `carry_from` (`carry_optimizer`) when given."""
     import torch
 
     from bat.policy.loader import load_policy
@@ -183,4 +185,22 @@ def open_block(
         log=MetricsLog(Path(metrics_path), env.is_main),
     )
     block.resume()
+    if carry_from is not None and block.step == 0:
+        carry_optimizer(block, Path(carry_from))
     return block
+
+
+def carry_optimizer(block: TrainingBlock, ckpt_root: Path) -> bool:
+    """Collective: give a fresh block the optimizer state of the newest step checkpoint under `ckpt_root` (the
+    previous round's block, whose final weights are this block's start), keeping this block's own schedule; returns
+    whether a checkpoint was there. The weights it loads with the state are the start checkpoint's own."""
+    latest = CheckpointStore(ckpt_root).latest()
+    if latest is None:
+        return False
+    _, path = latest
+    loaded, _ = block.engine.load_checkpoint(
+        str(path.parent), tag=path.name, load_optimizer_states=True, load_lr_scheduler_states=False
+    )
+    if loaded is None:
+        raise RuntimeError(f"DeepSpeed could not load the optimizer state of {path}")
+    return True

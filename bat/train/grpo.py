@@ -286,6 +286,7 @@ def train_grpo(
     stop_after: int | None = None,
     batches: Sequence[Sequence[str]] | None = None,
     dtype: str = "float32",
+    carry_from: str | Path | None = None,
 ) -> dict[str, Any]:
     """Run (or resume) the GRPO block up to `cfg.steps` (or `stop_after` steps this call); returns a summary.
 
@@ -303,6 +304,7 @@ def train_grpo(
         ckpt_root=ckpt_root,
         metrics_path=metrics_path,
         accum=accum,
+        carry_from=carry_from,
     )
     steps = _GrpoSteps(block, data, cfg, plan_steps)
     done = block.run(

@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from bat.phase.context import PhaseContext, PhaseResult
-from bat.phase.plan import load_plan, plan_batches, resolve_checkpoint
+from bat.phase.plan import carried_optimizer, load_plan, plan_batches, resolve_checkpoint
 from bat.phase.spec import PhaseSpec, first_bank
 from bat.state.round_layout import all_shards, finished_shard_files
 
@@ -128,6 +128,7 @@ def run_grpo(ctx: PhaseContext) -> PhaseResult:
         metrics_path=metrics,
         batches=plan_batches(plan),
         dtype=cfg.model.dtype,
+        carry_from=carried_optimizer(layout, ctx.round, start, cfg.grpo.carry_optimizer),
     )
     counts = _summary(summary) | {"unfinished_rollout_shards": open_rollouts, "unfinished_reward_shards": open_rewards}
     return PhaseResult(

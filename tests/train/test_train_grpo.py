@@ -358,3 +358,20 @@ def test_an_sgd_step_scales_with_the_gradient_where_adamw_takes_a_sign_step(tiny
     assert adamw["at_lr_fraction"] > 0.5 and sgd["at_lr_fraction"] < 0.05
     assert sgd["step_l2"] == pytest.approx(1e-3 * min(metrics["grad_norm"], 1.0), rel=1e-2)
     assert sgd_twice["step_l2"] == pytest.approx(2 * sgd["step_l2"], rel=1e-3) and sgd["step_l2"] < adamw["step_l2"]
+
+
+def test_a_carried_optimizer_state_continues_the_previous_blocks_moments(tiny_dir, grpo_records, tmp_path):
+    """`carry_from`: the next block's first AdamW step uses the previous block's moments, so it moves the weights
+    differently from a fresh optimizer's first step (|update| = lr x sign(g) for every weight)."""
+    from bat.state.digest import sha256_path
+
+    data = _items(grpo_records)
+    first = train_grpo(tiny_dir, data, _cfg(2), seed=5, ckpt_root=tmp_path / "ck1", export_dir=tmp_path / "hf1",
+                       metrics_path=tmp_path / "m1.jsonl")  # fmt: skip
+    assert first["done"]
+    outs = {}
+    for name, carry in (("fresh", None), ("carried", tmp_path / "ck1")):
+        train_grpo(tmp_path / "hf1", data, _cfg(1), seed=6, ckpt_root=tmp_path / f"ck-{name}",
+                   export_dir=tmp_path / name, metrics_path=tmp_path / f"m-{name}.jsonl", carry_from=carry)  # fmt: skip
+        outs[name] = sha256_path(tmp_path / name / "model.safetensors")
+    assert outs["fresh"] != outs["carried"]
