@@ -139,7 +139,7 @@ def _pinned_fingerprint():
 )
 def test_the_pinned_sft_job_computes_the_recorded_fingerprint_on_this_cpu_kind(tmp_path):
     """`configs/experiments/arms_cpu.yaml`'s SFT pin, with the MKL vendor shim the job preloads, computes the digest
-    measured under the same pin on an Intel Xeon (session 23) and an AMD EPYC (session 31): the bootstrap rebuilds
+    measured under the same pin on an Intel Xeon (`0460dfa`, 2026-12-05) and an AMD EPYC (`3fe371a`, 2026-12-06): the bootstrap rebuilds
     bit-identically on either vendor. Without the shim, MKL on an AMD CPU ignores MKL_CBWR's branch."""
     from bat.orchestrate.mkl_vendor import shim_path
 
@@ -152,7 +152,7 @@ def test_the_pinned_sft_job_computes_the_recorded_fingerprint_on_this_cpu_kind(t
     assert preload.split(":")[0] == str(shim_path())
     first = digest
     if digest != "4c128e4708907d6b":
-        # Twice in full test runs (sessions 33 and 35, once beside a long experiment, once alone) this job computed
+        # Twice in full test runs (2026-12-06, at `1164b94` and `55092d0`, once beside a long experiment, once alone) this job computed
         # 60b94f2d72e75fa1 with the same pins, shim and thread count, never in 56 runs of it alone or under load:
         # a rare second path, not understood. A fresh job must compute the recorded digest; both are reported.
         preload, digest, seen = executor.submit(_pinned_fingerprint).result()
