@@ -39,22 +39,13 @@ def run_sft(ctx: PhaseContext) -> PhaseResult:
     """Cold-start SFT on the admitted bank's SFT rows; returns the export as `extra["candidate"]`."""
     from bat.bank.store import open_bank
     from bat.policy.loader import load_tokenizer
-    from bat.policy.tools import policy_tools
     from bat.train.sft import train_sft
-    from bat.train.sft_data import prepare_sft
+    from bat.train.sft_data import sft_data
 
     cfg, layout = ctx.config, ctx.layout
     base = base_model_path(ctx)
     bank = open_bank(layout)
-    data = prepare_sft(
-        bank.sft_rows("train"),
-        bank.sft_rows("validation"),
-        load_tokenizer(base),
-        cfg.sft.max_seq_len,
-        tools=policy_tools(cfg.sft.render_tools, cfg.sft.tool_format) or [],
-        pack=cfg.sft.pack_prefixes,
-        rename=cfg.sft.rename_identifiers,
-    )
+    data = sft_data(cfg.sft, bank.sft_rows("train"), bank.sft_rows("validation"), load_tokenizer(base))
     export = layout.candidate_model(0)
     metrics = ctx.layout.training_metrics(ctx.round, ctx.phase)
     summary = train_sft(
@@ -83,9 +74,8 @@ def run_sft(ctx: PhaseContext) -> PhaseResult:
 
 def run_grpo(ctx: PhaseContext) -> PhaseResult:
     """One GRPO block from the plan's start checkpoint; returns the candidate as `extra["candidate"]`."""
-    from bat.schemas.rollout import RewardRecord, RolloutRecord
     from bat.train.grpo import train_grpo
-    from bat.train.grpo_data import build_items, credited_stage_order, read_records
+    from bat.train.grpo_data import grpo_data
 
     cfg, layout = ctx.config, ctx.layout
     plan = load_plan(layout, ctx.round)
@@ -98,14 +88,7 @@ def run_grpo(ctx: PhaseContext) -> PhaseResult:
             f"round {ctx.round}: no finished rollout ({len(rollout_files)}) or reward "
             f"({len(reward_files)}) shards under {layout.round_dir(ctx.round)}"
         )
-    data = build_items(
-        read_records(rollout_files, RolloutRecord),
-        read_records(reward_files, RewardRecord),
-        max_seq_len=cfg.grpo.max_seq_len,
-        normalize_std=cfg.grpo.normalize_std,
-        adv_eps=cfg.grpo.adv_eps,
-        own_stage_order=credited_stage_order(cfg),
-    )
+    data = grpo_data(cfg, rollout_files, reward_files)
     export = layout.candidate_model(ctx.round)
     metrics = ctx.layout.training_metrics(ctx.round, ctx.phase)
     summary = train_grpo(
