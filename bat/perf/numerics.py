@@ -20,6 +20,19 @@ PIN_NAMES = ("MKL_CBWR", "ATEN_CPU_CAPABILITY", "ONEDNN_MAX_CPU_ISA", "OMP_NUM_T
 """Environment variables that select the math kernels (and so the rounding) of the CPU ops."""
 
 
+KERNEL_ENV_PREFIXES = ("MKL_", "OMP_", "KMP_", "GOMP_", "ATEN_", "ONEDNN_", "DNNL_", "LD_PRELOAD")
+"""Prefixes of the environment variables that can select the math kernels (and so the rounding) of a process."""
+
+
+def kernel_environment() -> dict[str, str | int]:
+    """What selects this process's CPU kernels: every `KERNEL_ENV_PREFIXES` variable, the ATen capability and the
+    intra-op thread count. A training phase records it beside its outputs."""
+    import torch
+
+    seen: dict[str, str | int] = {k: v for k, v in sorted(os.environ.items()) if k.startswith(KERNEL_ENV_PREFIXES)}
+    return seen | {"capability": torch.backends.cpu.get_cpu_capability(), "threads": torch.get_num_threads()}
+
+
 def fingerprint(seed: int = 0) -> str:
     """sha256 (first 16 hex) of the outputs, gradients and updated weights of a small seeded forward/backward pass."""
     import torch

@@ -6,7 +6,8 @@ sft  reads the newest admitted bank's SFT rows and the base model (`model.path`,
 grpo reads `round_NN/plan.json` (start checkpoint), finished rollout shards
      (`round_NN/rollout/shard_*/rollouts.jsonl`) and reward shards (`round_NN/verify/shard_*/rewards.jsonl`);
      writes step checkpoints under `checkpoints/round_NN/`, the candidate `layout.candidate_model(NN)` and
-     `round_NN/grpo/metrics.jsonl`. Both resume from their newest valid step checkpoint.
+     `round_NN/grpo/metrics.jsonl`. Both resume from their newest valid step checkpoint and record in their DONE.json
+     (`extra.kernels`) what selected their CPU kernels (`bat.perf.numerics.kernel_environment`).
 """
 
 from __future__ import annotations
@@ -14,6 +15,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+from bat.perf.numerics import kernel_environment
 from bat.phase.context import PhaseContext, PhaseResult
 from bat.phase.plan import load_plan, plan_batches, resolve_checkpoint
 from bat.phase.spec import PhaseSpec, first_bank
@@ -68,6 +70,7 @@ def run_sft(ctx: PhaseContext) -> PhaseResult:
             "bank_version": bank.version,
             "first_val_loss": summary["first_val_loss"],
             "val_loss": summary["val_loss"],
+            "kernels": kernel_environment(),
         },
     )
 
@@ -107,7 +110,12 @@ def run_grpo(ctx: PhaseContext) -> PhaseResult:
         outputs=[export, metrics],
         inputs=[*rollout_files, *reward_files, start],
         counts=counts,
-        extra={"candidate": str(export), "start_checkpoint": str(start), "last_step": summary["last"]},
+        extra={
+            "candidate": str(export),
+            "start_checkpoint": str(start),
+            "last_step": summary["last"],
+            "kernels": kernel_environment(),
+        },
     )
 
 

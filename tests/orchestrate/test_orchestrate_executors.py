@@ -121,24 +121,15 @@ def test_a_bad_env_name_is_refused(name):
         load_config(None, [f"orchestrate.resources.sft.env={{'{name}': x}}"])
 
 
-KERNEL_ENV = ("MKL_", "OMP_", "KMP_", "GOMP_", "ATEN_", "ONEDNN_", "DNNL_", "LD_PRELOAD")
-"""Prefixes of the environment variables that can select the math kernels (and so the rounding) of a job."""
-
 RECORDED_DIGEST = "4c128e4708907d6b"
 """`python -m bat.perf.numerics` under arms_cpu's SFT pin, with the vendor shim: an Intel Xeon (AVX2, AVX-512, AMX;
 `0460dfa`, 2026-12-05) and an AMD EPYC family 26 model 2 (Zen 5, AVX2, AVX-512, no AMX; `3fe371a`, 2026-12-06)."""
 
 
 def _pinned_fingerprint():
-    import os
+    from bat.perf.numerics import fingerprint, kernel_environment
 
-    import torch
-
-    from bat.perf.numerics import fingerprint
-
-    seen = {name: value for name, value in os.environ.items() if name.startswith(KERNEL_ENV)}
-    seen |= {"capability": torch.backends.cpu.get_cpu_capability(), "threads": torch.get_num_threads()}
-    return fingerprint(), seen
+    return fingerprint(), kernel_environment()
 
 
 @pytest.mark.skipif(
