@@ -12,12 +12,13 @@ import os
 import sys
 from pathlib import Path
 
+from bat.cli.config import add_config_arguments
+from bat.config import load_config
+from bat.state.atomic import atomic_write_json
 from bat.state.train_layout import TrainOutLayout
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
-    from bat.cli.config import add_config_arguments
-
     parser = subparsers.add_parser("train", help="SFT cold start or a GRPO block on DeepSpeed")
     sub = parser.add_subparsers(dest="train_command", metavar="ACTION", required=True)
     sft = sub.add_parser("sft", help="supervised cold start on SftRow JSONL files (loss on targets only)")
@@ -110,8 +111,6 @@ def _usage_errors(handler):
     """Bad input (missing files, corrupt records, impossible batch shapes) -> message + exit 2."""
 
     def wrapped(args: argparse.Namespace) -> int:
-        import sys
-
         try:
             return handler(args)
         except (FileNotFoundError, ValueError) as exc:
@@ -132,8 +131,6 @@ def _finish(out: TrainOutLayout, summary: dict, is_main: bool) -> int:
     second after the group was destroyed."""
     import torch.distributed as dist
 
-    from bat.state.atomic import atomic_write_json
-
     clean = {k: v for k, v in summary.items() if isinstance(v, (int, float, str, bool, dict, type(None)))}
     if is_main:
         atomic_write_json(out.summary, clean)
@@ -148,7 +145,6 @@ def _finish(out: TrainOutLayout, summary: dict, is_main: bool) -> int:
 
 
 def _sft(args: argparse.Namespace) -> int:
-    from bat.config import load_config
     from bat.policy.loader import load_tokenizer
     from bat.train.sft import train_sft
     from bat.train.sft_data import read_sft_rows, sft_data
@@ -172,7 +168,6 @@ def _sft(args: argparse.Namespace) -> int:
 
 
 def _grpo(args: argparse.Namespace) -> int:
-    from bat.config import load_config
     from bat.phase.plan import plan_batches, read_plan
     from bat.train.grpo import train_grpo
     from bat.train.grpo_data import grpo_data
