@@ -1,7 +1,10 @@
 """Run the `evaluate` phase of one round in this process (no scheduler).
 
-Reads:  and writes what its `PhaseSpec` declares (`bat phases` prints every phase's files).
-Writes: DONE.json last (a DONE phase is a no-op, a partial one resumes).
+Reads:  the round's candidate (checkpoints/round_NN/export/, or the SFT export in round 0), heldout/SECRET and the
+        held-out controller suite.
+Writes: round_NN/evaluate/aggregate_controller.json (+ the base model's in round 0, the final split's when
+        evaluate.final_eval says so) and heldout/round_NN/controller/; round_NN/evaluate/DONE.json last (a DONE phase
+        is a no-op, a partial one resumes). `bat phases` prints every phase's declared files.
 Launch: python jobs/evaluate.py --config configs/local.yaml --state state/local --round R [--set k=v]
         (normally queued for you by `sbatch run_round.sh` / `bat run`; use this to debug one phase,
         or under `srun` for a hand-made allocation).

@@ -8,9 +8,11 @@ from __future__ import annotations
 
 import argparse
 
+from bat.cli.config import add_config_arguments
+from bat.config.load import load_config
+
 
 def _handler(args: argparse.Namespace) -> int:
-    from bat.config.load import load_config
     from bat.config.run_record import RunConfigMismatch
     from bat.orchestrate.driver import PhaseFailed, PhaseInputError, run
     from bat.state.layout import RunLayout
@@ -33,8 +35,6 @@ def _handler(args: argparse.Namespace) -> int:
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
-    from bat.cli.config import add_config_arguments
-
     parser = subparsers.add_parser("run", help="run or queue the training rounds (local executor by default)")
     add_config_arguments(parser)
     parser.add_argument("--state", required=True, help="run state directory, e.g. state/local")

@@ -12,10 +12,13 @@ import os
 import sys
 from pathlib import Path
 
+from bat.cli.config import add_config_arguments
+from bat.config import load_config
+from bat.state.atomic import atomic_write_json
+from bat.state.train_layout import TrainOutLayout
+
 
 def register(subparsers: argparse._SubParsersAction) -> None:
-    from bat.cli.config import add_config_arguments
-
     parser = subparsers.add_parser("train", help="SFT cold start or a GRPO block on DeepSpeed")
     sub = parser.add_subparsers(dest="train_command", metavar="ACTION", required=True)
     sft = sub.add_parser("sft", help="supervised cold start on SftRow JSONL files (loss on targets only)")
@@ -109,8 +112,6 @@ def _usage_errors(handler):
     """Bad input (missing files, corrupt records, impossible batch shapes) -> message + exit 2."""
 
     def wrapped(args: argparse.Namespace) -> int:
-        import sys
-
         try:
             return handler(args)
         except (FileNotFoundError, ValueError) as exc:
@@ -120,7 +121,7 @@ def _usage_errors(handler):
     return wrapped
 
 
-def _finish(out: Path, summary: dict, is_main: bool) -> int:
+def _finish(out: TrainOutLayout, summary: dict, is_main: bool) -> int:
     """Write the run's summary (rank 0) and return the exit code; a lone process keeps its process group (in-process
     callers reuse it).
 
@@ -131,12 +132,10 @@ def _finish(out: Path, summary: dict, is_main: bool) -> int:
     second after the group was destroyed."""
     import torch.distributed as dist
 
-    from bat.state.atomic import atomic_write_json
-
     clean = {k: v for k, v in summary.items() if isinstance(v, (int, float, str, bool, dict, type(None)))}
     if is_main:
-        atomic_write_json(out / "summary.json", clean)
-        print(f"step {clean['step']} done={clean['done']} -> {out}")
+        atomic_write_json(out.summary, clean)
+        print(f"step {clean['step']} done={clean['done']} -> {out.root}")
     if dist.is_initialized() and dist.get_world_size() > 1:
         dist.barrier()
         dist.destroy_process_group()
@@ -147,31 +146,22 @@ def _finish(out: Path, summary: dict, is_main: bool) -> int:
 
 
 def _sft(args: argparse.Namespace) -> int:
-    from bat.config import load_config
     from bat.policy.loader import load_tokenizer
-    from bat.policy.tools import policy_tools
     from bat.train.sft import train_sft
-    from bat.train.sft_data import prepare_sft, read_sft_rows
+    from bat.train.sft_data import read_sft_rows, sft_data
 
     cfg = load_config(args.config, args.overrides)
-    out = Path(args.out)
-    data = prepare_sft(
-        read_sft_rows(args.train),
-        read_sft_rows(args.val),
-        load_tokenizer(args.model),
-        cfg.sft.max_seq_len,
-        tools=policy_tools(cfg.sft.render_tools, cfg.sft.tool_format) or [],
-        pack=cfg.sft.pack_prefixes,
-    )
+    out = TrainOutLayout(args.out)
+    data = sft_data(cfg.sft, read_sft_rows(args.train), read_sft_rows(args.val), load_tokenizer(args.model))
     seed = cfg.run.seed if args.seed is None else args.seed
     summary = train_sft(
         args.model,
         data,
         cfg.sft,
         seed=seed,
-        ckpt_root=out / "checkpoints",
-        export_dir=out / "export",
-        metrics_path=out / "metrics.jsonl",
+        ckpt_root=out.checkpoints,
+        export_dir=out.export,
+        metrics_path=out.metrics,
         stop_after=args.stop_after,
         dtype=cfg.model.dtype,
     )
@@ -179,39 +169,32 @@ def _sft(args: argparse.Namespace) -> int:
 
 
 def _grpo(args: argparse.Namespace) -> int:
-    from bat.config import load_config
     from bat.phase.plan import plan_batches, read_plan
-    from bat.schemas.rollout import RewardRecord, RolloutRecord
     from bat.train.grpo import train_grpo
-    from bat.train.grpo_data import build_items, credited_stage_order, read_records
+    from bat.train.grpo_data import grpo_data
+    from bat.train.twin import twin_seed
 
     cfg = load_config(args.config, args.overrides)
-    out = Path(args.out)
-    data = build_items(
-        read_records(args.rollouts, RolloutRecord),
-        read_records(args.rewards, RewardRecord),
-        max_seq_len=cfg.grpo.max_seq_len,
-        normalize_std=cfg.grpo.normalize_std,
-        adv_eps=cfg.grpo.adv_eps,
-        own_stage_order=credited_stage_order(cfg),
-    )
+    out = TrainOutLayout(args.out)
     seed = cfg.run.seed if args.seed is None else args.seed
-    batches = None
-    if cfg.grpo.step_batches == "plan":
-        if not args.plan:
-            raise ValueError(
-                "grpo.step_batches = 'plan' trains one plan batch per step: pass --plan round_NN/plan.json, "
-                "or --set grpo.step_batches=shuffle"
-            )
-        batches = plan_batches(read_plan(args.plan))
+    batches, round_index = None, 0
+    if cfg.grpo.step_batches == "plan" and not args.plan:
+        raise ValueError(
+            "grpo.step_batches = 'plan' trains one plan batch per step: pass --plan round_NN/plan.json, "
+            "or --set grpo.step_batches=shuffle"
+        )
+    if args.plan:
+        plan = read_plan(args.plan)
+        batches, round_index = plan_batches(plan), plan.round
+    data = grpo_data(cfg, args.rollouts, args.rewards, batches=batches, twin_seed=twin_seed(cfg.run.seed, round_index))
     summary = train_grpo(
         args.model,
         data,
         cfg.grpo,
         seed=seed,
-        ckpt_root=out / "checkpoints",
-        export_dir=out / "export",
-        metrics_path=out / "metrics.jsonl",
+        ckpt_root=out.checkpoints,
+        export_dir=out.export,
+        metrics_path=out.metrics,
         stop_after=args.stop_after,
         batches=batches,
         dtype=cfg.model.dtype,

@@ -5,7 +5,7 @@ bootstrap, then driver outputs), `round_NN/final_test/` (retained best on final/
 `experiment_arm.json` (status, wall seconds, error) written last. A finished arm (status `done`) is skipped on rerun;
 a failed one is recorded (every run is reported) and retried on the next invocation. While an attempt runs,
 `experiment_attempt.json` holds its start; one found on the next invocation is an attempt stopped from outside
-(a session's end, a preemption), counted in the record with its wall read from the newest file it wrote.
+(the machine stopped, a preemption), counted in the record with its wall read from the newest file it wrote.
 """
 
 from __future__ import annotations

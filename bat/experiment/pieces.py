@@ -1,7 +1,7 @@
 """Committed pieces of an experiment: the record of every finished arm x seed and of every shared bootstrap, kept
-beside the results (`<out_dir>/runs/`) so that a later session, on a fresh disk, merges what earlier ones finished.
+beside the results (`<out_dir>/runs/`) so that a later run, on a fresh disk, merges what earlier ones finished.
 
-An experiment too long for one session runs in pieces: each piece finishes whole arm x seeds, and its records are
+An experiment too long for one machine's uninterrupted time runs in pieces: each piece finishes whole arm x seeds, and its records are
 committed with the code that produced them. `collect` takes an arm x seed from its state dir when that dir holds a
 finished run, else from its committed record. The shared bootstrap is rebuilt deterministically on the next disk;
 its SFT digest is checked against the committed one, and arms trained from different bootstraps are named in the

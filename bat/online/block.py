@@ -22,7 +22,7 @@ from typing import Any
 
 from bat.config.grpo import GrpoConfig
 from bat.online.pass_rate import PassRateFilter, replayed
-from bat.online.rewards import identical_groups, mean_by_pool, mean_reward, shuffled
+from bat.online.rewards import identical_groups, mean_by_pool, mean_reward
 from bat.rollout.chat import TurnTokens
 from bat.rollout.engine import Engine
 from bat.rollout.runner import OpenedEnv, StateJob, run_shards
@@ -38,6 +38,7 @@ from bat.train.common import all_sum, chunks
 from bat.train.engine import record_grad_norm
 from bat.train.grpo import _micro_step, _probe_step, _step_record
 from bat.train.grpo_data import GrpoItem, build_items, collate_items, global_denominator
+from bat.train.twin import shuffled
 from bat.verify.shards import read_reward_shard, write_reward_shard
 
 
@@ -66,7 +67,7 @@ class OnlineSource:
 
 
 class _Borrowed:
-    """The block's rollout engine lent to `run_shards`, which closes what it is given: closing it is a no-op."""
+    """The block's rollout engine handed to `run_shards`, which closes what it is given: closing it is a no-op."""
 
     def __init__(self, engine: Engine) -> None:
         self._engine = engine

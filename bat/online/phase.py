@@ -17,9 +17,11 @@ from typing import TYPE_CHECKING
 from bat.online.block import OnlineSource, train_online
 from bat.phase.context import PhaseContext, PhaseResult
 from bat.phase.plan import carried_optimizer, load_plan, plan_batches, resolve_checkpoint
+from bat.phase.spec import PhaseSpec
 from bat.rollout.runner import StateJob
 from bat.seeds import derive_seed
 from bat.train.grpo import plan_batch_of_step
+from bat.train.phase import run_grpo as run_round_grpo
 
 if TYPE_CHECKING:
     from bat.schemas.routing import RoundPlan
@@ -122,3 +124,23 @@ def run_online_grpo(ctx: PhaseContext) -> PhaseResult:
         counts=counts | {"plan_batches": len(plan_batches(plan))},
         extra={"candidate": str(export), "start_checkpoint": str(start), "last_step": summary["last"]},
     )
+
+
+def run_grpo(ctx: PhaseContext) -> PhaseResult:
+    """The grpo phase: an online block (`grpo.rollouts: online`) or a block over the round's rollout and reward shards
+    (`bat.train.phase.run_grpo`)."""
+    return run_online_grpo(ctx) if ctx.config.grpo.rollouts == "online" else run_round_grpo(ctx)
+
+
+GRPO = PhaseSpec(
+    "grpo",
+    run_grpo,
+    reads=lambda L, r: (
+        L.plan(r),
+        L.round(r).shard("rollout", 0).rollouts,
+        L.round(r).shard("verify", 0).rewards,
+        "the plan's start checkpoint",
+    ),
+    writes=lambda L, r: (L.round_checkpoints(r), L.candidate_model(r), L.training_metrics(r, "grpo")),
+    resources="grpo",
+)

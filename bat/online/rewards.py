@@ -1,50 +1,15 @@
-"""Reward handling shared by every RL arm: the shuffled-reward twin and the groups that carry no signal.
-
-The twin (`grpo.shuffle_rewards`) trains on the same rollouts with their rewards permuted across the step's
-rollouts: the reward's link to what a rollout did is cut, while the reward distribution, group sizes, budgets and
-every other knob stay identical. Whatever an arm gains beyond its twin is learning from the reward.
-"""
+"""What an online step's rewards say: the groups that carry no signal, and the means by pool (the twin's
+permutation is `bat.train.twin`)."""
 
 from __future__ import annotations
 
-import random
-from collections.abc import Iterable, Sequence
+from collections.abc import Sequence
 
 from bat.schemas.rollout import RewardRecord
 
 
 def _scored(rewards: Sequence[RewardRecord]) -> list[int]:
     return [i for i, r in enumerate(rewards) if r.valid and r.reward is not None]
-
-
-def shuffled(rewards: Sequence[RewardRecord], seed: int) -> list[RewardRecord]:
-    """`rewards` with the reward values of the valid records permuted among those records (seeded by `seed`);
-    invalid records are left as they are (they never enter group statistics)."""
-    scored = _scored(rewards)
-    values = [rewards[i].reward for i in scored]
-    random.Random(seed).shuffle(values)
-    out = list(rewards)
-    for index, value in zip(scored, values):
-        out[index] = rewards[index].model_copy(update={"reward": value})
-    return out
-
-
-def shuffled_by_batch(
-    rewards: Sequence[RewardRecord], batches: Sequence[Sequence[str]], seed_of: Iterable[int]
-) -> list[RewardRecord]:
-    """The twin for a round whose steps train plan batches: rewards permuted within each batch's rollouts (a
-    state belongs to the first batch that lists it), batch b seeded by the b-th of `seed_of`; a rollout of a state
-    no batch lists keeps its reward."""
-    batch_of: dict[str, int] = {}
-    for index, batch in enumerate(batches):
-        for state in batch:
-            batch_of.setdefault(state, index)
-    out = list(rewards)
-    for index, seed in zip(range(len(batches)), seed_of):
-        members = [i for i, r in enumerate(rewards) if batch_of.get(r.state_id) == index]
-        for i, record in zip(members, shuffled([rewards[i] for i in members], seed)):
-            out[i] = record
-    return out
 
 
 def identical_groups(rewards: Sequence[RewardRecord], tolerance: float = 1e-9) -> list[str]:
@@ -69,15 +34,3 @@ def mean_by_pool(rewards: Sequence[RewardRecord]) -> dict[str, float]:
         if r.valid and r.reward is not None:
             pools.setdefault(r.pool, []).append(float(r.reward))
     return {p: sum(v) / len(v) for p, v in sorted(pools.items())}
-
-
-def twin_rewards(
-    rewards: Sequence[RewardRecord], batches: Sequence[Sequence[str]] | None, seed: int
-) -> list[RewardRecord]:
-    """The twin's rewards for a round trained on its rollout phase: permuted within each plan batch (`batches`,
-    what one step trains under `grpo.step_batches: plan`) or, without batches, across the whole round."""
-    from bat.seeds import derive_seed
-
-    if batches is None:
-        return shuffled(rewards, seed)
-    return shuffled_by_batch(rewards, batches, (derive_seed(seed, "batch", b) for b in range(len(batches))))

@@ -112,13 +112,17 @@ def route_stopped(layout: RunLayout, round_index: int) -> bool:
 
 
 def next_round(config: BatConfig, layout: RunLayout) -> int | None:
-    """First round (0..run.rounds) whose route is not DONE; None when finished or route asked to stop."""
+    """First round (0..run.rounds) whose route is not DONE; None when finished or route asked to stop.
+
+    Reads every phase marker of each round it passes, so a damaged one in a finished run raises `StateFileError`
+    naming it and what to do, instead of the run reading as finished."""
     for r in range(config.run.rounds + 1):
         if read_done(layout.phase_dir(r, "route")) is None:
             return r
+        unfinished = [p for p in round_phases(r, config) if read_done(layout.phase_dir(r, p)) is None]
         if route_stopped(layout, r):
             return None
-        if any(read_done(layout.phase_dir(r, p)) is None for p in round_phases(r, config)):
+        if unfinished:
             return r  # the last round's final_test still to run
     return None
 

@@ -37,18 +37,20 @@ def phase_resources(config: BatConfig, phase: str):
 
 
 def mkl_vendor_setup(env: dict[str, str]) -> list[str]:
-    """Shell lines that preload `bat.orchestrate.mkl_vendor`'s shim when `env` pins an MKL branch (`MKL_CBWR=AVX2,...`),
-    so that the pin holds on CPUs that are not Intel's (MKL ignores it there otherwise); builds the shim on first use.
-    Without a C compiler the pin holds on Intel CPUs only, and a warning says so."""
+    """Shell lines that hold a pinned MKL branch (`MKL_CBWR=AVX2,...` in `env`) whatever the job inherits
+    (`mkl_vendor.branch_pin_lines`), then preload `bat.orchestrate.mkl_vendor`'s shim so that the pin holds on CPUs
+    that are not Intel's (MKL ignores it there otherwise); builds the shim on first use. Without a C compiler the pin
+    holds on Intel CPUs only, and a warning says so."""
     if not mkl_vendor.pins_a_branch(env):
         return []
+    lines = mkl_vendor.branch_pin_lines(env)
     path, why = mkl_vendor.ensure_shim()
     if path is None:
         if why not in _WARNED:
             _WARNED.add(why)
             print(f"bat: WARNING: MKL_CBWR={env['MKL_CBWR']} holds on Intel CPUs only: the MKL vendor shim: {why}")
-        return []
-    return [f"export LD_PRELOAD={shlex.quote(str(path))}${{LD_PRELOAD:+:$LD_PRELOAD}}"]
+        return lines
+    return [*lines, f"export LD_PRELOAD={shlex.quote(str(path))}${{LD_PRELOAD:+:$LD_PRELOAD}}"]
 
 
 _WARNED: set[str] = set()

@@ -16,10 +16,11 @@ from bat.bank.phase import SYNTHESIZE
 from bat.curriculum.phase import ROUTE
 from bat.evaluate.phase import EVALUATE, FINAL_TEST
 from bat.leakage.phase import SCAN
+from bat.online.phase import GRPO
 from bat.phase.order import ASYNC_ORDER, BOOTSTRAP_ORDER, FINAL_ORDER, PHASE_NAMES, ROUND_ORDER
 from bat.phase.spec import PhaseSpec
 from bat.rollout.phase import ROLLOUT
-from bat.train.phase import GRPO, SFT
+from bat.train.phase import SFT
 from bat.verify.phase import VERIFY
 
 if TYPE_CHECKING:

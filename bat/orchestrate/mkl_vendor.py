@@ -39,6 +39,24 @@ def shim_path() -> Path:
     return Path(sys.prefix) / "lib" / "bat-native" / "libmkl_any_vendor.so"
 
 
+BRANCH_OVERRIDES = ("MKL_ENABLE_INSTRUCTIONS", "MKL_DEBUG_CPU_TYPE")
+"""Variables that move MKL off a pinned `MKL_CBWR` branch when a job inherits them (measured: an inherited
+`MKL_ENABLE_INSTRUCTIONS=AVX512` turns `AVX2,STRICT` into the AVX-512 kernels); a pinned job unsets them."""
+
+BRANCH_COMPANIONS = {"MKL_DYNAMIC": "FALSE", "OMP_DYNAMIC": "FALSE"}
+"""What MKL's reproducibility conditions add to a pinned branch: no run-time change of the thread count."""
+
+
+def branch_pin_lines(env: dict[str, str]) -> list[str]:
+    """Shell lines that make a pinned branch (`pins_a_branch(env)`) independent of the inherited environment: unset
+    `BRANCH_OVERRIDES` and export `BRANCH_COMPANIONS`, each unless `env` sets it itself; [] for an unpinned `env`."""
+    if not pins_a_branch(env):
+        return []
+    unset = [name for name in BRANCH_OVERRIDES if name not in env]
+    lines = [f"unset {' '.join(unset)}"] if unset else []
+    return lines + [f"export {name}={value}" for name, value in BRANCH_COMPANIONS.items() if name not in env]
+
+
 def pins_a_branch(env: dict[str, str]) -> bool:
     """True when `env` sets `MKL_CBWR` to an instruction-set branch (e.g. `AVX2,STRICT`), which needs the shim on a
     CPU that is not Intel's."""

@@ -16,6 +16,10 @@ from __future__ import annotations
 import hashlib
 import os
 
+from bat.train.kernels import KERNEL_ENV_PREFIXES, kernel_environment
+
+__all__ = ["KERNEL_ENV_PREFIXES", "PIN_NAMES", "fingerprint", "kernel_environment"]
+
 PIN_NAMES = ("MKL_CBWR", "ATEN_CPU_CAPABILITY", "ONEDNN_MAX_CPU_ISA", "OMP_NUM_THREADS")
 """Environment variables that select the math kernels (and so the rounding) of the CPU ops."""
 

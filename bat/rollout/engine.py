@@ -4,10 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Literal, Protocol
-
-if TYPE_CHECKING:
-    pass
+from typing import Literal, Protocol
 
 ENGINES = ("hf", "vllm", "sglang", "openai")
 

@@ -14,6 +14,8 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+from bat.state.errors import StateFileError
+
 
 def _fsync_dir(directory: Path) -> None:
     """fsync a directory so a rename inside it is durable (best effort on filesystems that refuse)."""
@@ -124,8 +126,6 @@ def atomic_write_json(path: str | os.PathLike[str], obj: Any) -> Path:
 
 def read_json(path: str | os.PathLike[str]) -> Any:
     """Read a JSON file; a malformed (torn, non-UTF-8) file raises `StateFileError` naming the path and line."""
-    from bat.state.errors import StateFileError
-
     p = Path(path)
     try:
         return json.loads(p.read_text(encoding="utf-8"))

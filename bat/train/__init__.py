@@ -24,7 +24,8 @@ Public API (stable; the other packages code against it):
   with token_ids, temperature, state_id, pool, valid) and `RewardRecord` (rollout_id, reward or None,
   valid). `bat.train.grpo_data.build_items(rollouts, rewards, *, max_seq_len, normalize_std, adv_eps)
   -> GrpoData(items, counts)`: a rollout joins its group only if rollout and reward are valid and the
-  reward is not None (counts name every exclusion).
+  reward is not None (counts name every exclusion). `grpo_data(cfg, rollout_files, reward_files)` is that under
+  `cfg` (the grpo phase and `bat train grpo` both call it).
 * `bat.train.sft.train_sft(model_path, data, cfg, *, seed, ckpt_root, export_dir, metrics_path, stop_after=None,
   dtype="float32")` and `bat.train.grpo.train_grpo(...)` (same keywords): run or resume; return a summary dict.
   Both run on `bat.train.block` (`open_block(...) -> TrainingBlock`, `TrainingBlock.run(step_fn, ...)`): policy load,
@@ -34,6 +35,8 @@ Public API (stable; the other packages code against it):
   `bat.train.sft_data.prepare_sft(train_rows, val_rows, tokenizer, max_seq_len, tools=None, *, pack=False)
   -> SftData` (overlong rows rejected and counted, never clipped; counts per split: rows, kept,
   rejected_overlong, rejected_no_target, sequences, target_tokens, tokens, tokens_unpacked).
+  `sft_data(cfg.sft, train_rows, val_rows, tokenizer)` is that under the config (tools, packing, renaming; the sft
+  phase and `bat train sft` both call it).
   `bat.train.sft_pack.pack_prefixes(examples) -> (packed, counts)`: rows of one trajectory whose ids are an
   exact token prefix of a longer row's context ride in that row's sequence (mask marks every target; per-token
   losses and the token-mean loss unchanged; `Example.rows` = rows carried). Switch: `sft.pack_prefixes`

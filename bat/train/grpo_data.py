@@ -71,6 +71,34 @@ def credited_stage_order(cfg: BatConfig) -> tuple[str, ...] | None:
     return cfg.stage_keys if cfg.grpo.stage_row_credit == "own-stage" else None
 
 
+def grpo_data(
+    cfg: BatConfig,
+    rollout_files: Iterable[str | Path],
+    reward_files: Iterable[str | Path],
+    *,
+    batches: Sequence[Sequence[str]] | None = None,
+    twin_seed: int = 0,
+) -> GrpoData:
+    """The items a GRPO block trains on under `cfg`: the given rollout and reward JSONL files through `build_items`
+    with `grpo.max_seq_len`, `grpo.normalize_std`, `grpo.adv_eps` and the credited stage order; under
+    `grpo.shuffle_rewards` (the twin) the rewards are first permuted within each of the plan's `batches` (what one
+    step trains with `step_batches: plan`; across the round otherwise), seeded by `twin_seed`. The one preparation
+    the grpo phase and `bat train grpo` share."""
+    from bat.train.twin import twin_rewards
+
+    rewards = read_records(reward_files, RewardRecord)
+    if cfg.grpo.shuffle_rewards:
+        rewards = twin_rewards(rewards, batches if cfg.grpo.step_batches == "plan" else None, twin_seed)
+    return build_items(
+        read_records(rollout_files, RolloutRecord),
+        rewards,
+        max_seq_len=cfg.grpo.max_seq_len,
+        normalize_std=cfg.grpo.normalize_std,
+        adv_eps=cfg.grpo.adv_eps,
+        own_stage_order=credited_stage_order(cfg),
+    )
+
+
 def own_stage_mask(rollout: RolloutRecord, stage_order: Sequence[str]) -> tuple[list[int], int]:
     """`rollout.loss_mask` with the generated tokens of every turn the environment tagged with a stage after the
     row's own stage set to 0, and how many turns that cleared: a later stage's tool, or any call (malformed ones

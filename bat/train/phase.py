@@ -3,10 +3,11 @@
 sft  reads the newest admitted bank's SFT rows and the base model (`model.path`, or the tiny model built
      under `models/tiny` on first use); writes step checkpoints under `checkpoints/sft/`, the HF export
      `layout.candidate_model(0)` and `round_00/sft/metrics.jsonl`.
-grpo reads `round_NN/plan.json` (start checkpoint), finished rollout shards
+grpo (`bat.online.phase.GRPO`, online blocks in `bat.online`) reads `round_NN/plan.json` (start checkpoint), finished rollout shards
      (`round_NN/rollout/shard_*/rollouts.jsonl`) and reward shards (`round_NN/verify/shard_*/rewards.jsonl`);
      writes step checkpoints under `checkpoints/round_NN/`, the candidate `layout.candidate_model(NN)` and
-     `round_NN/grpo/metrics.jsonl`. Both resume from their newest valid step checkpoint.
+     `round_NN/grpo/metrics.jsonl`. Both resume from their newest valid step checkpoint and record in their DONE.json
+     (`extra.kernels`) what selected their CPU kernels (`bat.perf.numerics.kernel_environment`).
 """
 
 from __future__ import annotations
@@ -18,6 +19,7 @@ from bat.phase.context import PhaseContext, PhaseResult
 from bat.phase.plan import carried_optimizer, load_plan, plan_batches, resolve_checkpoint
 from bat.phase.spec import PhaseSpec, first_bank
 from bat.state.round_layout import all_shards, finished_shard_files
+from bat.train.kernels import kernel_environment
 
 _SUMMARY_DROP = ("engine", "tokenizer", "last")
 
@@ -39,22 +41,13 @@ def run_sft(ctx: PhaseContext) -> PhaseResult:
     """Cold-start SFT on the admitted bank's SFT rows; returns the export as `extra["candidate"]`."""
     from bat.bank.store import open_bank
     from bat.policy.loader import load_tokenizer
-    from bat.policy.tools import policy_tools
     from bat.train.sft import train_sft
-    from bat.train.sft_data import prepare_sft
+    from bat.train.sft_data import sft_data
 
     cfg, layout = ctx.config, ctx.layout
     base = base_model_path(ctx)
     bank = open_bank(layout)
-    data = prepare_sft(
-        bank.sft_rows("train"),
-        bank.sft_rows("validation"),
-        load_tokenizer(base),
-        cfg.sft.max_seq_len,
-        tools=policy_tools(cfg.sft.render_tools, cfg.sft.tool_format) or [],
-        pack=cfg.sft.pack_prefixes,
-        rename=cfg.sft.rename_identifiers,
-    )
+    data = sft_data(cfg.sft, bank.sft_rows("train"), bank.sft_rows("validation"), load_tokenizer(base))
     export = layout.candidate_model(0)
     metrics = ctx.layout.training_metrics(ctx.round, ctx.phase)
     summary = train_sft(
@@ -77,22 +70,18 @@ def run_sft(ctx: PhaseContext) -> PhaseResult:
             "bank_version": bank.version,
             "first_val_loss": summary["first_val_loss"],
             "val_loss": summary["val_loss"],
+            "kernels": kernel_environment(),
         },
     )
 
 
 def run_grpo(ctx: PhaseContext) -> PhaseResult:
     """One GRPO block from the plan's start checkpoint; returns the candidate as `extra["candidate"]`."""
-    from bat.online.rewards import twin_rewards
-    from bat.schemas.rollout import RewardRecord, RolloutRecord
     from bat.train.grpo import train_grpo
-    from bat.train.grpo_data import build_items, credited_stage_order, read_records
+    from bat.train.grpo_data import grpo_data
+    from bat.train.twin import twin_seed
 
     cfg, layout = ctx.config, ctx.layout
-    if cfg.grpo.rollouts == "online":
-        from bat.online.phase import run_online_grpo
-
-        return run_online_grpo(ctx)
     plan = load_plan(layout, ctx.round)
     start = resolve_checkpoint(layout, plan.start_checkpoint)
     round_files = layout.round(ctx.round)
@@ -103,18 +92,8 @@ def run_grpo(ctx: PhaseContext) -> PhaseResult:
             f"round {ctx.round}: no finished rollout ({len(rollout_files)}) or reward "
             f"({len(reward_files)}) shards under {layout.round_dir(ctx.round)}"
         )
-    rewards = read_records(reward_files, RewardRecord)
-    if cfg.grpo.shuffle_rewards:  # the shuffled-reward twin: permuted within each step's rollouts
-        rewards = twin_rewards(
-            rewards, plan_batches(plan) if cfg.grpo.step_batches == "plan" else None, ctx.seed("twin")
-        )
-    data = build_items(
-        read_records(rollout_files, RolloutRecord),
-        rewards,
-        max_seq_len=cfg.grpo.max_seq_len,
-        normalize_std=cfg.grpo.normalize_std,
-        adv_eps=cfg.grpo.adv_eps,
-        own_stage_order=credited_stage_order(cfg),
+    data = grpo_data(
+        cfg, rollout_files, reward_files, batches=plan_batches(plan), twin_seed=twin_seed(cfg.run.seed, ctx.round)
     )
     export = layout.candidate_model(ctx.round)
     metrics = ctx.layout.training_metrics(ctx.round, ctx.phase)
@@ -135,7 +114,12 @@ def run_grpo(ctx: PhaseContext) -> PhaseResult:
         outputs=[export, metrics],
         inputs=[*rollout_files, *reward_files, start],
         counts=counts,
-        extra={"candidate": str(export), "start_checkpoint": str(start), "last_step": summary["last"]},
+        extra={
+            "candidate": str(export),
+            "start_checkpoint": str(start),
+            "last_step": summary["last"],
+            "kernels": kernel_environment(),
+        },
     )
 
 
@@ -145,17 +129,4 @@ SFT = PhaseSpec(
     reads=lambda L, r: (first_bank(L).sft_split("train"), first_bank(L).sft_split("validation"), "base model"),
     writes=lambda L, r: (L.sft_checkpoints, L.candidate_model(0), L.training_metrics(0, "sft")),
     resources="sft",
-)
-
-GRPO = PhaseSpec(
-    "grpo",
-    run_grpo,
-    reads=lambda L, r: (
-        L.plan(r),
-        L.round(r).shard("rollout", 0).rollouts,
-        L.round(r).shard("verify", 0).rewards,
-        "the plan's start checkpoint",
-    ),
-    writes=lambda L, r: (L.round_checkpoints(r), L.candidate_model(r), L.training_metrics(r, "grpo")),
-    resources="grpo",
 )

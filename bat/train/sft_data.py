@@ -11,6 +11,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from bat.config.sft import SftConfig
+from bat.policy.tools import policy_tools
 from bat.schemas.bank import SftRow
 from bat.seeds import derive_seed
 from bat.state.jsonl import read_jsonl
@@ -125,6 +127,21 @@ def prepare_sft(
     train, val = _sequences(train, train_counts, pack), _sequences(val, val_counts, pack)
     counts = {f"train_{k}": v for k, v in train_counts.items()} | {f"val_{k}": v for k, v in val_counts.items()}
     return SftData(train=train, val=val, counts=counts, rename=rename, tokenizer=tokenizer, tools=tools)
+
+
+def sft_data(sft: SftConfig, train_rows: Sequence[SftRow], val_rows: Sequence[SftRow], tokenizer: Any) -> SftData:
+    """The data SFT trains on under `sft`: `prepare_sft` with `sft.max_seq_len`, the policy's tool list
+    (`sft.render_tools`, `sft.tool_format`), `sft.pack_prefixes` and `sft.rename_identifiers`. The one preparation
+    the sft phase and `bat train sft` share."""
+    return prepare_sft(
+        train_rows,
+        val_rows,
+        tokenizer,
+        sft.max_seq_len,
+        tools=policy_tools(sft.render_tools, sft.tool_format) or [],
+        pack=sft.pack_prefixes,
+        rename=sft.rename_identifiers,
+    )
 
 
 def collate(examples: Sequence[Example], pad_id: int) -> dict[str, Any]:

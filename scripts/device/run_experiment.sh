@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Run the GPU variant of the arms experiment (configs/experiments/arms_smollm_gpu.yaml) on a lent device machine.
+# Run the GPU variant of the arms experiment (configs/experiments/arms_smollm_gpu.yaml) on a GPU machine.
 # Prepare first, here: scripts/device/prepare.sh. A call carries at most 64 MiB, so the policy's wheel travels in
 # pieces over consecutive calls on the same warm machine (it is given back after ~30 s idle: call at once):
 #   run(command="scripts/device/run_experiment.sh receive", carry=[".device/whl", ".device/parts/<piece aa>"])

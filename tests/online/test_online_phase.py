@@ -5,8 +5,9 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from bat.online.rewards import identical_groups, shuffled, twin_rewards
+from bat.online.rewards import identical_groups
 from bat.schemas.rollout import RewardRecord
+from bat.train.twin import shuffled, twin_rewards
 
 REPO = Path(__file__).resolve().parents[2]
 

@@ -24,7 +24,7 @@ def test_table_points_at_real_phase_modules_in_data_flow_order():
         "sft": "bat.train.phase",
         "rollout": "bat.rollout.phase",
         "verify": "bat.verify.phase",
-        "grpo": "bat.train.phase",
+        "grpo": "bat.online.phase",
         "evaluate": "bat.evaluate.phase",
         "route": "bat.curriculum.phase",
         "final_test": "bat.evaluate.phase",
@@ -51,8 +51,9 @@ def test_each_phase_is_declared_by_its_own_package():
     from bat.curriculum.phase import ROUTE
     from bat.evaluate.phase import EVALUATE, FINAL_TEST
     from bat.leakage.phase import SCAN
+    from bat.online.phase import GRPO
     from bat.rollout.phase import ROLLOUT
-    from bat.train.phase import GRPO, SFT, run_sft
+    from bat.train.phase import SFT, run_sft
     from bat.verify.phase import VERIFY
 
     declared = [SYNTHESIZE, SCAN, SFT, ROLLOUT, VERIFY, GRPO, EVALUATE, ROUTE, FINAL_TEST]

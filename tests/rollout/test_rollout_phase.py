@@ -94,7 +94,17 @@ def test_rollout_then_verify_phases(run):
     from bat.train.grpo_data import build_items
 
     data = build_items(records, rewards, max_seq_len=4096, normalize_std=True, adv_eps=1e-6)
-    assert sum(data.counts.values()) >= 0 and len(data.items) <= len(records)
+    reward_of = {r.rollout_id: r for r in rewards}
+    trainable = {
+        rec.rollout_id
+        for rec in records
+        if rec.valid and reward_of[rec.rollout_id].valid and reward_of[rec.rollout_id].reward is not None
+    }
+    assert trainable and {item.rollout_id for item in data.items} == trainable
+    excluded = sum(v for k, v in data.counts.items() if k.startswith("excluded_"))
+    assert data.counts["rollouts"] == data.counts["rewards"] == 6
+    assert data.counts["trainable"] + excluded == len(records)
+    assert data.counts["groups"] == len({reward_of[i].state_id for i in trainable}) <= 3
 
     # both phases are now no-ops
     assert run_phase(cfg, layout, 1, "rollout") is None and run_phase(cfg, layout, 1, "verify") is None

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import torch
+
 from bat.cli.main import main
 from bat.config import BatConfig
 from bat.phase.context import PhaseContext
@@ -147,3 +149,8 @@ def test_sft_phase_trains_on_the_admitted_bank(tiny_dir, sft_rows, tmp_path):
     assert result.counts["train_kept"] == 16 and result.counts["val_kept"] == 4 and result.counts["step"] == 3
     assert result.extra["val_loss"] < result.extra["first_val_loss"]
     assert CheckpointStore(layout.sft_checkpoints).valid_steps() == [2, 3]
+    kernels = result.extra["kernels"]  # what selected the CPU kernels, recorded beside the outputs
+    assert (
+        kernels["threads"] == torch.get_num_threads()
+        and kernels["capability"] == torch.backends.cpu.get_cpu_capability()
+    )
