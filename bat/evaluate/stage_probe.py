@@ -19,6 +19,7 @@ import shutil
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from bat.config.load import ConfigError
 from bat.schemas.bank import StateRef
 from bat.schemas.stage_probe import ProbeManifest, ProbeState, ProbeTrajectory
 from bat.seeds import derive_seed, derive_wide_seed
@@ -48,7 +49,9 @@ def probe_tracks(config: BatConfig) -> list[str]:
     chosen = list(config.evaluate.stage_probe.tracks or valid)
     unknown = [t for t in chosen if t not in valid]
     if unknown:
-        raise ValueError(f"evaluate.stage_probe.tracks has unknown tracks {unknown}; valid (benchmark.tracks): {valid}")
+        raise ConfigError(
+            f"evaluate.stage_probe.tracks has unknown tracks {unknown}; valid (benchmark.tracks): {valid}"
+        )
     return chosen
 
 
@@ -58,7 +61,7 @@ def probe_stages(config: BatConfig) -> list[str]:
     chosen = set(config.evaluate.stage_probe.stages or valid)
     unknown = sorted(chosen - set(valid))
     if unknown:
-        raise ValueError(f"evaluate.stage_probe.stages has unknown stages {unknown}; valid: {valid}")
+        raise ConfigError(f"evaluate.stage_probe.stages has unknown stages {unknown}; valid: {valid}")
     return [s for s in valid if s in chosen]
 
 

@@ -290,3 +290,20 @@ def score_probe(
     )
     atomic_write_json(out, score.model_dump(mode="json"))
     return score
+
+
+def probe_table(score: StageProbeScore) -> str:
+    """The per-stage table of a probe score: mean reward x100 +- half-width, states, rollouts, invalid rollouts."""
+
+    def line(name: str, c: StageProbeCell) -> str:
+        mean = "-" if c.mean is None else f"{c.mean:5.1f}"
+        hw = "" if c.half_width is None else f" +- {c.half_width:4.1f}"
+        return f"  {name:8s} {mean}{hw:9s}  {c.n_states:3d} states  {c.n_rollouts:4d} rollouts  {c.n_invalid} invalid"
+
+    head = (
+        f"stage probe {score.label}: {score.checkpoint} (K={score.k}, temperature {score.temperature}, "
+        f"{round(100 * score.confidence)}% intervals over state means, probe {score.probe_digest[:12]})"
+    )
+    rows = [line(stage, c) for stage, c in score.stages.items()]
+    ends = ", ".join(f"{k} {v}" for k, v in score.end_reasons.items())
+    return "\n".join([head, *rows, line("overall", score.overall), f"  ended: {ends}"])
