@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from typing import Literal
 
-from pydantic import Field
+from pydantic import Field, model_validator
 
 from bat.config.base import Section
 from bat.config.deepspeed import DeepSpeedConfig
@@ -60,6 +60,10 @@ class GrpoConfig(Section):
     """The shuffled-reward twin: each step's rewards are permuted across that step's rollouts (seeded) before
     advantages are computed, everything else identical, so an arm's learning can be told from a generic effect of
     policy-gradient updates. Metrics keep the true rewards (`reward_mean`) beside the trained ones."""
+    export_steps: tuple[int, ...] = ()
+    """With `rollouts: online`: steps (1-based) after which the block also writes its current weights as an HF
+    export under `checkpoints/round_NN/exports/step_NNNNNN/` (for `bat evaluate probe`, run from the evaluation
+    side: the training block never reads held-out content). Empty = only the end-of-block export."""
     dynamic_sampling: int = Field(0, ge=0, le=16)
     """With `rollouts: online`: how many times a step may replace a GRPO group whose rewards are all equal (no
     signal) by a fresh group of another state of the same pool (DAPO-style; 0 = off). The step keeps its size: a
@@ -115,3 +119,14 @@ class GrpoConfig(Section):
     """Engine settings."""
     lora: LoraConfig = LoraConfig()
     """LoRA adapters instead of full-parameter training (off by default; `bat.config.lora`)."""
+
+    @model_validator(mode="after")
+    def _check_export_steps(self) -> GrpoConfig:
+        bad = [s for s in self.export_steps if not 1 <= s <= self.steps]
+        if bad:
+            raise ValueError(f"grpo.export_steps {bad} outside the block's steps; valid: 1..{self.steps} (grpo.steps)")
+        if self.export_steps and self.rollouts != "online":
+            raise ValueError(
+                "grpo.export_steps needs grpo.rollouts: online (a round-mode block exports once, at its end)"
+            )
+        return self

@@ -98,6 +98,8 @@ class _OnlineSteps:
     cfg: GrpoConfig
     layout: OnlineLayout
     round_index: int
+    exports: Callable[[int], Path] | None = None
+    """Steps done -> where `grpo.export_steps` exports the weights (None: no step exports)."""
     engine: Engine | None = None
     ref: Any = None
     last: dict[str, Any] = field(default_factory=dict)
@@ -265,8 +267,18 @@ class _OnlineSteps:
             **counts,
             **{k: v for k, v in data.counts.items() if k.startswith("excluded") or k == "trainable"},
         )
+        self._export(step + 1)
         self.last = record
         return cursor + len(batch.rollouts), record
+
+    def _export(self, done: int) -> None:
+        """Collective: the HF export of the weights after `done` steps when `grpo.export_steps` lists it (one already
+        there is kept: a resumed block reaches the same weights)."""
+        if self.exports is None or done not in self.cfg.export_steps or self.exports(done).is_dir():
+            return
+        b = self.block
+        extra = {"kind": "grpo", "steps": done, "start": str(b.model_path), "rollouts": "online"}
+        export_hf(b.engine, b.tokenizer, self.exports(done), b.env, dtype=b.dtype, extra=extra)
 
     def _update_nothing(self) -> None:
         """Keep DeepSpeed's accumulation count on a step with nothing to train: zero-gradient probe micro-steps."""
@@ -300,11 +312,13 @@ def train_online(
     metrics_path: str | Path,
     stop_after: int | None = None,
     dtype: str = "float32",
+    exports: Callable[[int], Path] | None = None,
 ) -> dict[str, Any]:
     """Run (or resume) an online block of `cfg.steps` steps from `model_path`; returns the block summary.
 
     Reads `model_path` and the step checkpoints under `ckpt_root`; writes the step folders under `root`
-    (`OnlineLayout`), step checkpoints, `metrics_path` and the export at `export_dir` (`bat.train.block`)."""
+    (`OnlineLayout`), step checkpoints, `metrics_path`, the export at `export_dir` (`bat.train.block`) and, after each
+    step of `cfg.export_steps`, an export at `exports(step)`."""
     micro = cfg.deepspeed.micro_batch_per_rank
     block = open_block(
         model_path,
@@ -318,7 +332,7 @@ def train_online(
     )
     layout = OnlineLayout(Path(root))
     clear_after(layout, block.step)
-    steps = _OnlineSteps(block, source, cfg, layout, round_index)
+    steps = _OnlineSteps(block, source, cfg, layout, round_index, exports)
     try:
         done = block.run(
             steps,

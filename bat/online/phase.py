@@ -113,6 +113,7 @@ def run_online_grpo(ctx: PhaseContext) -> PhaseResult:
         export_dir=export,
         metrics_path=metrics,
         dtype=cfg.model.dtype,
+        exports=lambda step: layout.step_export(ctx.round, step),
     )
     counts = {k: v for k, v in summary.items() if isinstance(v, (int, float)) and not isinstance(v, bool)}
     return PhaseResult(

@@ -180,6 +180,11 @@ class RunLayout:
             return self.sft_checkpoints / "export"
         return self.round_checkpoints(round_index) / "export"
 
+    def step_export(self, round_index: int, step: int) -> Path:
+        """HF export of an online GRPO block's weights after `step` (`grpo.export_steps`), beside the round's
+        step checkpoints: `checkpoints/round_NN/exports/step_NNNNNN/` (scored by `bat evaluate probe`)."""
+        return self.round_checkpoints(round_index) / "exports" / f"step_{step:06d}"
+
     # rounds ----------------------------------------------------------------
     def round_dir(self, round_index: int) -> Path:
         if round_index < 0:
