@@ -23,7 +23,7 @@ from bat.rollout.runner import OpenedEnv, StateJob, rollout_id
 from bat.schemas.rollout import RewardRecord, RolloutRecord
 from bat.schemas.stage_probe import ProbeManifest, ProbeState, ProbeTrajectory, StageProbeCell, StageProbeScore
 from bat.seeds import derive_seed
-from bat.state.atomic import atomic_write_json
+from bat.state.atomic import atomic_write_json, read_json
 from bat.state.jsonl import read_jsonl
 from bat.state.probe_layout import StageProbeLayout
 
@@ -223,6 +223,21 @@ def probe_settings(config: BatConfig) -> Any:
     return replace(settings, stage_exit=True, temperature=settings.temperature if temperature is None else temperature)
 
 
+def claim(files: StageProbeLayout, label: str, request: dict[str, Any]) -> None:
+    """Record what the scoring under `label` is for, or check that an interrupted one was for the same (its raw
+    rollouts are resumed); FileExistsError naming both otherwise."""
+    path = files.request(label)
+    if path.exists():
+        started = read_json(path)
+        if started != request:
+            raise FileExistsError(
+                f"{path}: label {label!r} holds an interrupted probe score of {started}, not {request}; "
+                "give another --label"
+            )
+        return
+    atomic_write_json(path, request)
+
+
 def score_probe(
     config: BatConfig,
     layout: RunLayout,
@@ -248,6 +263,7 @@ def score_probe(
         raise FileExistsError(f"{out} exists: a finished probe score is never overwritten; choose another --label")
     k = config.evaluate.stage_probe.k
     settings = probe_settings(config)
+    claim(files, label, {"checkpoint_digest": checkpoint_digest, "k": k, "temperature": settings.temperature})
     jobs = [StateJob(s.state_id, pool=s.stage, stage=s.stage, payload=s) for s in probe.states]
     run = run_shards(
         files.rollouts(label),

@@ -6,6 +6,7 @@ heldout/stage_probe/MANIFEST.json                  build record (digest, secret 
 heldout/stage_probe/trajectories.jsonl             the expert's trajectory on every probe instance
 heldout/stage_probe/states.jsonl                   one record per probe state (`bat.schemas.stage_probe.ProbeState`)
 heldout/stage_probe/states/<state_id>/             state packages (files/, package.json, prior_records.jsonl)
+heldout/stage_probe/scores/<label>/request.json    what the scoring under <label> was started for
 heldout/stage_probe/scores/<label>/rollout/        the raw rollouts of one scored checkpoint (`bat.rollout.shards`)
 heldout/stage_probe/scores/<label>/verify/shard_0000/   their rewards (`bat.verify.shards`)
 stage_probe/<label>.json                           the aggregate of one scored checkpoint (`StageProbeScore`)
@@ -61,6 +62,10 @@ class StageProbeLayout:
     def scored(self, label: str) -> Path:
         """Held-out folder of one scored checkpoint."""
         return self.root / "scores" / label
+
+    def request(self, label: str) -> Path:
+        """What one scoring was started for (checkpoint digest, K, temperature): a resumed scoring must match it."""
+        return self.scored(label) / "request.json"
 
     def rollouts(self, label: str) -> Path:
         """The rollout phase dir of one scoring (its shards)."""

@@ -102,8 +102,13 @@ def test_probe_scores_a_checkpoint_deterministically_and_the_expert_high(probe_r
     assert not any(s.instance_id in text or s.state_id in text for s in load_probe(layout).states)
     expert = score_expert(load_config(SMOKE, [*PROBE, *ROOMY, "evaluate.stage_probe.k=1"]), layout, "expert", tiny)
     assert {s: c.mean for s, c in expert.stages.items()} == dict.fromkeys(cfg.stage_keys, 100.0)
-    with pytest.raises(FileExistsError):
+    with pytest.raises(FileExistsError, match="never overwritten"):
         score_checkpoint(short, layout, tiny, "tiny_a")
+    clash = layout.stage_probe.request("clash")
+    clash.parent.mkdir(parents=True)
+    clash.write_text(json.dumps({"checkpoint_digest": "another", "k": 2, "temperature": 0.7}))
+    with pytest.raises(FileExistsError, match="holds an interrupted probe score"):
+        score_checkpoint(short, layout, tiny, "clash")
 
 
 def test_probe_cli_refuses_bad_input(probe_run, tmp_path, capsys):
