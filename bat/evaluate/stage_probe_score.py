@@ -190,22 +190,17 @@ def aggregate_probe(
         else:
             invalid[r.state_id] = invalid.get(r.state_id, 0) + 1
     means = {s: sum(v) / len(v) for s, v in valid.items()}
-    cells = {}
-    for stage in stages:
-        ids = [s.state_id for s in states if s.stage == stage]
-        cells[stage] = cell(
+
+    def of(ids: list[str]) -> StageProbeCell:
+        return cell(
             [means[i] for i in ids if i in means],
             sum(len(valid.get(i, [])) for i in ids),
             sum(invalid.get(i, 0) for i in ids),
             confidence,
         )
-    ids = [s.state_id for s in states]
-    overall = cell(
-        [means[i] for i in ids if i in means],
-        sum(len(valid.get(i, [])) for i in ids),
-        sum(invalid.get(i, 0) for i in ids),
-        confidence,
-    )
+
+    cells = {stage: of([s.state_id for s in states if s.stage == stage]) for stage in stages}
+    overall = of([s.state_id for s in states])
     ends: dict[str, int] = {}
     for rec in rollouts:
         ends[rec.end_reason] = ends.get(rec.end_reason, 0) + 1
@@ -238,6 +233,48 @@ def claim(files: StageProbeLayout, label: str, request: dict[str, Any]) -> None:
     atomic_write_json(path, request)
 
 
+def roll_and_verify(
+    probe: Probe,
+    config: BatConfig,
+    label: str,
+    checkpoint: str,
+    engine_factory: Callable[[], Engine],
+    turn_tokens: Callable[[], TurnTokens],
+) -> tuple[list[RolloutRecord], list[RewardRecord]]:
+    """The K rollouts of every probe state under `label` and their rewards, resumed from what is finished there."""
+    from bat.rollout.runner import run_shards
+    from bat.rollout.shards import read_shard
+    from bat.state.round_layout import ShardLayout
+    from bat.verify.shards import read_reward_shard, write_reward_shard
+
+    files = probe.files
+    jobs = [StateJob(s.state_id, pool=s.stage, stage=s.stage, payload=s) for s in probe.states]
+    run = run_shards(
+        files.rollouts(label),
+        jobs,
+        k=config.evaluate.stage_probe.k,
+        states_per_shard=max(1, len(jobs)),
+        run_seed=derive_seed(config.run.seed, PROBE_SPLIT),
+        round_index=ROUND,
+        open_env=probe_opener(probe, config),
+        engine_factory=engine_factory,
+        turn_tokens=turn_tokens,
+        settings=probe_settings(config),
+        scratch=files.scratch(label) / "rollout",
+        keep_evidence=True,
+        stages=config.stage_keys,
+    )
+    rollouts = [r for shard in run.shards for r in read_shard(shard)]
+    rewards_dir = files.rewards(label)
+    if ShardLayout(rewards_dir).is_done():
+        rewards = read_reward_shard(rewards_dir)
+    else:
+        rewards = [r for shard in run.shards for r in verify_rollouts(probe, shard, config, files.scratch(label))]
+        write_reward_shard(rewards_dir, rewards, {"label": label, "checkpoint": checkpoint})
+    shutil.rmtree(files.scratch(label), ignore_errors=True)
+    return rollouts, rewards
+
+
 def score_probe(
     config: BatConfig,
     layout: RunLayout,
@@ -251,43 +288,14 @@ def score_probe(
 ) -> StageProbeScore:
     """Score the engine `engine_factory` builds (named `checkpoint`) on the run's probe and write the aggregate at
     `layout.stage_probe.score(label)`; FileExistsError when that score already exists."""
-    from bat.rollout.runner import run_shards
-    from bat.rollout.shards import read_shard
-    from bat.state.round_layout import ShardLayout
-    from bat.verify.shards import read_reward_shard, write_reward_shard
-
     probe = load_probe(layout)
-    files = probe.files
-    out = files.score(label)
+    out = probe.files.score(label)
     if out.exists():
         raise FileExistsError(f"{out} exists: a finished probe score is never overwritten; choose another --label")
     k = config.evaluate.stage_probe.k
     settings = probe_settings(config)
-    claim(files, label, {"checkpoint_digest": checkpoint_digest, "k": k, "temperature": settings.temperature})
-    jobs = [StateJob(s.state_id, pool=s.stage, stage=s.stage, payload=s) for s in probe.states]
-    run = run_shards(
-        files.rollouts(label),
-        jobs,
-        k=k,
-        states_per_shard=max(1, len(jobs)),
-        run_seed=derive_seed(config.run.seed, PROBE_SPLIT),
-        round_index=ROUND,
-        open_env=probe_opener(probe, config),
-        engine_factory=engine_factory,
-        turn_tokens=turn_tokens,
-        settings=settings,
-        scratch=files.scratch(label) / "rollout",
-        keep_evidence=True,
-        stages=config.stage_keys,
-    )
-    rollouts = [r for shard in run.shards for r in read_shard(shard)]
-    rewards_dir = files.rewards(label)
-    if ShardLayout(rewards_dir).is_done():
-        rewards = read_reward_shard(rewards_dir)
-    else:
-        rewards = [r for shard in run.shards for r in verify_rollouts(probe, shard, config, files.scratch(label))]
-        write_reward_shard(rewards_dir, rewards, {"label": label, "checkpoint": checkpoint})
-    shutil.rmtree(files.scratch(label), ignore_errors=True)
+    claim(probe.files, label, {"checkpoint_digest": checkpoint_digest, "k": k, "temperature": settings.temperature})
+    rollouts, rewards = roll_and_verify(probe, config, label, checkpoint, engine_factory, turn_tokens)
     cells, overall, ends = aggregate_probe(
         probe.states, rewards, rollouts, list(probe.manifest.states_by_stage), config.evaluate.confidence
     )

@@ -14,10 +14,12 @@ from bat.bank.synthesize import bank_seed
 from bat.benchmark import SPLITS, heldout_suite, run_secret, suite_instance
 from bat.cli.main import main
 from bat.config import load_config
+from bat.evaluate.aggregate import half_width
 from bat.evaluate.stage_probe import ProbeMismatchError, build_probe
 from bat.evaluate.stage_probe_expert import score_checkpoint, score_expert
-from bat.evaluate.stage_probe_score import load_probe
+from bat.evaluate.stage_probe_score import aggregate_probe, load_probe
 from bat.rollout.shards import finished_shards, read_shard
+from bat.schemas.rollout import RewardRecord
 from bat.schemas.stage_probe import StageProbeScore
 from bat.state.layout import RunLayout
 
@@ -132,3 +134,33 @@ def test_probe_cli_refuses_bad_input(probe_run, tmp_path, capsys):
     assert "never overwritten" in capsys.readouterr().out
     assert main(["evaluate", "probe", "--state", str(tmp_path / "none"), "--agent", "expert"]) == 2
     assert "is not a directory" in capsys.readouterr().out
+
+
+def test_probe_aggregate_takes_the_state_as_the_unit(probe_run):
+    _, layout, _ = probe_run
+    states = load_probe(layout).states[:2]  # S1 and S2 of the one instance
+
+    def reward(state, value, valid=True):
+        return RewardRecord(
+            rollout_id=f"{state.state_id}-{value}-{valid}",
+            state_id=state.state_id,
+            round=0,
+            pool=state.stage,
+            stage=state.stage,
+            items=[],
+            reward_version="test",
+            judge="none",
+            reward=value if valid else None,
+            valid=valid,
+            invalid_reason=None if valid else "engine down",
+        )
+
+    s1, s2 = states
+    rewards = [reward(s1, 1.0), reward(s1, 0.0), reward(s1, 0.5), reward(s2, 0.0, valid=False)]
+    cells, overall, ends = aggregate_probe(states, rewards, [], ["S1", "S2"], 0.95)
+    assert cells["S1"].mean == pytest.approx(50.0) and cells["S1"].n_rollouts == 3 and cells["S1"].n_states == 1
+    assert cells["S2"].mean is None and cells["S2"].n_states == 0 and cells["S2"].n_invalid == 1
+    assert overall.n_states == 1 and overall.half_width is None and ends == {}
+    two = [reward(s1, 1.0), reward(s1, 0.0), reward(s2, 0.25), reward(s2, 0.25)]
+    _, overall, _ = aggregate_probe(states, two, [], ["S1", "S2"], 0.95)
+    assert overall.mean == pytest.approx(37.5) and overall.half_width == pytest.approx(100 * half_width([0.5, 0.25]))
