@@ -288,8 +288,11 @@ def score_probe(
 ) -> StageProbeScore:
     """Score the engine `engine_factory` builds (named `checkpoint`) on the run's probe and write the aggregate at
     `layout.stage_probe.score(label)`; FileExistsError when that score already exists."""
+    from bat.phase.guard import assert_outside_heldout
+
     probe = load_probe(layout)
     out = probe.files.score(label)
+    assert_outside_heldout(layout, out)  # only the aggregate leaves the held-out side
     if out.exists():
         raise FileExistsError(f"{out} exists: a finished probe score is never overwritten; choose another --label")
     k = config.evaluate.stage_probe.k

@@ -18,6 +18,7 @@ from bat.evaluate.aggregate import half_width
 from bat.evaluate.stage_probe import ProbeMismatchError, build_probe
 from bat.evaluate.stage_probe_expert import score_checkpoint, score_expert
 from bat.evaluate.stage_probe_score import aggregate_probe, load_probe
+from bat.phase.guard import HeldoutAccessError, heldout_guard
 from bat.rollout.shards import finished_shards, read_shard
 from bat.schemas.rollout import RewardRecord
 from bat.schemas.stage_probe import StageProbeScore
@@ -84,6 +85,8 @@ def test_probe_stays_on_the_heldout_side_and_meets_no_training_or_eval_instance(
     practice_ids = {t.task_id for t in tasks} | {t.task_id.rsplit(".", 1)[0] for t in tasks}
     assert probe_ids and not probe_ids & eval_ids and not probe_ids & practice_ids
     assert not {s.state_id for s in probe.states} & {t.task_id for t in tasks}
+    with pytest.raises(HeldoutAccessError), heldout_guard(layout, "grpo"):  # training phases cannot read it
+        probe.files.states.read_text()
 
 
 def test_probe_scores_a_checkpoint_deterministically_and_the_expert_high(probe_run, tiny_model_builder):
