@@ -334,3 +334,9 @@ def probe_table(score: StageProbeScore) -> str:
     rows = [line(stage, c) for stage, c in score.stages.items()]
     ends = ", ".join(f"{k} {v}" for k, v in score.end_reasons.items())
     return "\n".join([head, *rows, line("overall", score.overall), f"  ended: {ends}"])
+
+
+def read_scores(layout: RunLayout) -> dict[str, StageProbeScore]:
+    """Every finished probe score of the run by label (the aggregates only: what a curve of the probe plots)."""
+    files = layout.stage_probe
+    return {label: StageProbeScore.model_validate_json(files.score(label).read_text()) for label in files.labels()}

@@ -17,7 +17,7 @@ from bat.config import load_config
 from bat.evaluate.aggregate import half_width
 from bat.evaluate.stage_probe import ProbeMismatchError, build_probe
 from bat.evaluate.stage_probe_expert import score_checkpoint, score_expert
-from bat.evaluate.stage_probe_score import aggregate_probe, load_probe
+from bat.evaluate.stage_probe_score import aggregate_probe, load_probe, read_scores
 from bat.phase.guard import HeldoutAccessError, heldout_guard
 from bat.rollout.shards import finished_shards, read_shard
 from bat.schemas.rollout import RewardRecord
@@ -103,6 +103,7 @@ def test_probe_scores_a_checkpoint_deterministically_and_the_expert_high(probe_r
     assert first.overall.mean is not None and first.overall.mean <= 5.0  # the untrained tiny model
     written = layout.stage_probe.score("tiny_a")
     assert StageProbeScore.model_validate_json(written.read_text()) == first
+    assert read_scores(layout) == {"tiny_a": first, "tiny_b": again}
     text = written.read_text()
     assert not any(s.instance_id in text or s.state_id in text for s in load_probe(layout).states)
     expert = score_expert(load_config(SMOKE, [*PROBE, *ROOMY, "evaluate.stage_probe.k=1"]), layout, "expert", tiny)
