@@ -1,9 +1,11 @@
-"""`bat evaluate run | compare | show`: held-out evaluation of a checkpoint (or scripted agent), paired comparison."""
+"""`bat evaluate run | compare | explain | probe`: held-out evaluation of a checkpoint (or scripted agent), paired
+comparison, failure breakdown, the held-out stage probe."""
 
 from __future__ import annotations
 
 import argparse
 import json
+import re
 from pathlib import Path
 
 from bat.cli.config import add_config_arguments
@@ -95,6 +97,58 @@ def _explain(args: argparse.Namespace) -> int:
     return 0
 
 
+_LABEL = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]*$")
+
+
+def _probe(args: argparse.Namespace) -> int:
+    """Build the run's stage probe when absent, score a checkpoint (or the expert) on it, print the table."""
+    from bat.config import config_hash
+    from bat.config.load import ConfigError
+    from bat.config.run_record import config_of_run
+    from bat.evaluate.stage_probe import ProbeMismatchError, build_probe
+    from bat.evaluate.stage_probe_expert import score_checkpoint, score_expert
+    from bat.evaluate.stage_probe_score import probe_table
+    from bat.state.errors import StateFileError
+    from bat.state.layout import RunLayout
+
+    if bool(args.agent) == bool(args.checkpoint):
+        print("bat evaluate probe: give exactly one of --checkpoint DIR or --agent expert")
+        return 2
+    if not Path(args.state).is_dir():
+        print(f"bat evaluate probe: --state {args.state} is not a directory; give a run state directory")
+        return 2
+    label = args.label or ("expert" if args.agent else Path(args.checkpoint).resolve().name)
+    if not _LABEL.match(label):
+        print(f"bat evaluate probe: label {label!r} must be letters, digits, '_', '.', '-' (give --label NAME)")
+        return 2
+    try:
+        cfg = config_of_run(args.state, args.config, args.overrides)
+        layout = RunLayout.of(args.state, cfg.run.name)
+        out = layout.stage_probe.score(label)
+        if out.exists():
+            raise FileExistsError(f"{out} exists; a finished probe score is never overwritten: give another --label")
+        if args.checkpoint:
+            from bat.policy.loader import check_model_dir
+
+            check_model_dir(args.checkpoint)
+        manifest, built = build_probe(cfg, layout)
+        counts = ", ".join(f"{s} {n}" for s, n in manifest.states_by_stage.items())
+        print(f"stage probe {'built' if built else 'found'}: {counts} states, digest {manifest.digest[:12]}")
+        if args.agent:
+            from bat.policy.base import base_model_dir
+
+            tokenizer = base_model_dir(cfg.model, layout, seed=cfg.run.seed)
+            score = score_expert(cfg, layout, label, tokenizer, config_hash=config_hash(cfg))
+        else:
+            score = score_checkpoint(cfg, layout, args.checkpoint, label, config_hash=config_hash(cfg))
+    except (ConfigError, ProbeMismatchError, FileExistsError, StateFileError) as exc:
+        print(f"bat evaluate probe: {exc}")
+        return 2
+    print(probe_table(score))
+    print(f"wrote {out}")
+    return 0
+
+
 def register(subparsers: argparse._SubParsersAction) -> None:
     parser = subparsers.add_parser("evaluate", help="held-out evaluation and paired comparison")
     sub = parser.add_subparsers(dest="evaluate_command", metavar="ACTION", required=True)
@@ -129,3 +183,16 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     )
     why.add_argument("--run", help="print this run's (or rollout's) transcript turn by turn")
     why.set_defaults(handler=_explain)
+    probe = sub.add_parser(
+        "probe",
+        help="score a checkpoint on the held-out stage probe (stage states from held-out instances, built once per "
+        "run under heldout/stage_probe/): per-stage mean reward x100 with a 95%% interval",
+    )
+    add_config_arguments(probe)
+    probe.add_argument("--state", required=True, help="run state directory (its run.json config unless --config)")
+    probe.add_argument("--checkpoint", help="HF checkpoint directory to score")
+    probe.add_argument(
+        "--agent", choices=["expert"], help="score the expert's own continuation instead (the probe's reference)"
+    )
+    probe.add_argument("--label", help="name of the score (stage_probe/<label>.json; default: the checkpoint's folder)")
+    probe.set_defaults(handler=_probe)

@@ -13,6 +13,22 @@ from pydantic import Field
 from bat.config.base import Section
 
 
+class StageProbeConfig(Section):
+    """The held-out stage probe (`bat evaluate probe`): stage states replayed from the expert on held-out
+    instances of the probe's own split, scored per stage by K rollouts that end at the stage exit."""
+
+    tasks_per_track: int = Field(1, ge=1, le=100)
+    """Held-out probe instances per track; each gives one state per stage the expert reaches."""
+    tracks: tuple[str, ...] = ()
+    """Tracks the probe draws from (empty = every `benchmark.tracks` entry)."""
+    stages: tuple[str, ...] = ()
+    """Stages the probe builds states for (empty = every configured stage)."""
+    k: int = Field(4, ge=1, le=64)
+    """Rollouts per probe state (their mean is the state's score, the statistical unit)."""
+    temperature: float | None = Field(None, ge=0.0, le=2.0)
+    """Sampling temperature of probe rollouts (None = `rollout.temperature`, what training rollouts use)."""
+
+
 class EvaluateConfig(Section):
     agent: Literal["policy", "expert", "noop", "skip-validate", "recovery", "failure"] = "policy"
     """`policy` evaluates the round's checkpoint; a scripted agent name evaluates that benchmark agent instead
@@ -43,3 +59,5 @@ class EvaluateConfig(Section):
     """Phases allowed to open files under `state/<run>/heldout/`; every other phase runs under the guard."""
     guard: bool = True
     """Install the held-out guard (audit hook) around phases not in `heldout_phases`."""
+    stage_probe: StageProbeConfig = StageProbeConfig()
+    """The held-out stage probe: its size (instances per track, stages, rollouts per state) and sampling."""

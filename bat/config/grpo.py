@@ -76,8 +76,9 @@ class GrpoConfig(Section):
     LoRA (each round trains fresh adapters)."""
     export_steps: tuple[int, ...] = ()
     """With `rollouts: online`: steps (1-based) after which the current weights are also exported in HF format
-    (`OnlineLayout.export`), so held-out probes can score the training curve from the evaluation side; the last
-    step's weights are the candidate export either way."""
+    (`OnlineLayout.export`: `round_NN/grpo/exports/step_NNNNN/`), so `bat evaluate probe` can score the training
+    curve from the evaluation side (the block itself never reads held-out content); the last step's weights are the
+    candidate export either way. Empty = only the end-of-block export."""
     clip_eps: float = Field(0.2, gt=0.0, lt=1.0)
     """PPO-style ratio clip epsilon in Eq. 18."""
     kl_coef: float = Field(1e-3, ge=0.0)
@@ -135,5 +136,12 @@ class GrpoConfig(Section):
         if self.carry_optimizer and self.lora.enabled:
             raise ValueError(
                 "grpo.carry_optimizer needs full-parameter training: each round trains fresh LoRA adapters"
+            )
+        bad = [s for s in self.export_steps if not 1 <= s <= self.steps]
+        if bad:
+            raise ValueError(f"grpo.export_steps {bad} outside the block's steps; valid: 1..{self.steps} (grpo.steps)")
+        if self.export_steps and self.rollouts != "online":
+            raise ValueError(
+                "grpo.export_steps needs grpo.rollouts: online (a round-mode block exports once, at its end)"
             )
         return self

@@ -30,6 +30,11 @@ Public API:
 * Phase functions (`bat.evaluate.phase`): `run_evaluate(ctx)` — controller split on the
   round's checkpoint (round 0: `sft` DONE.json extra `candidate|checkpoint|export|export_dir`; round r: the same
   keys of `grpo`'s DONE.json), plus the final split per `evaluate.final_eval`; `run_final_test(ctx)` — final + untouched test split on `checkpoints/best.json`, once per run.
+* The held-out stage probe: `bat.evaluate.stage_probe.build_probe(cfg, layout) -> (ProbeManifest, built)` (once
+  per run: the expert on held-out instances of the probe's own split, replayed to one state per stage under
+  `heldout/stage_probe/`); `bat.evaluate.stage_probe_expert.score_checkpoint(cfg, layout, checkpoint, label)` /
+  `score_expert(...)` -> `StageProbeScore` (K rollouts per state, stage exit, training verifier; per-stage mean x100
+  with a t interval over state means, written to `stage_probe/<label>.json`); `bat evaluate probe`.
 * CLI: `bat evaluate run --agent expert | --checkpoint DIR [--round N] [--split controller|final]`,
   `bat evaluate compare A B [--metric overall|task|agentic|S3]`. Bench: `bat bench evaluate`.
 

@@ -333,7 +333,8 @@ def train_online(
     """Run (or resume) an online block of `cfg.steps` steps from `model_path`; returns the block summary.
 
     Reads `model_path` and the step checkpoints under `ckpt_root`; writes the step folders under `root`
-    (`OnlineLayout`), step checkpoints, `metrics_path` and the export at `export_dir` (`bat.train.block`)."""
+    (`OnlineLayout`), step checkpoints, `metrics_path`, the export at `export_dir` (`bat.train.block`) and, after each
+    step of `cfg.export_steps`, an export at `OnlineLayout(root).export(step)`."""
     micro = cfg.deepspeed.micro_batch_per_rank
     block = open_block(
         model_path,

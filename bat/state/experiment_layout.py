@@ -113,12 +113,12 @@ SEED_DIR_PREFIX = "seed_"
 """A seed's folder under the experiment's state dir (`seed_<s>`) and a piece's name under an arm (`seed_<s>.json`)."""
 RESULTS_NAME = "results.json"
 """The collected results in the results dir."""
-REPORT_NAME = "README.md"
-"""The readable report in the results dir."""
+RESULTS_PAGE = "README.md"
+"""The readable report in the results dir (a name any repository page has, so not a state-only name)."""
 CURVES_NAME = "curves.png"
 """The controller curves figure in the results dir."""
-STAGES_NAME = "stages.png"
-"""The per-stage staircase figure in the results dir."""
+STAGES_FIGURE = "stages.png"
+"""The per-stage staircase figure in the results dir (a run report draws one of the same name)."""
 NULL_WORK_DIR_NAME = "null"
 """Folder under a null seed's `checkpoints/` holding every scale tried."""
 NULL_CALIBRATION_NAME = "null.json"
@@ -208,7 +208,7 @@ class ResultsLayout:
 
     @property
     def report(self) -> Path:
-        return Path(self.root) / REPORT_NAME
+        return Path(self.root) / RESULTS_PAGE
 
     @property
     def curves(self) -> Path:
@@ -216,7 +216,7 @@ class ResultsLayout:
 
     @property
     def stages(self) -> Path:
-        return Path(self.root) / STAGES_NAME
+        return Path(self.root) / STAGES_FIGURE
 
     @property
     def pieces_dir(self) -> Path:

@@ -8,6 +8,8 @@ state/<run>/
   round_NN/                     plan, phase markers, shards, aggregates, route records (`RoundLayout`, round_layout.py)
   heldout/                      evaluation-private; never opened by training phases
   heldout/SECRET                the run's held-out secret (0600): with benchmark.heldout_seed it derives the suite
+  heldout/stage_probe/          the held-out stage probe's states and raw rollouts (`StageProbeLayout`)
+  stage_probe/<label>.json      the stage probe's aggregate per scored checkpoint
   leases/                       driver leases
   jobs/                         submitit logs
 ```
@@ -21,6 +23,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from bat.state.bank_layout import BankVersionLayout
+from bat.state.probe_layout import StageProbeLayout
 from bat.state.round_layout import DONE_NAME, RoundLayout
 
 FINGERPRINT_META_NAME = "INDEX.json"
@@ -254,6 +257,12 @@ class RunLayout:
     def heldout_work(self, round_index: int, split: str, variant: str | None = None) -> Path:
         """Disposable workspaces of one evaluation's runs (removed when it finishes)."""
         return self.heldout_runs(round_index, split, variant) / "work"
+
+    @property
+    def stage_probe(self) -> StageProbeLayout:
+        """The held-out stage probe: states and raw rollouts under `heldout/stage_probe/`, aggregates under
+        `stage_probe/`."""
+        return StageProbeLayout(self.heldout_dir / "stage_probe", self.root / "stage_probe")
 
     @property
     def test_split_used(self) -> Path:

@@ -16,9 +16,9 @@ ROW_NAME = "lr_probe_row.json"
 """One scale's row inside its run dir."""
 CHECKPOINTS_DIR_NAME = "ckpt"
 """Folder of the scaled exports."""
-EXPORT_WEIGHTS_NAME = "model.safetensors"
-"""The weights file of an HF export (present once the export is complete)."""
-EXPORT_CONFIG_NAME = "config.json"
+HF_WEIGHTS = "model.safetensors"
+"""The weights file of an HF export (present once the export is complete; the HF format's name, not a state name)."""
+HF_CONFIG = "config.json"
 """The model config of an HF export (what makes a folder one)."""
 
 
@@ -29,12 +29,12 @@ def scale_name(scale: float) -> str:
 
 def export_weights(folder: Path) -> Path:
     """`<folder>/model.safetensors`."""
-    return Path(folder) / EXPORT_WEIGHTS_NAME
+    return Path(folder) / HF_WEIGHTS
 
 
 def export_config(folder: Path) -> Path:
     """`<folder>/config.json`."""
-    return Path(folder) / EXPORT_CONFIG_NAME
+    return Path(folder) / HF_CONFIG
 
 
 @dataclass(frozen=True)
