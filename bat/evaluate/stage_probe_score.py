@@ -207,6 +207,15 @@ def aggregate_probe(
     return cells, overall, dict(sorted(ends.items()))
 
 
+def state_means(states: Sequence[ProbeState], rewards: Sequence[RewardRecord]) -> list[float | None]:
+    """Each probe state's mean valid reward (0-1), in the probe's state order (None: no valid rollout)."""
+    valid: dict[str, list[float]] = {}
+    for r in rewards:
+        if r.valid and r.reward is not None:
+            valid.setdefault(r.state_id, []).append(float(r.reward))
+    return [sum(v) / len(v) if (v := valid.get(s.state_id)) else None for s in states]
+
+
 def probe_settings(config: BatConfig) -> Any:
     """Loop knobs of probe rollouts: the training rounds' (`rollout` section, rubric reward), every stage row ended
     at its stage exit, sampled at `evaluate.stage_probe.temperature` (or `rollout.temperature`)."""
@@ -314,6 +323,7 @@ def score_probe(
         stages=cells,
         overall=overall,
         end_reasons=ends,
+        state_means=state_means(probe.states, rewards),
     )
     atomic_write_json(out, score.model_dump(mode="json"))
     return score

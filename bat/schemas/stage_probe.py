@@ -108,3 +108,6 @@ class StageProbeScore(_Top):
     overall: StageProbeCell
     """Over every probe state, whatever its stage."""
     end_reasons: dict[str, int] = Field(default_factory=dict)
+    state_means: list[float | None] = Field(default_factory=list)
+    """Each probe state's mean reward (0-1) in the probe's state order: the unit of a paired comparison of two
+    checkpoints scored on the same `probe_digest` (numbers only; the states stay on the held-out side)."""

@@ -17,7 +17,7 @@ from bat.config import load_config
 from bat.evaluate.aggregate import half_width
 from bat.evaluate.stage_probe import ProbeMismatchError, build_probe
 from bat.evaluate.stage_probe_expert import score_checkpoint, score_expert
-from bat.evaluate.stage_probe_score import aggregate_probe, load_probe, read_scores
+from bat.evaluate.stage_probe_score import aggregate_probe, load_probe, read_scores, state_means
 from bat.phase.guard import HeldoutAccessError, heldout_guard
 from bat.rollout.shards import finished_shards, read_shard
 from bat.schemas.rollout import RewardRecord
@@ -168,3 +168,4 @@ def test_probe_aggregate_takes_the_state_as_the_unit(probe_run):
     two = [reward(s1, 1.0), reward(s1, 0.0), reward(s2, 0.25), reward(s2, 0.25)]
     _, overall, _ = aggregate_probe(states, two, [], ["S1", "S2"], 0.95)
     assert overall.mean == pytest.approx(37.5) and overall.half_width == pytest.approx(100 * half_width([0.5, 0.25]))
+    assert state_means(states, rewards) == [pytest.approx(0.5), None] and state_means(states, two) == [0.5, 0.25]
