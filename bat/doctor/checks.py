@@ -30,7 +30,7 @@ def run_checks(config: BatConfig, state: Path, skip: tuple[str, ...] = ()) -> li
         "gpus": lambda: check_gpus(config),
         "model": lambda: check_model(config),
         "storage": lambda: check_storage(config, state),
-        "stack": check_stack,
+        "stack": lambda: check_stack(driver_only=config.orchestrate.container.enabled),
     }
     return [finding for area in AREAS if area not in skip for finding in runs[area]()]
 
