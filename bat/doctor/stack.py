@@ -9,33 +9,15 @@ With `orchestrate.container.enabled` the phases run in the image and the host ve
 
 from __future__ import annotations
 
-import re
 import sys
 from importlib import metadata
 from pathlib import Path
 
 from bat.doctor.finding import Finding, ok, problem
+from bat.orchestrate.pins import parse_pins, pyproject_requirements
 
-PIN = re.compile(r"^\s*([A-Za-z0-9_.\-]+)\s*==\s*([^\s;,]+)\s*$")
 PHASE_ONLY = ("torch", "transformers", "tokenizers", "safetensors", "accelerate", "deepspeed", "peft")
 """Pins only the phases import (training, generation, the KL check): a driver-only venv goes without them."""
-DEPENDENCIES = re.compile(r"^dependencies\s*=\s*\[(.*?)^\]", re.S | re.M)
-
-
-def parse_pins(requirements: list[str]) -> dict[str, str]:
-    """name -> version of every `name==version` requirement (markers and ranges left out)."""
-    pins = {}
-    for line in requirements:
-        match = PIN.match(line.split(";")[0])
-        if match:
-            pins[match.group(1).lower()] = match.group(2)
-    return pins
-
-
-def pyproject_requirements(text: str) -> list[str]:
-    """The strings of `[project].dependencies` in a pyproject.toml (a regex: runs on Python 3.10, without tomllib)."""
-    found = DEPENDENCIES.search(text)
-    return re.findall(r'"([^"]+)"', found.group(1)) if found else []
 
 
 def bat_pins() -> tuple[dict[str, str], str]:

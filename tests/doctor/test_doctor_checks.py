@@ -16,8 +16,9 @@ from bat.config import load_config
 from bat.doctor.checks import run_checks
 from bat.doctor.gpu import check_gpus, driver_cuda, parse_gpus
 from bat.doctor.slurm import check_slurm, parse_partitions
-from bat.doctor.stack import compare, parse_pins
+from bat.doctor.stack import compare
 from bat.doctor.storage import check_model, check_storage
+from bat.orchestrate.pins import parse_pins
 
 ROOT = Path(__file__).resolve().parents[2]
 RECIPE = ROOT / "configs" / "cluster" / "qwen9b_8xgpu.yaml"
