@@ -55,12 +55,12 @@ def measure_kl(ctx: PhaseContext, candidate: str, best: BestCheckpoint) -> float
         dtype=ctx.config.model.dtype,
         log=lambda line: log_event(ctx.layout, ctx.round, "route", line),
     )
-    interval = f" +- {result.half_width:.4f}" if result.half_width is not None else ""
+    interval = f" +- {result.half_width:.4g} (95%, across chunks)" if result.half_width is not None else ""
     log_event(
         ctx.layout,
         ctx.round,
         "route",
-        f"KL(candidate || best) {result.mean:.4f}{interval} (95%, across chunks) over {result.prompts} probe prompts, "
+        f"KL(candidate || best) {result.mean:.4g}{interval} over {result.prompts} probe prompts, "
         f"{result.tokens} tokens; {result.resumed} of {result.chunks} chunks from an earlier attempt",
     )
     return result.mean
