@@ -37,11 +37,12 @@ def check_apptainer(config: BatConfig, image_timeout_s: float = 180.0) -> list[F
     image = Path(cfg.image)
     findings = []
     if version is None or version.code != 0:
+        seen = f"{program} --version failed: {last_line(version.output)}" if version else "is not on PATH"
         program = None
         findings.append(
             problem(
                 "apptainer",
-                f"orchestrate.container.apptainer {cfg.apptainer!r} is not on PATH (nor apptainer/singularity)",
+                f"orchestrate.container.apptainer {cfg.apptainer!r} {seen} (nor apptainer/singularity)",
                 "run on a compute node (login nodes often lack it) or `module load apptainer`; set "
                 "orchestrate.container.apptainer to its path; or set orchestrate.container.enabled false and run "
                 "the phases in the checkout's venv (scripts/setup_cluster.sh)",

@@ -131,3 +131,29 @@ def test_every_area_is_reported_on_a_node_without_slurm_apptainer_or_gpus(bin_di
 def test_run_checks_skips_areas(tmp_path):
     names = {f.name for f in run_checks(load_config(None), tmp_path, ("slurm", "gpus", "userns", "stack"))}
     assert names == {"apptainer", "model path", "model cache", "state dir", "scratch"}
+
+
+def test_the_image_is_started_and_must_import_bats_stack(tmp_path):
+    """Through the Apptainer stand-in (tests/slurm/fake_apptainer, bubblewrap): an image holding this Python and bat
+    imports the stack; one without bat is a problem naming the import error."""
+    from bat.doctor.container import check_apptainer
+
+    if not shutil.which("bwrap"):
+        pytest.skip("needs bubblewrap")
+    site = [p for p in sys.path if p.endswith("site-packages") and not p.startswith(sys.prefix)]
+    lines = ["/usr", "/etc/passwd", "/etc/group", "/etc/ld.so.cache", sys.base_prefix, *site]
+    lines = [f"{p}\t{p}" for p in dict.fromkeys(lines) if os.path.exists(p)]
+    lines += [f"{sys.prefix}\t/opt/venv", f"{ROOT / 'bat'}\t/opt/bat/bat"]
+    good, bad = tmp_path / "good.sif", tmp_path / "bad.sif"
+    good.write_text("\n".join([*lines, "env PYTHONPATH=/opt/bat"]) + "\n")
+    bad.write_text("\n".join(lines[:-1]) + "\n")  # no bat source, no PYTHONPATH
+    sets = [
+        "orchestrate.container.enabled=true",
+        f"orchestrate.container.apptainer={ROOT / 'tests' / 'slurm' / 'fake_apptainer'}",
+        f"orchestrate.container.python=/opt/venv/bin/{Path(sys.executable).name}",
+    ]
+    found = _by_name(check_apptainer(load_config(None, [*sets, f"orchestrate.container.image={good}"])))
+    assert found["apptainer"].status == "ok" and "stand-in" in found["apptainer"].seen
+    assert found["apptainer image"].status == "ok" and "torch" in found["apptainer image"].seen, found
+    found = _by_name(check_apptainer(load_config(None, [*sets, f"orchestrate.container.image={bad}"])))
+    assert found["apptainer image"].status == "problem" and "No module named" in found["apptainer image"].seen
