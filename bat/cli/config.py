@@ -61,8 +61,13 @@ def _plan(args: argparse.Namespace) -> int:
     from bat.orchestrate.plan_text import render_plan
 
     cfg = load_config(args.file, args.overrides)
+    cpu_rate = None
+    if args.measure_cpu:
+        from bat.perf.machine import measure_cpu_gflops
+
+        cpu_rate = measure_cpu_gflops(cfg.model.dtype)
     try:
-        shape, source, plans = plan_run(cfg)
+        shape, source, plans = plan_run(cfg, cpu_rate)
     except ValueError as exc:
         print(f"bat config plan: {exc}")
         return 2
@@ -94,10 +99,16 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     check.add_argument("--set", dest="overrides", action="append", default=[], metavar="KEY=VALUE")
     check.set_defaults(handler=_check)
     plan = sub.add_parser(
-        "plan", help="per phase: Slurm request vs GPU memory, host memory and CPUs needed (exit 2 if one does not fit)"
+        "plan",
+        help="per phase: Slurm request vs GPU memory, host memory, CPUs and time needed (exit 2 if one does not fit)",
     )
     plan.add_argument("file", help="YAML config file")
     plan.add_argument("--set", dest="overrides", action="append", default=[], metavar="KEY=VALUE")
+    plan.add_argument(
+        "--measure-cpu",
+        action="store_true",
+        help="time CPU phases with this host's measured matmul rate instead of orchestrate.rates.cpu_gflops",
+    )
     plan.set_defaults(handler=_plan)
     sbatch = sub.add_parser(
         "sbatch",

@@ -7,6 +7,7 @@ from typing import Literal
 from pydantic import Field, field_validator, model_validator
 
 from bat.config.base import Section
+from bat.config.rates import RatesConfig
 from bat.phase.order import PHASE_NAMES
 
 
@@ -138,6 +139,8 @@ class OrchestrateConfig(Section):
     node_mem_gb: float = Field(1024.0, gt=0, le=1_048_576)
     """Memory of one compute node in GiB (`sinfo -o %m`, MiB / 1024): the plan refuses a phase asking more
     `mem_gb`; per phase: `resources.<phase>.node_mem_gb`."""
+    rates: RatesConfig = Field(default_factory=RatesConfig)
+    """Throughputs the time plan of `bat config plan` divides each phase's work by (stated; `bat.config.rates`)."""
     container: ContainerConfig = Field(default_factory=ContainerConfig)
     """Apptainer wrapping of phase jobs."""
     signal_delay_s: int = Field(90, ge=1, le=3600)

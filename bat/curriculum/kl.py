@@ -26,9 +26,10 @@ def probe_prompts(layout: RunLayout, config: BatConfig) -> list[list[dict]]:
 
 
 def measure_kl(ctx: PhaseContext, candidate: str, best: BestCheckpoint) -> float | None:
-    """Mean per-token KL(candidate || best) over the probe prompts, both loaded in `model.dtype` (KL in fp32);
-    None (logged) when it cannot be measured: KL disabled, candidate == best, or a checkpoint that is not a model
-    directory (scripted evaluations)."""
+    """Mean per-token KL(candidate || best) over the probe prompts, both loaded in `model.dtype` (KL in fp32), in
+    chunks kept under `route/kl/` so a requeued route continues (`bat.curriculum.kl_chunks`; the events log gets the
+    interval across chunks); None (logged) when it cannot be measured: KL disabled, candidate == best, or a
+    checkpoint that is not a model directory (scripted evaluations)."""
     cfg = ctx.config.curriculum.fallback
     if not cfg.kl_enabled:
         return None
@@ -42,14 +43,24 @@ def measure_kl(ctx: PhaseContext, candidate: str, best: BestCheckpoint) -> float
     if not prompts:
         log_event(ctx.layout, ctx.round, "route", "KL not measured: the bank holds no probe rows")
         return None
-    from bat.train.kl_estimate import estimate_kl
+    from bat.curriculum.kl_chunks import chunked_kl
 
-    kl = estimate_kl(
+    result = chunked_kl(
+        ctx.layout.round(ctx.round).kl_chunk,
         candidate,
         best.checkpoint,
         prompts,
-        max_new_tokens=cfg.kl_new_tokens,
         seed=ctx.seed("kl"),
+        new_tokens=cfg.kl_new_tokens,
         dtype=ctx.config.model.dtype,
+        log=lambda line: log_event(ctx.layout, ctx.round, "route", line),
     )
-    return float(kl)
+    interval = f" +- {result.half_width:.4g} (95%, across chunks)" if result.half_width is not None else ""
+    log_event(
+        ctx.layout,
+        ctx.round,
+        "route",
+        f"KL(candidate || best) {result.mean:.4g}{interval} over {result.prompts} probe prompts, "
+        f"{result.tokens} tokens; {result.resumed} of {result.chunks} chunks from an earlier attempt",
+    )
+    return result.mean

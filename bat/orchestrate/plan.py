@@ -32,10 +32,13 @@ from bat.orchestrate.plan_memory import (
     kv_bytes_per_token,
     layer_activation_bytes,
     logits,
+    lora_parameters,
+    lora_training_state,
     total,
     training_state,
     zero_buffers,
 )
+from bat.orchestrate.plan_time import time_plan
 
 if TYPE_CHECKING:
     from bat.config.orchestrate import PhaseResources
@@ -124,7 +127,15 @@ def _training(config: BatConfig, shape: ModelShape, plan: PhasePlan) -> None:
         seq = min(tc.max_seq_len, budgets.max_context_tokens)  # a rollout never outgrows its context budget
         targets = min(seq, budgets.max_response_tokens) if tc.target_logits_only else seq
         where = "generated tokens" if tc.target_logits_only else "target_logits_only off: every position"
-    state, offload_host = training_state(params, precision, ds.zero_stage, world, ds.offload_optimizer)
+    if tc.lora.enabled:
+        adapters, unknown = lora_parameters(shape, tc.lora.target_modules, tc.lora.r)
+        state, offload_host = lora_training_state(
+            params, adapters, precision, ds.zero_stage, world, ds.offload_optimizer
+        )
+        if unknown:
+            plan.notes.append(f"{plan.phase}.lora.target_modules {unknown}: not a Llama/Qwen projection, counted as 0")
+    else:
+        state, offload_host = training_state(params, precision, ds.zero_stage, world, ds.offload_optimizer)
     items = [
         *state,
         zero_buffers(params, precision, ds.zero_stage, world),
@@ -353,10 +364,18 @@ def plan_phase(config: BatConfig, shape: ModelShape, phase: str) -> PhasePlan:
     return plan
 
 
-def plan_run(config: BatConfig) -> tuple[ModelShape, str, list[PhasePlan]]:
-    """The policy's shape, where it came from, and every job's plan; raises ValueError when no shape is known."""
+def plan_run(config: BatConfig, cpu_rate: tuple[float, str] | None = None) -> tuple[ModelShape, str, list[PhasePlan]]:
+    """The policy's shape, where it came from, and every job's plan with its time check (`bat.orchestrate.plan_time`;
+    `cpu_rate`: a measured (GFLOP/s per core, where) replacing `orchestrate.rates.cpu_gflops`); raises ValueError
+    when no shape is known."""
     shape, source = config.model.planned_shape()
-    return shape, source, [plan_phase(config, shape, phase) for phase in PLAN_PHASES]
+    plans = [plan_phase(config, shape, phase) for phase in PLAN_PHASES]
+    for plan in plans:
+        timed = time_plan(config, shape, plan, cpu_rate)
+        if timed.needed:
+            plan.checks.append(Check(timed.what, timed.needed, timed.allowed, timed.limit, "allocations"))
+        plan.notes += timed.notes
+    return shape, source, plans
 
 
 def plan_problems(config: BatConfig) -> list[str]:

@@ -127,3 +127,33 @@ def kv_bytes_per_token(shape: ModelShape, dtype: str) -> int:
 def total(items: list[Item]) -> float:
     """Sum of a budget's items in bytes."""
     return sum(item.bytes for item in items)
+
+
+def lora_parameters(shape: ModelShape, target_modules: tuple[str, ...], rank: int) -> tuple[int, list[str]]:
+    """Adapter parameters of LoRA rank `rank` on the named projections of every layer (A: r x fan_in, B: fan_out x
+    r), and the target names this Llama/Qwen-shaped count does not know (counted as none)."""
+    h, d, inter = shape.hidden_size, shape.head_width, shape.intermediate_size
+    q, kv = shape.num_attention_heads * d, shape.kv_heads * d
+    fans = {
+        "q_proj": (h, q),
+        "k_proj": (h, kv),
+        "v_proj": (h, kv),
+        "o_proj": (q, h),
+        "gate_proj": (h, inter),
+        "up_proj": (h, inter),
+        "down_proj": (inter, h),
+    }
+    per_layer = sum(rank * sum(fans[name]) for name in target_modules if name in fans)
+    return shape.num_hidden_layers * per_layer, [name for name in target_modules if name not in fans]
+
+
+def lora_training_state(
+    params: int, adapters: int, precision: str, zero_stage: int, ranks: int, offload: bool
+) -> tuple[list[Item], float]:
+    """`training_state` with LoRA: the loaded weights frozen (no gradients, no optimizer state; split by ZeRO-3
+    like any weight), the adapters trained with their own gradients and AdamW state."""
+    frozen, _ = training_state(params, precision, zero_stage, ranks, offload)
+    state, host = training_state(adapters, precision, zero_stage, ranks, offload)
+    items = [Item("weights (frozen)", frozen[0].bytes, frozen[0].detail + ", no gradients or optimizer state")]
+    items += [Item(f"LoRA {i.label}", i.bytes, f"{adapters:,} adapter parameters, {i.detail}") for i in state]
+    return items, host

@@ -19,7 +19,10 @@ REQUIRED_FILES = ("pyproject.toml", "bat", "jobs", "configs", "run_round.sh")
 """Repository paths a phase image must contain (the package, the job entry points, configs, the round script)."""
 REQUIRED_ENV = ("PYTHONNOUSERSITE=1", "HF_HUB_OFFLINE=1")
 """Environment a phase needs inside the image: no ~/.local packages leaking in, no model hub at run time."""
-ENGINE_PYTHON_ENV = "BAT_VLLM_PYTHON"
+ENGINE_PYTHON_ENV = {"vllm": "BAT_VLLM_PYTHON", "sglang": "BAT_SGLANG_PYTHON"}
+"""The variable through which bat finds each engine's interpreter in the image (`/opt/venv-<engine>/bin/python`)."""
+ENGINE_PINS = ("torch", "transformers")
+"""What each engine line of the recipe pins beside the engine: the builds its own requirements name."""
 
 
 def _pins(pyproject: Path) -> dict[str, str]:
@@ -59,7 +62,8 @@ def lint_recipe(recipe: str | Path, pyproject: str | Path, repo: str | Path | No
 
     post = "\n".join(stage.install)
     pins = _pins(pyproject)
-    torch = re.findall(r"\btorch==([^\s\"']+)", post)  # the CUDA build is installed first, at the CPU pin's version
+    bat_env = "\n".join(line for line in post.splitlines() if "/opt/venv/bin/pip" in line)
+    torch = re.findall(r"\btorch==([^\s\"']+)", bat_env)  # the CUDA build first, at the CPU pin's version
     if not torch:
         problems.append(f"{recipe}: %post must install torch=={pins.get('torch', '?')} (the pyproject pin)")
     elif any(version != pins.get("torch") for version in torch):
@@ -76,13 +80,33 @@ def lint_recipe(recipe: str | Path, pyproject: str | Path, repo: str | Path | No
     for required in REQUIRED_ENV:
         if required not in environ:
             problems.append(f"{recipe}: %environment must export {required}")
-    if re.search(r"pip install[^\n]*(\bvllm\b|\{\{\s*engine\s*\}\})", post) and not any(
-        e.startswith(ENGINE_PYTHON_ENV + "=") for e in environ
-    ):
-        problems.append(
-            f"{recipe}: the image installs vLLM but %environment does not export {ENGINE_PYTHON_ENV} "
-            "(the interpreter bat starts the vLLM server with)"
-        )
+    problems += _engine_problems(recipe, text, environ)
     if not stage.test:
         problems.append(f"{recipe}: needs a %test section (run at build time)")
+    return problems
+
+
+def _engine_problems(recipe: Path, text: str, environ: set[str]) -> list[str]:
+    """Each engine line (`ENGINE) engine_pins="ENGINE==V torch==V transformers==V"`) pins the engine with its torch
+    and transformers, and %environment points bat at that engine's venv."""
+    from bat.orchestrate.pins import ENGINE_LINE, PIN
+
+    problems = []
+    engines = {name: dict(PIN.findall(pins)) for name, pins in ENGINE_LINE.findall(text)}
+    if not engines:
+        problems.append(f'{recipe}: %post needs the engine table (`vllm) engine_pins="vllm==V torch==V ..." ;;`)')
+    for engine, table in engines.items():
+        missing = [name for name in (engine, *ENGINE_PINS) if name not in table]
+        if missing:
+            problems.append(
+                f"{recipe}: engine {engine} pins no {missing}; pin the engine with its torch and transformers"
+            )
+        variable = ENGINE_PYTHON_ENV.get(engine)
+        if variable is None:
+            problems.append(f"{recipe}: engine {engine} is not one bat starts; valid: {sorted(ENGINE_PYTHON_ENV)}")
+        elif f"{variable}=/opt/venv-{engine}/bin/python" not in environ:
+            problems.append(
+                f"{recipe}: %environment must export {variable}=/opt/venv-{engine}/bin/python (the interpreter bat "
+                f"starts the {engine} server with)"
+            )
     return problems

@@ -43,3 +43,27 @@ def isa_kind(facts: dict[str, Any]) -> str:
     if "avx512f" in flags:
         return "avx512"
     return "avx2" if "avx2" in flags else "other"
+
+
+def measure_cpu_gflops(dtype: str, seconds: float = 1.5) -> tuple[float, str]:
+    """This host's single-core matmul GFLOP/s in `dtype` (a 2048 x 4096 by 4096 x 4096 product, repeated for
+    `seconds`), and where it was measured (`bat config plan --measure-cpu`)."""
+    import time
+
+    import torch
+
+    torch_dtype = {"float32": torch.float32, "bfloat16": torch.bfloat16, "float16": torch.float16}[dtype]
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)
+    try:
+        a, b = torch.randn(2048, 4096, dtype=torch_dtype), torch.randn(4096, 4096, dtype=torch_dtype)
+        a @ b
+        start, count = time.perf_counter(), 0
+        while time.perf_counter() - start < seconds:
+            a @ b
+            count += 1
+        rate = 2 * 2048 * 4096 * 4096 * count / (time.perf_counter() - start) / 1e9
+    finally:
+        torch.set_num_threads(threads)
+    facts = cpu_facts()
+    return rate, f"measured on this host: one core of {facts['model']} ({isa_kind(facts)}), {dtype}"

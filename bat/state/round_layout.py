@@ -137,6 +137,11 @@ class RoundLayout:
         """The route's decision record."""
         return self.phase(ROUTE_PHASE) / "decision.json"
 
+    def kl_chunk(self, index: int) -> Path:
+        """`route/kl/chunk_NNNN.json`: the route's KL check over one chunk of probe prompts (`bat.curriculum.kl`),
+        kept so that a requeued route continues where it stopped."""
+        return self.phase(ROUTE_PHASE) / "kl" / f"chunk_{index:04d}.json"
+
     @property
     def best_after(self) -> Path:
         """The retained best as it stood after this round (`checkpoints/best.json` copies the newest)."""

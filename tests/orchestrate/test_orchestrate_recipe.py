@@ -24,7 +24,8 @@ def test_shipped_recipe_is_clean() -> None:
         ("    run_round.sh /opt/bat/run_round.sh\n", "", "must copy 'run_round.sh'"),
         ("    jobs /opt/bat/jobs\n", "    jobz /opt/bat/jobs\n", "copies 'jobz', which is not in"),
         ("    export HF_HUB_OFFLINE=1\n", "", "must export HF_HUB_OFFLINE=1"),
-        ("    export BAT_VLLM_PYTHON=/opt/venv-engine/bin/python\n", "", "does not export BAT_VLLM_PYTHON"),
+        ("    export BAT_SGLANG_PYTHON=/opt/venv-sglang/bin/python\n", "", "must export BAT_SGLANG_PYTHON="),
+        ('sglang==0.5.23 torch==2.14.1 transformers==5.19.0"', 'sglang==0.5.23"', "engine sglang pins no"),
         (
             "/opt/venv/bin/pip install --no-cache-dir /opt/bat\n",
             '/opt/venv/bin/pip install --no-cache-dir "/opt/bat[vllm]"\n',

@@ -20,13 +20,36 @@ REPO = Path(__file__).resolve().parents[2]
 pytestmark = pytest.mark.slurm
 
 
+IMAGE_VENV, IMAGE_SRC = "/opt/venv", "/opt/bat"
+"""Where the stand-in image holds this Python environment and bat's source, as the real image does
+(`containers/bat.def`): never under /tmp, which Apptainer mounts afresh (and bat binds scratch over)."""
+
+
+def _image_path(host: str) -> str:
+    """The image path of a host path: this venv under IMAGE_VENV, the checkout under IMAGE_SRC, others unchanged."""
+    for root, inside in ((sys.prefix, IMAGE_VENV), (str(REPO), IMAGE_SRC)):
+        if host == root or host.startswith(root + os.sep):
+            return inside + host[len(root) :]
+    return host
+
+
 def _image(tmp_path: Path) -> Path:
-    """The stand-in image: /usr, a few /etc files, this Python (base and venv), bat's source and the toy phases."""
-    paths = ["/usr", *(f"/etc/{f}" for f in ("passwd", "group", "hosts", "nsswitch.conf", "ld.so.cache"))]
+    """The stand-in image: /usr, a few /etc files, this Python (its base at the same path, the venv at /opt/venv and
+    every other site directory it reads), bat's source and the toy phases under /opt/bat, and an %environment that
+    puts them on PYTHONPATH. Lines `HOST<TAB>IMAGE` (tests/slurm/fake_apptainer)."""
+    paths = ["/usr", *(f"/etc/{f}" for f in ("passwd", "group", "nsswitch.conf", "ld.so.cache"))]
     paths += [sys.base_prefix, sys.prefix, str(REPO / "bat"), str(REPO / "tests" / "orchestrate")]
+    paths += [p for p in sys.path if p.endswith("site-packages") and not p.startswith(sys.prefix)]
+    lines = [f"{p}\t{_image_path(p)}" for p in dict.fromkeys(p for p in paths if os.path.exists(p))]
+    lines.append(f"env PYTHONPATH={IMAGE_SRC}{os.pathsep}{IMAGE_SRC}/tests/orchestrate")
     image = tmp_path / "bat.sif"
-    image.write_text("\n".join(dict.fromkeys(p for p in paths if os.path.exists(p))) + "\n")
+    image.write_text("\n".join(lines) + "\n")
     return image
+
+
+def _image_python() -> str:
+    """This interpreter as the stand-in image names it (`orchestrate.container.python`)."""
+    return _image_path(str(Path(sys.prefix) / "bin" / Path(sys.executable).name))
 
 
 def test_phases_in_the_container_reach_slurm_and_requeue(slurm_cluster, tmp_path, monkeypatch):
@@ -46,9 +69,9 @@ def test_phases_in_the_container_reach_slurm_and_requeue(slurm_cluster, tmp_path
             "orchestrate.container.enabled=true",
             f"orchestrate.container.image={_image(tmp_path)}",
             f"orchestrate.container.apptainer={REPO / 'tests' / 'slurm' / 'fake_apptainer'}",
-            f"orchestrate.container.python={sys.executable}",
+            f"orchestrate.container.python={_image_python()}",
             f"orchestrate.container.scratch={scratch}",
-            "orchestrate.container.pass_env=['SLURM_*', 'SUBMITIT_*', 'BAT_*', 'PYTHONPATH']",
+            "orchestrate.container.pass_env=['SLURM_*', 'SUBMITIT_*', 'BAT_*']",  # PYTHONPATH: the image's
             f"sandbox.code_paths=['{data}']",
         ],
     )
