@@ -14,22 +14,23 @@ import random
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from bat.online.block import OnlineSource, train_online
 from bat.phase.context import PhaseContext, PhaseResult
 from bat.phase.plan import carried_optimizer, load_plan, plan_batches, resolve_checkpoint
 from bat.phase.spec import PhaseSpec
-from bat.rollout.runner import StateJob
 from bat.seeds import derive_seed
-from bat.train.grpo import plan_batch_of_step
 from bat.train.phase import run_grpo as run_round_grpo
 
-if TYPE_CHECKING:
+if TYPE_CHECKING:  # the phase table imports this module on login nodes without torch: heavy imports are deferred
+    from bat.online.block import OnlineSource
+    from bat.rollout.runner import StateJob
     from bat.schemas.routing import RoundPlan
 
 
 def batch_jobs(plan: RoundPlan, index: int, bank: object) -> list[StateJob]:
     """The states of plan batch `index` as rollout jobs (a state listed twice gets its K rollouts twice, in one
     group), each carrying its bank row."""
+    from bat.rollout.runner import StateJob
+
     listed: dict[str, list[str]] = {}
     for row in plan.batches[index]:
         listed.setdefault(row.state_id, [row.pool, row.stage, 0])  # type: ignore[list-item]
@@ -58,12 +59,15 @@ def online_source(ctx: PhaseContext, plan: RoundPlan, start: Path, seed: int) ->
     """The round's `OnlineSource`: plan batches, the bank's environments, the plan's verifier, the rollout engine."""
     from bat.bank.store import open_bank
     from bat.benchmark import TOOL_NAMES
+    from bat.online.block import OnlineSource
     from bat.policy.loader import load_tokenizer
     from bat.policy.tools import policy_tools
     from bat.rollout.chat import TurnTokens
     from bat.rollout.engines import make_engine
     from bat.rollout.envs import bank_opener
     from bat.rollout.phase import loop_settings
+    from bat.rollout.runner import StateJob
+    from bat.train.grpo import plan_batch_of_step
     from bat.verify.phase import make_verifier, verify_shard
 
     cfg, rc = ctx.config, ctx.config.rollout
@@ -98,6 +102,8 @@ def online_source(ctx: PhaseContext, plan: RoundPlan, start: Path, seed: int) ->
 
 def run_online_grpo(ctx: PhaseContext) -> PhaseResult:
     """An online GRPO block over the round plan's batches; returns the candidate as `extra["candidate"]`."""
+    from bat.online.block import train_online
+
     cfg, layout = ctx.config, ctx.layout
     plan = load_plan(layout, ctx.round)
     start = resolve_checkpoint(layout, plan.start_checkpoint)

@@ -84,3 +84,17 @@ def test_online_round_on_the_real_bank(tmp_path):
         assert (online.rewards(step) / "rewards.jsonl").is_file()
     assert not online.scratch_root.exists()
     assert (layout.candidate_model(1) / "model.safetensors").is_file()
+
+
+def test_the_phase_table_imports_without_torch():
+    """A login node's driver-only venv has no torch: the phase table (and `bat doctor`) must import without it."""
+    import subprocess
+    import sys
+
+    code = (
+        "import sys\n"
+        "for m in ('torch', 'transformers', 'deepspeed'): sys.modules[m] = None\n"
+        "import bat.orchestrate.executors, bat.doctor.checks\n"
+    )
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=REPO)
+    assert done.returncode == 0, done.stderr
