@@ -35,8 +35,12 @@ class BenchmarkConfig(Section):
 
     kind: Literal["builtin", "external"] = "builtin"
     """`builtin` = the offline synthetic suite in `bat.benchmark`; `external` = `external.command`."""
-    tracks: tuple[TrackName, ...] = ALL_TRACKS
-    """Tracks of the held-out suite (and of practice generation)."""
+    name: str = Field("builtin", pattern=r"^[A-Za-z0-9][A-Za-z0-9_.-]*$")
+    """The staged benchmark (plug-in of `bat.benchmark.interface`) found by this name in the registry
+    (`bat benchmark list`: the shipped `builtin` and `sqlqa`, and installed `bat.benchmarks` entry points)."""
+    tracks: tuple[str, ...] = ALL_TRACKS
+    """Tracks of the held-out suite (and of practice generation). With `kind: builtin` and `name: builtin` they
+    must be built-in tracks (`TrackName`); an external evaluator or another benchmark names its own."""
     repeats: int = Field(10, ge=1, le=1000)
     """Runs per track in the held-out suite (each its own fixed instance and sampling seed)."""
     split_repeats: dict[Literal["controller", "final", "test"], int] = Field(default_factory=dict)
@@ -82,9 +86,18 @@ class BenchmarkConfig(Section):
             raise ValueError(
                 f"benchmark.tracks must be non-empty and unique, got {list(self.tracks)}; valid: {list(ALL_TRACKS)}"
             )
+        builtin_tracks = self.kind == "builtin" and self.name == "builtin"
+        unknown = [t for t in self.tracks if t not in ALL_TRACKS]
+        if builtin_tracks and unknown:
+            raise ValueError(f"benchmark.tracks: unknown tracks {unknown}; valid: {list(ALL_TRACKS)}")
         if self.kind == "external" and not self.external.command:
             raise ValueError("benchmark.kind = 'external' needs benchmark.external.command (an argv list)")
-        if self.kind == "builtin":
+        if self.name != "builtin":
+            from bat.benchmark.registry import names
+
+            if self.name not in names():
+                raise ValueError(f"benchmark.name: unknown benchmark {self.name!r}; valid: {names()}")
+        elif self.kind == "builtin":
             self.contract.check_builtin()
         bad = {split: n for split, n in self.split_repeats.items() if not 1 <= n <= 1000}
         if bad:
