@@ -1,6 +1,10 @@
 """`bat benchmark run --agent expert|noop|skip-validate [--track T] [--json] [--config FILE] [--state DIR]`: score a
 built-in agent on the held-out suite and print per-track and mean Overall / Agentic / Task (0-100, one decimal).
 
+`bat benchmark list [--json]`: the staged benchmarks available by name (`bat.benchmark.registry`) with their stages
+and tracks. `bat benchmark check NAME`: the conformance checks (`bat.benchmark.conformance`); exit 2 with one line
+per failure.
+
 The held-out suite is the one of the run at `--state` (its `heldout/SECRET`), else this user's standalone suite
 (`bat.state.layout.user_heldout_secret`, created on first use)."""
 
@@ -107,6 +111,66 @@ def _show(args: argparse.Namespace) -> int:
     return 0
 
 
+def _config_of(args: argparse.Namespace) -> Any:
+    """The config of `--config`/`--set` (defaults otherwise), with `--runtime` applied to `benchmark.runtime`."""
+    from bat.config import load_config
+    from bat.config.root import BatConfig
+
+    cfg = load_config(args.config, args.overrides) if (args.config or args.overrides) else BatConfig()
+    if getattr(args, "runtime", ""):
+        cfg = cfg.model_copy(update={"benchmark": cfg.benchmark.model_copy(update={"runtime": args.runtime})})
+    return cfg
+
+
+def _list(args: argparse.Namespace) -> int:
+    from bat.benchmark import registry
+
+    cfg, rows, broken = _config_of(args), [], []
+    for name in registry.names():
+        try:
+            rows.append(registry.load(name, cfg).describe())
+        except Exception as exc:  # a broken plug-in is reported, the others still listed
+            broken.append(f"bat benchmark list: {name}: cannot load ({type(exc).__name__}: {exc})")
+    if args.json:
+        print(json.dumps(rows, indent=2))
+    else:
+        print(f"{'name':<12}{'stages':<34}tracks")
+        for row in rows:
+            print(f"{row['name']:<12}{','.join(row['stages']):<34}{','.join(row['tracks'])}")
+    for line in broken:
+        print(line, file=sys.stderr)
+    return 2 if broken else 0
+
+
+def _check(args: argparse.Namespace) -> int:
+    import tempfile
+
+    from bat.benchmark import registry
+    from bat.benchmark.conformance import check
+
+    try:
+        bench = registry.load(args.name, _config_of(args))
+        with tempfile.TemporaryDirectory(prefix="bat-check-") as tmp:
+            failures = check(bench, tmp, seed=args.seed, count=args.count)
+    except registry.UnknownBenchmarkError as exc:
+        failures = [str(exc)]
+    except Exception as exc:  # the author's code raised: say where, not a traceback
+        failures = [f"raised {type(exc).__name__}: {exc} (tools, tasks and grading must not raise on valid input)"]
+    for line in failures:
+        print(f"bat benchmark check {args.name}: {line}", file=sys.stderr)
+    if failures:
+        return 2
+    print(f"{args.name}: conforms (stages {[s.key for s in bench.stages()]}, tracks {list(bench.tracks())})")
+    return 0
+
+
+def _config_args(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--config", default=None, help="YAML config (default: built-in defaults)")
+    parser.add_argument(
+        "--set", dest="overrides", action="append", default=[], metavar="KEY=VALUE", help="config override"
+    )
+
+
 def register(subparsers: argparse._SubParsersAction) -> None:
     parser = subparsers.add_parser("benchmark", help="score a built-in scripted agent on the held-out suite")
     sub = parser.add_subparsers(dest="benchmark_command", metavar="ACTION", required=True)
@@ -145,3 +209,14 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     show.add_argument("--space", default="practice", help="heldout | practice")
     show.add_argument("--seed", type=int, default=0, help="instance seed")
     show.set_defaults(handler=_show)
+    lst = sub.add_parser("list", help="the staged benchmarks available by name, with their stages and tracks")
+    lst.add_argument("--json", action="store_true", help="a JSON list of {name, version, stages, tracks}")
+    _config_args(lst)
+    lst.set_defaults(handler=_list)
+    chk = sub.add_parser("check", help="conformance of a staged benchmark to the interface (exit 2 listing failures)")
+    chk.add_argument("name", help="benchmark name (see `bat benchmark list`)")
+    chk.add_argument("--seed", type=int, default=7, help="seed of the tasks checked")
+    chk.add_argument("--count", type=int, default=1, help="tasks per track and split")
+    chk.add_argument("--runtime", default="", choices=["", "sandbox", "inprocess"], help="override benchmark.runtime")
+    _config_args(chk)
+    chk.set_defaults(handler=_check)
