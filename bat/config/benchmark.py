@@ -46,7 +46,7 @@ class BenchmarkConfig(Section):
     split_repeats: dict[Literal["controller", "final", "test"], int] = Field(default_factory=dict)
     """Runs per track of the named held-out splits of the built-in suite, overriding `repeats` there (e.g.
     `{final: 5, test: 5}`: a small controller split to route on, larger final and test splits whose half-widths
-    mean something). Splits not named use `repeats`."""
+    mean something). Splits not named use `repeats`. An external evaluator's request carries the split's count."""
     heldout_seed: int = Field(1009, ge=0)
     """Root seed of the held-out space; instances derive from (heldout_seed, split, track, repeat)."""
     practice_seed: int = Field(2027, ge=0)
@@ -102,10 +102,6 @@ class BenchmarkConfig(Section):
         bad = {split: n for split, n in self.split_repeats.items() if not 1 <= n <= 1000}
         if bad:
             raise ValueError(f"benchmark.split_repeats must be 1-1000 runs per track, got {bad}")
-        if self.split_repeats and self.kind == "external":
-            raise ValueError(
-                "benchmark.split_repeats applies to the built-in suite; an external evaluator takes `repeats`"
-            )
         return self
 
     def repeats_for(self, split: str) -> int:

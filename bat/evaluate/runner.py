@@ -91,8 +91,11 @@ def play_runs(
     return done, kept
 
 
-def external_records(cfg: BatConfig, checkpoint: str, split: str, work: Path) -> list[EvalRun]:
-    """Runs scored by the benchmark's external-evaluator adapter (`benchmark.kind = external`)."""
+def external_records(
+    cfg: BatConfig, checkpoint: str, split: str, work: Path, run: dict[str, Any] | None = None
+) -> list[EvalRun]:
+    """Runs scored by the benchmark's external-evaluator adapter (`benchmark.kind = external`) for `split`, asked
+    on behalf of `run` (the run identities the request carries, `bat.benchmark.external`)."""
     from bat.benchmark import run_external
 
     work.mkdir(parents=True, exist_ok=True)
@@ -110,7 +113,7 @@ def external_records(cfg: BatConfig, checkpoint: str, split: str, work: Path) ->
             ),
             cfg,
         )
-        for s in run_external(checkpoint, work, cfg)
+        for s in run_external(checkpoint, work, cfg, split=split, run=run)
     ]
 
 
@@ -133,7 +136,14 @@ def evaluate_split(
     partial_transcripts = partial_transcripts_path(layout, round_index, split, variant)
     transcripts: list[Transcript] = []
     if cfg.benchmark.kind == "external" and not checkpoint.startswith(SCRIPTED_PREFIX):
-        records = external_records(cfg, checkpoint, split, work)
+        identity = {
+            "run_dir": str(layout.root),
+            "round": round_index,
+            "phase": phase,
+            "variant": variant,
+            "config_hash": config_hash,
+        }
+        records = external_records(cfg, checkpoint, split, work, identity)
     else:
         runs = suite_runs(cfg, layout, split)
         done, kept = play_runs(runs, driver, cfg, split, work, partial, partial_transcripts)
