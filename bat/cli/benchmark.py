@@ -37,29 +37,40 @@ def _secret(args: argparse.Namespace) -> Any:
 
 
 def _run(args: argparse.Namespace) -> int:
-    from bat.benchmark import AGENTS, SPLITS, TRACKS, aggregate, run_suite
-    from bat.config import load_config
-    from bat.config.root import BatConfig
+    from bat.benchmark import AGENTS, SPLITS, TRACKS, aggregate, registry, run_suite
+    from bat.benchmark.heldout_runs import run_heldout
 
-    cfg = load_config(args.config, args.overrides) if (args.config or args.overrides) else BatConfig()
-    if args.runtime:
-        cfg = cfg.model_copy(update={"benchmark": cfg.benchmark.model_copy(update={"runtime": args.runtime})})
-    if args.agent not in AGENTS:
-        print(f"bat benchmark: unknown agent {args.agent!r}; valid: {list(AGENTS)}", file=sys.stderr)
+    cfg = _config_of(args)
+    name = args.benchmark or cfg.benchmark.name
+    bench = None
+    if name != "builtin":
+        try:
+            bench = registry.load(name, cfg)
+        except registry.UnknownBenchmarkError as exc:
+            print(f"bat benchmark: {exc}", file=sys.stderr)
+            return 2
+    agents, tracks = (AGENTS, TRACKS) if bench is None else (bench.agents, bench.tracks())
+    if args.agent not in agents:
+        print(f"bat benchmark: unknown agent {args.agent!r}; valid: {list(agents)}", file=sys.stderr)
         return 2
-    if args.track and args.track not in TRACKS:
-        print(f"bat benchmark: unknown track {args.track!r}; valid: {list(TRACKS)}", file=sys.stderr)
+    if args.track and args.track not in tracks:
+        print(f"bat benchmark: unknown track {args.track!r}; valid: {list(tracks)}", file=sys.stderr)
         return 2
     if args.split not in SPLITS:
         print(f"bat benchmark: unknown split {args.split!r}; valid: {list(SPLITS)}", file=sys.stderr)
         return 2
-    scores = run_suite(
-        args.agent, cfg, secret=_secret(args), split=args.split, tracks=(args.track,) if args.track else None
-    )
+    chosen = (args.track,) if args.track else None
+    if bench is None:
+        scores: list[Any] = run_suite(args.agent, cfg, secret=_secret(args), split=args.split, tracks=chosen)
+    else:
+        secret = _secret(args).key
+        seed = cfg.benchmark.heldout_seed
+        scores = run_heldout(bench, args.agent, split=args.split, seed=seed, secret=secret, tracks=chosen)
     agg = aggregate(scores)
     pct = lambda v: None if v is None else round(100 * v, 1)  # noqa: E731
     if args.json:
         out = {
+            "benchmark": name,
             "agent": args.agent,
             "split": args.split,
             "runs": len(scores),
@@ -69,7 +80,8 @@ def _run(args: argparse.Namespace) -> int:
         }
         print(json.dumps(out, indent=2, sort_keys=True))
         return 0
-    print(f"agent {args.agent} on the held-out {args.split} split: {len(scores)} runs ({agg['nulls']} null)")
+    where = "" if name == "builtin" else f" of {name}"
+    print(f"agent {args.agent} on the held-out {args.split} split{where}: {len(scores)} runs ({agg['nulls']} null)")
     print(f"{'track':<16}{'Overall':>9}{'Agentic':>9}{'Task':>9}")
     for track, row in agg["tracks"].items():
         print(
@@ -84,13 +96,12 @@ def _run(args: argparse.Namespace) -> int:
 
 
 def _fingerprints(args: argparse.Namespace) -> int:
-    from bat.benchmark import fingerprint_entries
-    from bat.config import load_config
-    from bat.config.root import BatConfig
+    from bat.leakage.heldout import collect_heldout_entries
     from bat.state.jsonl import write_jsonl
 
-    cfg = load_config(args.config, args.overrides) if (args.config or args.overrides) else BatConfig()
-    count = write_jsonl(args.out, fingerprint_entries(cfg, secret=_secret(args)))
+    cfg = _config_of(args)
+    entries = collect_heldout_entries(cfg, _secret(args))
+    count = write_jsonl(args.out, [{"kind": e.kind, "value": e.value, "source": e.source} for e in entries])
     print(f"wrote {count} held-out fingerprint entries to {args.out}")
     return 0
 
@@ -179,13 +190,11 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         "--agent", default="expert", help="expert | noop | skip-validate (teacher variants: recovery, failure)"
     )
     run.add_argument("--track", default="", help="only this track (default: every track of the suite)")
+    run.add_argument("--benchmark", default="", help="benchmark name (default: the config's benchmark.name)")
     run.add_argument("--split", default="controller", help="held-out split: controller | final | test")
     run.add_argument("--runtime", default="", choices=["", "sandbox", "inprocess"], help="override benchmark.runtime")
     run.add_argument("--json", action="store_true", help="print JSON instead of a table")
-    run.add_argument("--config", default=None, help="YAML config (default: built-in defaults)")
-    run.add_argument(
-        "--set", dest="overrides", action="append", default=[], metavar="KEY=VALUE", help="config override"
-    )
+    _config_args(run)
     run.add_argument(
         "--state",
         default="",
@@ -195,8 +204,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     run.set_defaults(handler=_run)
     fp = sub.add_parser("fingerprints", help="export the held-out fingerprint entries (for the leakage index) as JSONL")
     fp.add_argument("--out", required=True, help="output JSONL file")
-    fp.add_argument("--config", default=None, help="YAML config (default: built-in defaults)")
-    fp.add_argument("--set", dest="overrides", action="append", default=[], metavar="KEY=VALUE", help="config override")
+    _config_args(fp)
     fp.add_argument(
         "--state",
         default="",

@@ -213,3 +213,37 @@ def test_sqlqa_bad_calls_are_error_observations(tmp_path):
             step = env.step(action)
             assert not step.ok and step.observation.startswith("Error") and step.stage in ("inspect", "validate")
     assert check(bench, tmp_path / "check", seed=3) == []
+
+
+def test_heldout_runs_through_the_interface_equal_run_suite_on_the_builtin(fast_config):
+    from bat.benchmark import aggregate, run_suite
+    from bat.benchmark.heldout_runs import run_heldout
+    from bat.benchmark.plugin import BuiltinBenchmark
+    from bat.benchmark.secret import HeldoutSecret
+
+    secret = HeldoutSecret("cd" * 32)
+    tracks = ("detection", "vqa")
+    direct = run_suite("skip-validate", fast_config, secret=secret, split="final", tracks=tracks)
+    bench, seed = BuiltinBenchmark(fast_config), fast_config.benchmark.heldout_seed
+    through = run_heldout(bench, "skip-validate", split="final", seed=seed, secret=secret.key, tracks=tracks)
+    assert [r.run_id for r in through] == [s.run_id for s in direct]
+    assert [r.score.details["run_score"].stages for r in through] == [s.stages for s in direct]
+    assert aggregate(through) == aggregate(direct)
+
+
+def test_cli_runs_and_fingerprints_a_plugin_benchmark(capsys, tmp_path, monkeypatch):
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
+    monkeypatch.setenv("HOME", str(tmp_path))
+    args = ["benchmark", "run", "--benchmark", "sqlqa", "--split", "test", "--json"]
+    assert main([*args, "--agent", "expert"]) == 0
+    out = json.loads(capsys.readouterr().out)
+    assert out["benchmark"] == "sqlqa" and out["runs"] == 15 and out["mean"]["overall"] == 100.0
+    assert set(out["tracks"]) == {"count", "total", "join"}
+    assert main([*args, "--agent", "failure"]) == 0
+    assert json.loads(capsys.readouterr().out)["mean"]["overall"] < 100.0
+    assert main(["benchmark", "run", "--benchmark", "sqlqa", "--agent", "skip-validate"]) == 2
+    assert "valid: ['expert', 'noop', 'recovery', 'failure']" in capsys.readouterr().err
+    out_file = tmp_path / "fp.jsonl"
+    assert main(["benchmark", "fingerprints", "--out", str(out_file), "--set", "benchmark.name=sqlqa"]) == 0
+    rows = [json.loads(line) for line in out_file.read_text().splitlines()]
+    assert len(rows) == 3 * 3 * 15 and {r["kind"] for r in rows} == {"identifier", "text", "answer"}
