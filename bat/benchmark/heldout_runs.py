@@ -15,6 +15,11 @@ from pathlib import Path
 from bat.benchmark.interface import Benchmark, Score, play
 
 
+def heldout_run_id(split: str, track: str, repeat: int) -> str:
+    """The id of held-out run `repeat` of `track` on `split`: `<split>-<track>-rNN` (every benchmark's)."""
+    return f"{split}-{track}-r{repeat:02d}"
+
+
 @dataclass(frozen=True)
 class HeldoutResult:
     """One held-out run: `<split>-<track>-rNN`, its task and its score (the fields `aggregate` reads)."""
@@ -58,7 +63,7 @@ def run_heldout(
     with tempfile.TemporaryDirectory(prefix="bat-heldout-") as tmp:
         base = Path(workdir) if workdir else Path(tmp)
         for task in tasks:
-            run_id = f"{split}-{task.track}-r{task.repeat:02d}"
+            run_id = heldout_run_id(split, task.track, task.repeat)
             with bench.open(task, base / run_id) as env:
                 play(env, bench.agent(task, agent))
                 out.append(HeldoutResult(run_id, task.track, task.task_id, task.repeat, env.score()))

@@ -39,7 +39,8 @@ HELDOUT_SPLITS = ("controller", "final", "test")
 SPLITS = (PRACTICE, *HELDOUT_SPLITS)
 
 Action = Mapping[str, Any]
-"""A tool call `{"name": str, "arguments": {...}}`, or an invalid action `{"invalid": True, "reason": str}`."""
+"""A tool call `{"name": str, "arguments": {...}}`, or an invalid action `{"invalid": True, "reason": str}`. A scripted
+agent's action may also carry `"thought"` (its text before the call, kept in transcripts); environments ignore it."""
 Agent = Callable[[str], "Action | None"]
 """A scripted agent: given the last observation, the next action, or None to stop."""
 
@@ -92,6 +93,16 @@ class Step:
     done: bool
     info: Mapping[str, Any] = field(default_factory=dict)
 
+    @property
+    def text(self) -> str:
+        """The observation under the name bat's agent loop reads (`bat.rollout.spec.Env`)."""
+        return self.observation
+
+    @property
+    def record(self) -> Mapping[str, Any]:
+        """The call's record under the name bat's agent loop reads."""
+        return self.info
+
 
 @dataclass(frozen=True)
 class EnvState:
@@ -136,6 +147,10 @@ class Score:
     overall: float | None
     task_metrics: Mapping[str, float] = field(default_factory=dict)
     valid: bool = True
+    breach: bool = False
+    """The run broke the benchmark's rules (e.g. read the grader side): Overall is 0."""
+    null_reasons: tuple[str, ...] = ()
+    """Why something is null (reported with the run, never scored as 0)."""
     details: Mapping[str, Any] = field(default_factory=dict, compare=False)
 
     def summary(self) -> dict[str, Any]:
@@ -147,6 +162,7 @@ class Score:
             "agentic": self.agentic,
             "overall": self.overall,
             "valid": self.valid,
+            "breach": self.breach,
         }
 
 
@@ -224,7 +240,10 @@ def write_tree(root: str | Path, files: Mapping[str, bytes]) -> Path:
 
 
 class Environment(ABC):
-    """One episode on one task (call `close()` or use `with`)."""
+    """One episode on one task (call `close()` or use `with`). `workspace` is the agent-visible directory, if the
+    benchmark has one (bat records which files each turn wrote there)."""
+
+    workspace: Path | None = None
 
     @abstractmethod
     def reset(self) -> str:
@@ -263,7 +282,9 @@ class Benchmark(ABC):
 
     name: str = ""
     version: str = ""
-    """Changes whenever tasks, tools or grading change (recorded with every result)."""
+    """Changes whenever tasks or tools change (recorded with every result)."""
+    harness_version: str = ""
+    """Changes whenever grading changes; empty: `version` covers grading too."""
     agents: tuple[str, ...] = ("expert",)
     """Scripted agents `agent()` accepts; `expert` (full marks on every stage) is required, `recovery` and `failure`
     (teacher variants for the Stage Bank's recovery and failure states) are optional."""

@@ -80,7 +80,7 @@ class BuiltinEnv(Environment):
         return self.env.reset()
 
     def step(self, action: Action) -> Step:
-        obs = self.env.step(dict(action))
+        obs = self.env.step({k: v for k, v in action.items() if k != "thought"})
         rec = obs.record
         return Step(obs.text, rec.stage or self.env.current_stage(), rec.ok, obs.done, rec.model_dump(mode="json"))
 
@@ -105,6 +105,8 @@ class BuiltinEnv(Environment):
             overall=rs.overall,
             task_metrics=rs.task_metrics,
             valid=rs.valid,
+            breach=rs.breach,
+            null_reasons=tuple(rs.null_reasons),
             details={"run_score": rs},
         )
 
@@ -127,12 +129,12 @@ class _ScriptAgent:
         try:
             if not self.started:
                 self.started = True
-                _, call = next(self.script)
+                thought, call = next(self.script)
             else:
-                _, call = self.script.send(self._Seen(observation))
+                thought, call = self.script.send(self._Seen(observation))
         except StopIteration:
             return None
-        return call  # type: ignore[no-any-return]
+        return {**call, "thought": thought}
 
 
 class BuiltinBenchmark(Benchmark):
@@ -145,7 +147,7 @@ class BuiltinBenchmark(Benchmark):
         from bat.benchmark import HARNESS_VERSION, SUITE_VERSION
 
         self.config = _config(config)
-        self.version = f"{SUITE_VERSION}/{HARNESS_VERSION}"
+        self.version, self.harness_version = SUITE_VERSION, HARNESS_VERSION
 
     def stages(self) -> tuple[Stage, ...]:
         from bat.benchmark.contract import STAGE_SKILLS, rubric
@@ -166,9 +168,11 @@ class BuiltinBenchmark(Benchmark):
         return tuple(self.config.benchmark.tracks)
 
     def tools(self) -> list[dict[str, Any]]:
-        from bat.benchmark.tools.specs import tool_specs
+        """`TOOL_SPECS`, the tools the policy is shown in SFT rows, rollouts and evaluation (`execute_code`, when
+        `benchmark.execute_code`, is accepted by the environment without being listed, as before)."""
+        from bat.benchmark.tools.specs import TOOL_SPECS
 
-        return tool_specs(self.config.benchmark.execute_code)
+        return [dict(t) for t in TOOL_SPECS]
 
     def tasks(self, split: str, *, seed: int, count: int | None = None, secret: str | None = None) -> list[Task]:
         """Practice: `count` (default `benchmark.repeats`) instances per track from `seed`; held-out: the suite's runs

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Literal
+from typing import Any, Literal
 
 from pydantic import Field, model_validator
 
@@ -93,10 +93,13 @@ class BenchmarkConfig(Section):
         if self.kind == "external" and not self.external.command:
             raise ValueError("benchmark.kind = 'external' needs benchmark.external.command (an argv list)")
         if self.name != "builtin":
-            from bat.benchmark.registry import names
+            from bat.benchmark.registry import load, names
 
             if self.name not in names():
                 raise ValueError(f"benchmark.name: unknown benchmark {self.name!r}; valid: {names()}")
+            own = load(self.name).tracks()
+            if any(t not in own for t in self.tracks):
+                raise ValueError(f"benchmark.tracks {list(self.tracks)}: {self.name} has tracks {list(own)}")
         elif self.kind == "builtin":
             self.contract.check_builtin()
         bad = {split: n for split, n in self.split_repeats.items() if not 1 <= n <= 1000}
@@ -107,3 +110,32 @@ class BenchmarkConfig(Section):
     def repeats_for(self, split: str) -> int:
         """Runs per track of held-out `split`: `split_repeats[split]`, else `repeats`."""
         return self.split_repeats.get(split, self.repeats)  # type: ignore[call-overload]
+
+
+def plugin_stage_defaults(data: Any) -> Any:
+    """Raw config `data` completed from the benchmark `benchmark.name` names when that is not the built-in one: its
+    stages (keys, names, weights) when `stages` is not given, its tracks when `benchmark.tracks` is not given."""
+    bench = data.get("benchmark") if isinstance(data, dict) else None
+    if not isinstance(bench, dict) or bench.get("name", "builtin") == "builtin":
+        return data
+    from bat.benchmark.registry import UnknownBenchmarkError, load
+
+    try:
+        plugin = load(bench["name"])
+    except UnknownBenchmarkError:
+        return data  # BenchmarkConfig's check names the valid benchmarks
+    out = {**data, "benchmark": {"tracks": list(plugin.tracks()), **bench}}
+    out.setdefault("stages", [{"key": s.key, "name": s.name, "weight": s.weight} for s in plugin.stages()])
+    return out
+
+
+def plugin_stage_problems(benchmark: BenchmarkConfig, keys: list[str]) -> str:
+    """Why configured stage `keys` do not fit the plug-in benchmark `benchmark.name` (empty: they do)."""
+    from bat.benchmark.registry import load
+
+    own = [s.key for s in load(benchmark.name).stages()]
+    if keys != own:
+        return (
+            f"stages {keys} are not those of benchmark {benchmark.name!r}; use its stages {own} (or leave stages out)"
+        )
+    return ""
