@@ -58,3 +58,20 @@ def test_evaluate_and_final_test_phases_report_the_plugins_stages(layout):
     report = layout.report_md(0).read_text()
     assert "| test | `scripted:expert` | 100.0" in report
     assert all(key in report for key in STAGES)
+
+
+def test_builtin_evaluation_keeps_its_pre_interface_scores(tmp_path):
+    """Per-track Overall computed by the evaluation before it went through the interface (commit 6713354, the
+    controller split of 7 tracks x 2 repeats under this secret); the same seeds give the same scores."""
+    lay = RunLayout(tmp_path / "run").ensure()
+    (tmp_path / "S").write_text(HeldoutSecret.from_text("ref").key + "\n", encoding="ascii")
+    install_secret(tmp_path / "S", lay.heldout_secret)
+    tracks = ["enhancement", "synthesis"]
+    cfg = parse_config({"benchmark": {"repeats": 2, "runtime": "inprocess", "tracks": tracks}, "run": {"rounds": 0}})
+    pinned = {"failure": (0.35, 0.3564738151077391), "recovery": (0.9888812530657366, 0.9911698792995904)}
+    for index, (agent, overall) in enumerate(pinned.items()):
+        agg, _ = evaluate_split(
+            cfg, lay, index, "controller", f"scripted:{agent}", scripted_driver(agent), config_hash="x"
+        )
+        assert tuple(agg.tracks[t].overall for t in tracks) == overall
+        assert (agg.suite_version, agg.harness_version) == ("builtin-2", "builtin-grader-1")
