@@ -3,7 +3,8 @@
 `check(bench, workdir)` returns one line per failure, each saying what is wrong and what to fix (empty: conforms):
 the declaration (stages, weights, criteria, tracks, tools, the `expert` agent); tasks deterministic under a seed,
 covering every track, held-out ones depending on the secret and never equal to a practice task; on one practice task
-per track and the first held-out task: the expert earns full marks on every stage, a no-op agent (no call) scores 0,
+per track and the first held-out task: the expert earns full marks on every stage and enters every stage in order
+(the Stage Bank starts a state at each stage's first expert turn), a no-op agent (no call) scores 0,
 every turn (an invalid action included) is attributed to a stage, grading is deterministic, and a stage state
 restored in a fresh environment equals the workspace it was taken from; the held-out fingerprints name every held-out
 task id and no practice one.
@@ -112,6 +113,13 @@ def _episodes(bench: Benchmark, task: Task, workdir: Path) -> list[str]:
     off = sorted({s.stage for s in steps} - set(keys))
     if off:
         out.append(f"{where}: turns attributed to {off}, not a stage of {keys}: tag every turn with a stage key")
+    else:
+        visited = list(dict.fromkeys(s.stage for s in steps))
+        if visited != keys:
+            out.append(
+                f"{where}: the expert's turns go through stages {visited}, not {keys} in order: the Stage Bank starts "
+                "a state at each stage's first expert turn, so the expert must enter every stage, in order"
+            )
     for key in keys:
         value = score.stages.get(key, "absent")
         if value != 1.0:
