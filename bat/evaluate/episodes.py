@@ -175,7 +175,7 @@ def opening_messages(cfg: BatConfig, brief: str, bench: Any = None) -> list[dict
     from bat.benchmark.registry import from_config
 
     names = {s.key: s.name for s in cfg.stages}
-    skills = {s.key: s.skill for s in (bench or from_config(cfg)).stages() if s.skill}
+    skills = {s.key: s.skill for s in (bench or from_config(cfg)).stages()}
     skill = prompts.e2e_skill_text(cfg.stage_keys, skills, names)
     return prompts.to_dicts([prompts.system_message(skill), prompts.user_message(brief)])
 
