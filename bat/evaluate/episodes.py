@@ -40,6 +40,11 @@ class HeldoutRun:
     task: Any
     """`bat.benchmark.interface.Task`."""
 
+    @property
+    def instance_seed(self) -> int:
+        """The seed the task was drawn from (the built-in suite's instance seed)."""
+        return int(self.task.seed)
+
 
 @dataclass
 class PreparedRun:
