@@ -175,6 +175,35 @@ def _check(args: argparse.Namespace) -> int:
     return 0
 
 
+def _sft_rows(args: argparse.Namespace) -> int:
+    from pathlib import Path
+
+    from bat.bank.plugin_sft import plugin_sft_rows
+    from bat.benchmark import registry
+    from bat.state.jsonl import write_jsonl
+
+    cfg = _config_of(args)
+    try:
+        bench = registry.load(args.name, cfg)
+    except registry.UnknownBenchmarkError as exc:
+        print(f"bat benchmark: {exc}", file=sys.stderr)
+        return 2
+    out = Path(args.out)
+    if out.exists() and any(out.iterdir()):
+        print(
+            f"bat benchmark sft-rows: {out} is not empty; rows are never overwritten: name a new folder",
+            file=sys.stderr,
+        )
+        return 2
+    seed = cfg.benchmark.practice_seed if args.seed is None else args.seed
+    rows, stats = plugin_sft_rows(bench, cfg, seed=seed, count=args.count)
+    for split, items in rows.items():
+        write_jsonl(out / f"{split}.jsonl", items)
+    kept = dict(stats.kept)
+    print(f"wrote {len(rows['train'])} train and {len(rows['validation'])} validation rows to {out} (kept {kept})")
+    return 0
+
+
 def _config_args(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--config", default=None, help="YAML config (default: built-in defaults)")
     parser.add_argument(
@@ -228,3 +257,12 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     chk.add_argument("--runtime", default="", choices=["", "sandbox", "inprocess"], help="override benchmark.runtime")
     _config_args(chk)
     chk.set_defaults(handler=_check)
+    rows = sub.add_parser(
+        "sft-rows", help="SFT rows from a benchmark's scripted expert on practice tasks (train/validation)"
+    )
+    rows.add_argument("name", help="benchmark name (see `bat benchmark list`)")
+    rows.add_argument("--out", required=True, help="new folder for train.jsonl and validation.jsonl")
+    rows.add_argument("--count", type=int, default=8, help="practice tasks per track")
+    rows.add_argument("--seed", type=int, default=None, help="practice seed (default: benchmark.practice_seed)")
+    _config_args(rows)
+    rows.set_defaults(handler=_sft_rows)

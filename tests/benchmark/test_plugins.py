@@ -247,3 +247,21 @@ def test_cli_runs_and_fingerprints_a_plugin_benchmark(capsys, tmp_path, monkeypa
     assert main(["benchmark", "fingerprints", "--out", str(out_file), "--set", "benchmark.name=sqlqa"]) == 0
     rows = [json.loads(line) for line in out_file.read_text().splitlines()]
     assert len(rows) == 3 * 3 * 15 and {r["kind"] for r in rows} == {"identifier", "text", "answer"}
+
+
+def test_sft_rows_from_a_plugin_benchmarks_expert(tmp_path, capsys):
+    out = tmp_path / "rows"
+    assert main(["benchmark", "sft-rows", "sqlqa", "--out", str(out), "--count", "3", "--seed", "4"]) == 0
+    rows = [
+        json.loads(line)
+        for split in ("train", "validation")
+        for line in (out / f"{split}.jsonl").read_text().split("\n")
+        if line
+    ]
+    assert {r["stage"] for r in rows} == {"inspect", "draft", "validate", "submit"}
+    assert all(r["target"].startswith("<tool_call>") and r["outcome"] == "success" for r in rows)
+    assert {r["split"] for r in rows} == {"train", "validation"} and len({r["trajectory_id"] for r in rows}) == 9
+    first = next(r for r in rows if r["turn"] == 0)
+    assert "## Stage validate (Validate)" in first["messages"][0]["content"]  # every stage's skill, as evaluation
+    assert main(["benchmark", "sft-rows", "sqlqa", "--out", str(out)]) == 2
+    assert "never overwritten" in capsys.readouterr().err
