@@ -97,5 +97,6 @@ def plugin_sft_rows(
             stats=stats,
             stage_names=names,
             agent_context=True,
+            preamble=bench.preamble,
         )
     return out, stats

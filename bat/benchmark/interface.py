@@ -285,6 +285,11 @@ class Benchmark(ABC):
     """Changes whenever tasks or tools change (recorded with every result)."""
     harness_version: str = ""
     """Changes whenever grading changes; empty: `version` covers grading too."""
+    preamble: str = (
+        "You are a careful agent working in a sandboxed workspace. Work through the public stages in order, call "
+        "exactly one tool per turn, and read each tool result before the next step."
+    )
+    """The opening of the agent's system turn, before the stage skills."""
     agents: tuple[str, ...] = ("expert",)
     """Scripted agents `agent()` accepts; `expert` (full marks on every stage) is required, `recovery` and `failure`
     (teacher variants for the Stage Bank's recovery and failure states) are optional."""

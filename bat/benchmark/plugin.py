@@ -145,9 +145,10 @@ class BuiltinBenchmark(Benchmark):
 
     def __init__(self, config: Any = None) -> None:
         from bat.benchmark import HARNESS_VERSION, SUITE_VERSION
+        from bat.benchmark.prompts import PREAMBLE
 
         self.config = _config(config)
-        self.version, self.harness_version = SUITE_VERSION, HARNESS_VERSION
+        self.version, self.harness_version, self.preamble = SUITE_VERSION, HARNESS_VERSION, PREAMBLE
 
     def stages(self) -> tuple[Stage, ...]:
         from bat.benchmark.contract import STAGE_SKILLS, rubric

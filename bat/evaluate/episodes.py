@@ -179,10 +179,11 @@ def opening_messages(cfg: BatConfig, brief: str, bench: Any = None) -> list[dict
     from bat.benchmark import prompts
     from bat.benchmark.registry import from_config
 
+    bench = bench or from_config(cfg)
     names = {s.key: s.name for s in cfg.stages}
-    skills = {s.key: s.skill for s in (bench or from_config(cfg)).stages()}
+    skills = {s.key: s.skill for s in bench.stages()}
     skill = prompts.e2e_skill_text(cfg.stage_keys, skills, names)
-    return prompts.to_dicts([prompts.system_message(skill), prompts.user_message(brief)])
+    return prompts.to_dicts([prompts.system_message(skill, bench.preamble), prompts.user_message(brief)])
 
 
 def policy_driver(cfg: BatConfig, checkpoint: Path) -> tuple[Driver, Callable[[], None]]:

@@ -120,6 +120,10 @@ class SqlQA(Benchmark):
 
     name = "sqlqa"
     version = "sqlqa-1"
+    preamble = (
+        "You are a careful data analyst answering a question over a SQLite database. Work through the public stages "
+        "in order, call exactly one tool per turn, and read each tool result before the next step."
+    )
     agents = ("expert", "noop", "recovery", "failure")
 
     def __init__(self, config: Any = None) -> None:
