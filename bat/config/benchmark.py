@@ -114,7 +114,9 @@ class BenchmarkConfig(Section):
 
 def plugin_stage_defaults(data: Any) -> Any:
     """Raw config `data` completed from the benchmark `benchmark.name` names when that is not the built-in one: its
-    stages (keys, names, weights) when `stages` is not given, its tracks when `benchmark.tracks` is not given."""
+    stages (keys, names, weights) when `stages` is not given, its tracks when `benchmark.tracks` is not given, and
+    the promotion gate's late stages (every stage after the first two, as S3-S5 of the built-in five) when
+    `curriculum.gate.late_stages` is not given."""
     bench = data.get("benchmark") if isinstance(data, dict) else None
     if not isinstance(bench, dict) or bench.get("name", "builtin") == "builtin":
         return data
@@ -126,6 +128,11 @@ def plugin_stage_defaults(data: Any) -> Any:
         return data  # BenchmarkConfig's check names the valid benchmarks
     out = {**data, "benchmark": {"tracks": list(plugin.tracks()), **bench}}
     out.setdefault("stages", [{"key": s.key, "name": s.name, "weight": s.weight} for s in plugin.stages()])
+    keys = [s["key"] if isinstance(s, dict) else s.key for s in out["stages"]]
+    curriculum = out.get("curriculum") if isinstance(out.get("curriculum"), dict) else {}
+    gate = curriculum.get("gate") if isinstance(curriculum.get("gate"), dict) else {}
+    if "curriculum" not in out or isinstance(out["curriculum"], dict):
+        out["curriculum"] = {**curriculum, "gate": {"late_stages": keys[2:] or keys[-1:], **gate}}
     return out
 
 

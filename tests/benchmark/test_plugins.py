@@ -132,6 +132,9 @@ def test_shipped_plugins_import_only_the_interface():
 def test_config_selects_a_benchmark_by_name():
     cfg = BatConfig.model_validate({"benchmark": {"name": "sqlqa", "tracks": ["count", "join"]}})
     assert registry.from_config(cfg).name == "sqlqa"
+    assert cfg.stage_keys == ("inspect", "draft", "validate", "submit")
+    assert cfg.curriculum.gate.late_stages == ("validate", "submit")
+    assert BatConfig.model_validate({"benchmark": {"name": "sqlqa"}}).benchmark.tracks == ("count", "total", "join")
     with pytest.raises(ValueError, match=r"unknown benchmark 'nope'; valid: \['builtin', 'sqlqa'\]"):
         BatConfig.model_validate({"benchmark": {"name": "nope"}})
     with pytest.raises(ValueError, match=r"unknown tracks \['count'\]"):
