@@ -31,7 +31,6 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-INTERFACE_VERSION = "bat-benchmark-1"
 PRACTICE = "practice"
 """The split of practice tasks (the Stage Bank's); drawn from the practice seed."""
 HELDOUT_SPLITS = ("controller", "final", "test")
