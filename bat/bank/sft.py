@@ -106,13 +106,15 @@ def slice_trajectory(
     e2e: bool = False,
     skip: Collection[int] = (),
     agent_context: bool = False,
+    preamble: str = prompts.PREAMBLE,
 ) -> list[SftRow]:
     """Rows (h_t, a_t) for every valid teacher response of `traj`; overlong rows are counted in `stats`.
 
     Turns whose response is not a valid tool call are skipped (the teacher never trains an invalid action), and
     so are the turns in `skip` (a recovery run's mistaken pilot); both stay in the history of later rows.
     `e2e` rows attach the ordered skills of every stage and are keyed `E2E`; with `agent_context` stage rows
-    attach them too (the agent's opening, `bank.sft_context: agent`) and keep their stage key.
+    attach them too (the agent's opening, `bank.sft_context: agent`) and keep their stage key. `preamble` opens
+    the system turn (default: the built-in benchmark's agent).
     """
     stats.max_length, stats.unit = max_length, meter.unit
     brief = prompts.user_message(traj.brief)
@@ -129,7 +131,7 @@ def slice_trajectory(
             if e2e or agent_context
             else prompts.skill_text(turn.stage, skills, stage_names)
         )
-        messages = [prompts.system_message(skill), brief, *prompts.history_messages(traj.turns[:index])]
+        messages = [prompts.system_message(skill, preamble), brief, *prompts.history_messages(traj.turns[:index])]
         length = meter.measure(messages, turn.response)
         if length > max_length:
             stats.overlong[key] += 1

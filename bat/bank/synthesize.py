@@ -317,6 +317,12 @@ def synthesize(config: BatConfig, layout: RunLayout, refresh: int = 0) -> tuple[
     """Build the next bank version for `config` at refresh index `refresh` (`refreshed_config`), or return the
     existing one with the same fingerprint (reused=True). The manifest records the refresh index and bank seed, the
     steering, and (LLM skill writer) where each stage's skill text came from (`bat.bank.skill_writer`)."""
+    if config.benchmark.name != "builtin":
+        raise ValueError(
+            f"benchmark.name {config.benchmark.name!r}: the Stage Bank is built on the built-in benchmark only so far; "
+            "evaluate this benchmark with `bat evaluate run` and make SFT rows with `bat benchmark sft-rows` "
+            "(docs/byo-benchmark.md)"
+        )
     config, steered = steering(refreshed_config(config, refresh), layout, refresh)
     config, skills = skill_writer.prescribe(config, layout, refresh)
     fp = fingerprint(config)

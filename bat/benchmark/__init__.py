@@ -65,8 +65,15 @@ Agents (scripted, through the same tools):
 * Tool calls run through `bat.sandbox.Sandbox` (runtime from the `sandbox` section) or, with
   `benchmark.runtime = "inprocess"`, directly in this process (`bat/benchmark/runtime.py`, one place).
 
-CLI: `bat benchmark run --agent expert|noop|skip-validate [--track T] [--json] [--config FILE]`;
-`bat benchmark fingerprints --out FILE` (held-out fingerprint entries as JSONL).
+Any staged benchmark (`bat.benchmark.interface`, docs/byo-benchmark.md): `Benchmark` (stages with criteria, tracks,
+tools, tasks per split, `open(task, workdir, state=None) -> Environment`, scripted agents, fingerprints) and
+`Environment` (reset/step/state/snapshot/score). `bat.benchmark.registry.load(name, config)` finds one by name
+(entry points `bat.benchmarks`); `bat.benchmark.plugin.BuiltinBenchmark` is this benchmark behind it;
+`bat.benchmark.conformance.check(bench, workdir)` lists what does not conform.
+
+CLI: `bat benchmark run --agent expert|noop|skip-validate [--track T] [--json] [--config FILE] [--benchmark NAME]`;
+`bat benchmark fingerprints --out FILE` (held-out fingerprint entries as JSONL); `bat benchmark list [--json]`;
+`bat benchmark check NAME`.
 """
 
 from __future__ import annotations

@@ -2,10 +2,14 @@
 
 Command template: an argv list whose elements may be exactly `{checkpoint}`, `{request}` or `{output}`
 (whole-argument placeholders; a placeholder inside a longer argument is refused). The request file
-(JSON) tells the evaluator what to run: {"checkpoint", "tracks", "repeats", "stages": [keys], "output"}.
+(JSON, `REQUEST_VERSION`) tells the evaluator what to run: {"request_version", "checkpoint", "split" (controller,
+final or test: an evaluator keeps its untouched test tasks for "test"), "run": {"run_dir", "round", "phase",
+"variant", "config_hash"} (who asks: the same identities ask again only on a resume), "tracks" (the benchmark's own
+names), "repeats" (per track on this split), "stages": [keys] (the configured stage keys, any names), "output"}.
 The output file must be {"cells": [{"track", "task_id", "repeat", "valid", "task", "stages": {key: score}}]}
 with scores in [0, 1] or null, exactly the configured stage keys, no duplicate (track, task_id, repeat),
 and every requested (track, repeat) present. Agentic and Overall are computed here by the contract.
+docs/byo-benchmark.md shows a request and its cells.
 """
 
 from __future__ import annotations
@@ -23,6 +27,8 @@ from bat.benchmark.score import RunScore
 from bat.state.atomic import atomic_write_json
 
 PLACEHOLDERS = ("{checkpoint}", "{request}", "{output}")
+REQUEST_VERSION = 2
+"""2: the request carries the split and the run identities."""
 
 
 class ExternalError(ValueError):
@@ -123,8 +129,16 @@ def cell_to_score(cell: ExternalCell, stages: Any) -> RunScore:
     )
 
 
-def run_external(checkpoint: str | Path, workdir: str | Path, config: Any = None) -> list[RunScore]:
-    """Write the request, run the configured command, validate its output; one RunScore per cell."""
+def run_external(
+    checkpoint: str | Path,
+    workdir: str | Path,
+    config: Any = None,
+    *,
+    split: str = "controller",
+    run: dict[str, Any] | None = None,
+) -> list[RunScore]:
+    """Write the request for held-out `split` on behalf of `run` (run_dir, round, phase, variant, config_hash), run
+    the configured command, validate its output; one RunScore per cell."""
     from bat.config.root import BatConfig
 
     cfg = config or BatConfig()
@@ -132,12 +146,17 @@ def run_external(checkpoint: str | Path, workdir: str | Path, config: Any = None
     work = Path(workdir)
     request, output = work / "request.json", work / "cells.json"
     keys = tuple(s.key for s in cfg.stages)
+    repeats = bench.repeats_for(split)
+    identity = {"run_dir": "", "round": None, "phase": "", "variant": None, "config_hash": "", **(run or {})}
     atomic_write_json(
         request,
         {
+            "request_version": REQUEST_VERSION,
             "checkpoint": str(checkpoint),
+            "split": split,
+            "run": identity,
             "tracks": list(bench.tracks),
-            "repeats": bench.repeats,
+            "repeats": repeats,
             "stages": list(keys),
             "output": str(output),
         },
@@ -153,5 +172,5 @@ def run_external(checkpoint: str | Path, workdir: str | Path, config: Any = None
         raise ExternalError(f"external evaluator timed out after {bench.external.timeout_s} s") from exc
     if proc.returncode != 0:
         raise ExternalError(f"external evaluator exited {proc.returncode}: {proc.stderr[-500:]}")
-    cells = parse_cells(output, tuple(bench.tracks), bench.repeats, keys)
+    cells = parse_cells(output, tuple(bench.tracks), repeats, keys)
     return [cell_to_score(c, cfg.stages) for c in cells]

@@ -32,9 +32,9 @@ def e2e_skill_text(
     return "\n\n".join(skill_text(stage, skills, stage_names) for stage in order)
 
 
-def system_message(skill: str) -> ChatMessage:
-    """The system turn: preamble + the attached skill."""
-    return ChatMessage(role="system", content=f"{PREAMBLE}\n\n{skill}")
+def system_message(skill: str, preamble: str = PREAMBLE) -> ChatMessage:
+    """The system turn: preamble (default: the built-in benchmark's agent) + the attached skill."""
+    return ChatMessage(role="system", content=f"{preamble}\n\n{skill}")
 
 
 def user_message(brief: str, handoff: str = "") -> ChatMessage:

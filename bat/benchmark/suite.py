@@ -16,6 +16,7 @@ from typing import Any
 import numpy as np
 
 from bat.benchmark import workspace_files as wf
+from bat.benchmark.heldout_runs import heldout_run_id
 from bat.benchmark.instance import Instance, InstanceParams, brief_text, generate_instance
 from bat.benchmark.score import RunScore
 from bat.benchmark.secret import HeldoutSecret
@@ -39,9 +40,8 @@ class SuiteRun:
     sampling_seed: int
 
 
-def suite_run_id(split: str, track: str, repeat: int) -> str:
-    """The id of held-out run `repeat` of `track` on `split`: `<split>-<track>-rNN`."""
-    return f"{split}-{track}-r{repeat:02d}"
+suite_run_id = heldout_run_id
+"""The id of held-out run `repeat` of `track` on `split`: `<split>-<track>-rNN` (the form of every benchmark)."""
 
 
 def suite_run_track(run_id: str) -> str:

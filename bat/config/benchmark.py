@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Literal
+from typing import Any, Literal
 
 from pydantic import Field, model_validator
 
@@ -35,14 +35,18 @@ class BenchmarkConfig(Section):
 
     kind: Literal["builtin", "external"] = "builtin"
     """`builtin` = the offline synthetic suite in `bat.benchmark`; `external` = `external.command`."""
-    tracks: tuple[TrackName, ...] = ALL_TRACKS
-    """Tracks of the held-out suite (and of practice generation)."""
+    name: str = Field("builtin", pattern=r"^[A-Za-z0-9][A-Za-z0-9_.-]*$")
+    """The staged benchmark (plug-in of `bat.benchmark.interface`) found by this name in the registry
+    (`bat benchmark list`: the shipped `builtin` and `sqlqa`, and installed `bat.benchmarks` entry points)."""
+    tracks: tuple[str, ...] = ALL_TRACKS
+    """Tracks of the held-out suite (and of practice generation). With `kind: builtin` and `name: builtin` they
+    must be built-in tracks (`TrackName`); an external evaluator or another benchmark names its own."""
     repeats: int = Field(10, ge=1, le=1000)
     """Runs per track in the held-out suite (each its own fixed instance and sampling seed)."""
     split_repeats: dict[Literal["controller", "final", "test"], int] = Field(default_factory=dict)
     """Runs per track of the named held-out splits of the built-in suite, overriding `repeats` there (e.g.
     `{final: 5, test: 5}`: a small controller split to route on, larger final and test splits whose half-widths
-    mean something). Splits not named use `repeats`."""
+    mean something). Splits not named use `repeats`. An external evaluator's request carries the split's count."""
     heldout_seed: int = Field(1009, ge=0)
     """Root seed of the held-out space; instances derive from (heldout_seed, split, track, repeat)."""
     practice_seed: int = Field(2027, ge=0)
@@ -82,19 +86,63 @@ class BenchmarkConfig(Section):
             raise ValueError(
                 f"benchmark.tracks must be non-empty and unique, got {list(self.tracks)}; valid: {list(ALL_TRACKS)}"
             )
+        builtin_tracks = self.kind == "builtin" and self.name == "builtin"
+        unknown = [t for t in self.tracks if t not in ALL_TRACKS]
+        if builtin_tracks and unknown:
+            raise ValueError(f"benchmark.tracks: unknown tracks {unknown}; valid: {list(ALL_TRACKS)}")
         if self.kind == "external" and not self.external.command:
             raise ValueError("benchmark.kind = 'external' needs benchmark.external.command (an argv list)")
-        if self.kind == "builtin":
+        if self.name != "builtin":
+            from bat.benchmark.registry import load, names
+
+            if self.name not in names():
+                raise ValueError(f"benchmark.name: unknown benchmark {self.name!r}; valid: {names()}")
+            own = load(self.name).tracks()
+            if any(t not in own for t in self.tracks):
+                raise ValueError(f"benchmark.tracks {list(self.tracks)}: {self.name} has tracks {list(own)}")
+        elif self.kind == "builtin":
             self.contract.check_builtin()
         bad = {split: n for split, n in self.split_repeats.items() if not 1 <= n <= 1000}
         if bad:
             raise ValueError(f"benchmark.split_repeats must be 1-1000 runs per track, got {bad}")
-        if self.split_repeats and self.kind == "external":
-            raise ValueError(
-                "benchmark.split_repeats applies to the built-in suite; an external evaluator takes `repeats`"
-            )
         return self
 
     def repeats_for(self, split: str) -> int:
         """Runs per track of held-out `split`: `split_repeats[split]`, else `repeats`."""
         return self.split_repeats.get(split, self.repeats)  # type: ignore[call-overload]
+
+
+def plugin_stage_defaults(data: Any) -> Any:
+    """Raw config `data` completed from the benchmark `benchmark.name` names when that is not the built-in one: its
+    stages (keys, names, weights) when `stages` is not given, its tracks when `benchmark.tracks` is not given, and
+    the promotion gate's late stages (every stage after the first two, as S3-S5 of the built-in five) when
+    `curriculum.gate.late_stages` is not given."""
+    bench = data.get("benchmark") if isinstance(data, dict) else None
+    if not isinstance(bench, dict) or bench.get("name", "builtin") == "builtin":
+        return data
+    from bat.benchmark.registry import UnknownBenchmarkError, load
+
+    try:
+        plugin = load(bench["name"])
+    except UnknownBenchmarkError:
+        return data  # BenchmarkConfig's check names the valid benchmarks
+    out = {**data, "benchmark": {"tracks": list(plugin.tracks()), **bench}}
+    out.setdefault("stages", [{"key": s.key, "name": s.name, "weight": s.weight} for s in plugin.stages()])
+    keys = [s["key"] if isinstance(s, dict) else s.key for s in out["stages"]]
+    curriculum = out.get("curriculum") if isinstance(out.get("curriculum"), dict) else {}
+    gate = curriculum.get("gate") if isinstance(curriculum.get("gate"), dict) else {}
+    if "curriculum" not in out or isinstance(out["curriculum"], dict):
+        out["curriculum"] = {**curriculum, "gate": {"late_stages": keys[2:] or keys[-1:], **gate}}
+    return out
+
+
+def plugin_stage_problems(benchmark: BenchmarkConfig, keys: list[str]) -> str:
+    """Why configured stage `keys` do not fit the plug-in benchmark `benchmark.name` (empty: they do)."""
+    from bat.benchmark.registry import load
+
+    own = [s.key for s in load(benchmark.name).stages()]
+    if keys != own:
+        return (
+            f"stages {keys} are not those of benchmark {benchmark.name!r}; use its stages {own} (or leave stages out)"
+        )
+    return ""

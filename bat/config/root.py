@@ -3,12 +3,13 @@
 from __future__ import annotations
 
 import math
+from typing import Any
 
 from pydantic import Field, model_validator
 
 from bat.config.bank import BankConfig
 from bat.config.base import Section
-from bat.config.benchmark import BenchmarkConfig
+from bat.config.benchmark import BenchmarkConfig, plugin_stage_defaults, plugin_stage_problems
 from bat.config.curriculum import CurriculumConfig
 from bat.config.deepspeed import training_precision
 from bat.config.evaluate import EvaluateConfig
@@ -56,6 +57,11 @@ class BatConfig(Section):
     orchestrate: OrchestrateConfig = Field(default_factory=OrchestrateConfig)
     """Executors, per-phase resources, containers, preemption."""
 
+    @model_validator(mode="before")
+    @classmethod
+    def _plugin_stages(cls, data: Any) -> Any:
+        return plugin_stage_defaults(data)
+
     @model_validator(mode="after")
     def _check_stages(self) -> BatConfig:
         keys = [stage.key for stage in self.stages]
@@ -68,6 +74,11 @@ class BatConfig(Section):
         if not math.isclose(total, 1.0, abs_tol=1e-6):
             weights = {stage.key: stage.weight for stage in self.stages}
             raise ValueError(f"stages: weights must sum to 1.0, got {total:.6g} from {weights}")
+        if self.benchmark.name != "builtin":
+            problem = plugin_stage_problems(self.benchmark, keys)
+            if problem:
+                raise ValueError(problem)
+            return self
         defined = list(self.benchmark.contract.stages)
         missing = [k for k in keys if k not in defined]
         if missing:

@@ -1,4 +1,6 @@
-"""Drive held-out episodes: suite run -> instance materialised on the held-out side -> agent -> RunScore -> EvalRun.
+"""Drive held-out episodes: held-out run -> the configured benchmark's environment on the held-out side -> agent ->
+score -> EvalRun. The benchmark is the one `benchmark.name` names (`bat.benchmark.registry`), reached only through
+`bat.benchmark.interface`.
 
 Two drivers share one interface `Driver(prepared) -> list[EpisodeInfo]`: the policy driver runs a checkpoint
 through the rollout engine and agent loop (token in / token out, budgets from `rollout.budgets`);
@@ -26,16 +28,38 @@ if TYPE_CHECKING:
 SCRIPTED_PREFIX = "scripted:"
 
 
+@dataclass(frozen=True)
+class HeldoutRun:
+    """One held-out run: `<split>-<track>-rNN`, its benchmark task and the sampling seed of a policy playing it."""
+
+    run_id: str
+    split: str
+    track: str
+    repeat: int
+    sampling_seed: int
+    task: Any
+    """`bat.benchmark.interface.Task`."""
+
+    @property
+    def instance_seed(self) -> int:
+        """The seed the task was drawn from (the built-in suite's instance seed)."""
+        return int(self.task.seed)
+
+
 @dataclass
 class PreparedRun:
-    """One held-out run ready to play: its suite entry, instance, workspace, grader dir and environment."""
+    """One held-out run ready to play: the run, its benchmark, the environment and its workspace folder (the run's
+    folder `base` holds the workspace and the benchmark's grader side)."""
 
-    run: Any
-    """`bat.benchmark.SuiteRun` (run_id, track, repeat, instance_seed, sampling_seed)."""
-    instance: Any
-    workspace: Path
-    grader: Path
+    run: HeldoutRun
+    config: Any
+    """The run's `BatConfig`."""
+    bench: Any
+    """`bat.benchmark.interface.Benchmark`."""
     env: Any
+    """`bat.benchmark.interface.Environment`."""
+    base: Path
+    workspace: Path | None
 
 
 @dataclass
@@ -51,105 +75,137 @@ class EpisodeInfo:
 Driver = Callable[[Sequence[PreparedRun]], list[EpisodeInfo]]
 
 
-def prepare_run(run: Any, cfg: BatConfig, work_root: Path) -> PreparedRun:
-    """Environment of the run's fixed instance; `reset()` (by the driver) materialises
-    `work_root/<run_id>/workspace` and its grader dir beside it (outside the workspace)."""
-    from bat.benchmark import StagedEnv, suite_instance
+def prepare_run(run: HeldoutRun, cfg: BatConfig, work_root: Path) -> PreparedRun:
+    """The configured benchmark's environment on the run's task under `work_root/<run_id>`; `reset()` (by the driver)
+    materialises the workspace there and the grader side beside it."""
+    from bat.benchmark.registry import from_config
 
     base = work_root / run.run_id
     if base.exists():
         shutil.rmtree(base)
-    workspace, grader = base / "workspace", base / "grader"
-    instance = suite_instance(run, cfg)
-    return PreparedRun(
-        run=run, instance=instance, workspace=workspace, grader=grader, env=StagedEnv(instance, workspace, grader, cfg)
-    )
+    bench = from_config(cfg)
+    env = bench.open(run.task, base)
+    return PreparedRun(run=run, config=cfg, bench=bench, env=env, base=base, workspace=env.workspace)
 
 
-def scripted_turns(trajectory: Any, records: Sequence[Any]) -> list[TurnRecord]:
-    """Turn records of a scripted agent's trajectory: its rendered call, the observation and the execution record."""
+def scripted_turns(pairs: Sequence[tuple[Any, Any]]) -> list[TurnRecord]:
+    """Turn records of a scripted agent's (action, step) pairs: its rendered call and thought, the observation and
+    the call's record."""
     from bat.policy.codec import render_tool_call
 
     turns = []
-    for index, (turn, record) in enumerate(zip(trajectory.turns, records)):
-        call = dict(turn.call)
+    for index, (action, step) in enumerate(pairs):
+        call = {k: v for k, v in action.items() if k != "thought"}
         turns.append(
             TurnRecord(
                 index=index,
-                response_text=render_tool_call(call, thought=turn.thought or ""),
+                response_text=render_tool_call(call, thought=action.get("thought") or ""),
                 generated_tokens=0,
                 finish="stop",
                 call=call,
-                observation=turn.observation,
-                observation_chars=len(turn.observation),
-                record=record.model_dump(mode="json", exclude={"duration_s"}),
+                observation=step.observation,
+                observation_chars=len(step.observation),
+                record={k: v for k, v in step.info.items() if k != "duration_s"},
             )
         )
     return turns
 
 
-def scripted_driver(agent: str) -> Driver:
-    """Play every run with the benchmark's scripted `agent` (one of `bat.benchmark.AGENTS`); each run's transcript
-    uses the opening and tool list its environment's config gives the policy."""
-    from bat.benchmark import AGENTS, run_agent
-    from bat.policy.tools import policy_tools
+def _play_scripted(item: PreparedRun, agent: str) -> tuple[str, list[tuple[Any, Any]]]:
+    """Reset the run's environment and drive the benchmark's scripted `agent` until it stops or the episode ends;
+    returns the brief and the (action, step) pairs."""
+    if agent not in item.bench.agents:
+        raise ValueError(f"unknown scripted agent {agent!r} for {item.bench.name}; valid: {list(item.bench.agents)}")
+    brief = item.env.reset()
+    act, observation, pairs = item.bench.agent(item.run.task, agent), brief, []
+    while (action := act(observation)) is not None:
+        step = item.env.step(action)
+        pairs.append((action, step))
+        observation = step.observation
+        if step.done:
+            break
+    return brief, pairs
 
-    if agent not in AGENTS:
-        raise ValueError(f"unknown scripted agent {agent!r}; valid: {list(AGENTS)}")
+
+def scripted_driver(agent: str) -> Driver:
+    """Play every run with the benchmark's scripted `agent` (the built-in's `bat.benchmark.AGENTS`, or one of
+    another benchmark's `agents`); each run's transcript uses the opening and tool list the policy would get."""
+    from bat.benchmark import AGENTS
+
+    if agent not in AGENTS and not _plugin_agent(agent):
+        raise ValueError(f"unknown scripted agent {agent!r}; valid: {list(AGENTS)} or a benchmark's own agents")
 
     def drive(prepared: Sequence[PreparedRun]) -> list[EpisodeInfo]:
         out = []
         for item in prepared:
-            brief = item.env.reset()
-            trajectory = run_agent(item.env, item.instance, agent)
-            end = "done" if item.env.done else "no_tool_call"
-            cfg = item.env.config
+            brief, pairs = _play_scripted(item, agent)
+            end = "done" if pairs and pairs[-1][1].done else "no_tool_call"
+            cfg = item.config
             transcript = transcript_of(
                 item.run.run_id,
                 item.run.track,
                 end,
-                opening_messages(cfg, brief),
-                scripted_turns(trajectory, item.env.records),
+                opening_messages(cfg, brief, item.bench),
+                scripted_turns(pairs),
                 cfg.stage_keys,
-                policy_tools(cfg.sft.render_tools, cfg.sft.tool_format),
+                shown_tools(cfg, item.bench),
             )
-            out.append(EpisodeInfo(end_reason=end, turns=len(trajectory.turns), transcript=transcript))
+            out.append(EpisodeInfo(end_reason=end, turns=len(pairs), transcript=transcript))
         return out
 
     return drive
 
 
-def opening_messages(cfg: BatConfig, brief: str) -> list[dict[str, str]]:
+def _plugin_agent(agent: str) -> bool:
+    """Whether some registered benchmark other than the built-in one has a scripted agent of that name."""
+    from bat.benchmark import registry
+
+    return any(agent in registry.load(name).agents for name in registry.names() if name != "builtin")
+
+
+def shown_tools(cfg: BatConfig, bench: Any) -> list[dict[str, Any]] | None:
+    """The benchmark's tools as the policy's system turn renders them (`sft.render_tools`, `sft.tool_format`)."""
+    from bat.policy.tools import policy_tools
+
+    return policy_tools(cfg.sft.render_tools, cfg.sft.tool_format, bench.tools())
+
+
+def opening_messages(cfg: BatConfig, brief: str, bench: Any = None) -> list[dict[str, str]]:
     """The BaT Agent's fixed opening: system = agent preamble + every public stage skill in order, user = brief.
+    Skills come from `bench` (default: the configured benchmark), names from the `stages` config.
 
     The same shape as the bank's E2E rows and teacher context, so evaluation shows the policy what it trained on.
     """
-    from bat.benchmark import STAGE_SKILLS, prompts
+    from bat.benchmark import prompts
+    from bat.benchmark.registry import from_config
 
+    bench = bench or from_config(cfg)
     names = {s.key: s.name for s in cfg.stages}
-    skill = prompts.e2e_skill_text(cfg.stage_keys, STAGE_SKILLS, names)
-    return prompts.to_dicts([prompts.system_message(skill), prompts.user_message(brief)])
+    skills = {s.key: s.skill for s in bench.stages()}
+    skill = prompts.e2e_skill_text(cfg.stage_keys, skills, names)
+    return prompts.to_dicts([prompts.system_message(skill, bench.preamble), prompts.user_message(brief)])
 
 
 def policy_driver(cfg: BatConfig, checkpoint: Path) -> tuple[Driver, Callable[[], None]]:
-    """Run `checkpoint` through the rollout engine + agent loop; returns (driver, close)."""
-    from bat.benchmark import TOOL_NAMES
+    """Run `checkpoint` through the rollout engine + agent loop on the configured benchmark; returns (driver,
+    close)."""
+    from bat.benchmark.registry import from_config
     from bat.policy.loader import load_tokenizer
-    from bat.policy.tools import policy_tools
     from bat.rollout.chat import TurnTokens
     from bat.rollout.engines import make_engine
     from bat.rollout.loop import run_rollouts
     from bat.rollout.spec import LoopSettings, RolloutSpec
 
+    bench = from_config(cfg)
     engine = make_engine(cfg.rollout, checkpoint)
-    tools = policy_tools(cfg.sft.render_tools, cfg.sft.tool_format)
+    tools = shown_tools(cfg, bench)
     turn_tokens = TurnTokens(load_tokenizer(checkpoint), tools)
     settings = LoopSettings(
         budgets=cfg.rollout.budgets,
         temperature=cfg.evaluate.temperature,
         no_tool_call=cfg.rollout.no_tool_call,
         tool_workers=cfg.rollout.tool_workers,
-        tool_names=list(TOOL_NAMES),
+        tool_names=[t["name"] for t in bench.tools()],
         cohorts=cfg.rollout.cohorts,
         schedule=cfg.rollout.schedule,
     )
@@ -163,7 +219,7 @@ def policy_driver(cfg: BatConfig, checkpoint: Path) -> tuple[Driver, Callable[[]
                 seed=int(p.run.sampling_seed),
                 env=p.env,
                 workspace=p.workspace,
-                messages=opening_messages(cfg, p.env.reset()),
+                messages=opening_messages(cfg, p.env.reset(), bench),
             )
             for p in prepared
         ]
@@ -192,7 +248,7 @@ def to_eval_run(item: PreparedRun, info: EpisodeInfo, split: str, cfg: BatConfig
         track=run.track,
         repeat=int(run.repeat),
         seed=int(run.sampling_seed),
-        instance_id=str(getattr(item.instance, "instance_id", "")),
+        instance_id=item.run.task.task_id,
         end_reason=info.end_reason,
         turns=info.turns,
         duration_s=round(seconds, 3),
@@ -201,14 +257,14 @@ def to_eval_run(item: PreparedRun, info: EpisodeInfo, split: str, cfg: BatConfig
     if info.infra_error is not None:
         return EvalRun(**base, stages=dict.fromkeys(keys), task=None, null_reason=info.infra_error)
     try:
-        score = item.env.score(run_id=run.run_id, repeat=int(run.repeat))
+        score = item.env.score()
     except Exception as exc:  # grader/harness failure: an infrastructure-null run, reported not zeroed
         return EvalRun(**base, stages=dict.fromkeys(keys), task=None, null_reason=f"score: {type(exc).__name__}: {exc}")
     return score_to_run(score, base, cfg)
 
 
 def score_to_run(score: Any, base: dict[str, Any], cfg: BatConfig) -> EvalRun:
-    """`RunScore` -> `EvalRun`: the benchmark's Agentic/Overall are kept (one scoring source); a run whose
+    """A benchmark's score (`interface.Score`, or the built-in `RunScore`) -> `EvalRun`: its Agentic/Overall are kept (one scoring source); a run whose
     cells are all present but lacks them is completed with `run_metrics`. Null reasons are carried."""
     stages = {k: score.stages[k] for k in cfg.stage_keys if k in score.stages}
     agentic, overall = score.agentic, score.overall

@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from bat.evaluate.aggregate import aggregate_runs
-from bat.evaluate.episodes import SCRIPTED_PREFIX, Driver, play, prepare_run, score_to_run
+from bat.evaluate.episodes import SCRIPTED_PREFIX, Driver, HeldoutRun, play, prepare_run, score_to_run
 from bat.evaluate.manifest import build_manifest, checkpoint_digest, manifest_digest
 from bat.evaluate.store import (
     EVAL_PHASE,
@@ -34,21 +34,38 @@ if TYPE_CHECKING:
     from bat.config.root import BatConfig
 
 
-def suite_runs(cfg: BatConfig, layout: RunLayout, split: str) -> list[Any]:
-    """The suite's runs of `split` (tracks x repeats from the `benchmark` section) under the run's held-out secret."""
-    from bat.benchmark import heldout_suite, run_secret
+def suite_runs(cfg: BatConfig, layout: RunLayout, split: str) -> list[HeldoutRun]:
+    """The held-out runs of `split`: the configured benchmark's tasks of that split (`benchmark.repeats_for(split)`
+    per track, from `benchmark.heldout_seed` and the run's held-out secret), each with its policy sampling seed."""
+    from bat.benchmark import run_secret
+    from bat.benchmark.heldout_runs import heldout_run_id
+    from bat.benchmark.registry import from_config
+    from bat.seeds import derive_seed
 
     if split not in SPLITS:
         raise ValueError(f"unknown split {split!r}; valid: {list(SPLITS)}")
-    return list(heldout_suite(cfg, split=split, secret=run_secret(layout)))
+    seed, count = cfg.benchmark.heldout_seed, cfg.benchmark.repeats_for(split)
+    tasks = from_config(cfg).tasks(split, seed=seed, count=count, secret=run_secret(layout).key)
+    tasks = [t for t in tasks if t.track in cfg.benchmark.tracks]
+    return [
+        HeldoutRun(
+            heldout_run_id(split, t.track, t.repeat),
+            split,
+            t.track,
+            t.repeat,
+            derive_seed(seed, "sampling", split, t.track, t.repeat),
+            t,
+        )
+        for t in tasks
+    ]
 
 
-def _versions() -> tuple[str, str]:
-    import bat.benchmark as benchmark
+def _versions(cfg: BatConfig) -> tuple[str, str]:
+    """(suite version, harness version) of the configured benchmark."""
+    from bat.benchmark.registry import from_config
 
-    suite = str(getattr(benchmark, "SUITE_VERSION", "builtin"))
-    harness = str(getattr(benchmark, "HARNESS_VERSION", getattr(benchmark, "__version__", "builtin")))
-    return suite, harness
+    bench = from_config(cfg)
+    return bench.version, bench.harness_version or bench.version
 
 
 def _has_null(run: EvalRun) -> bool:
@@ -87,12 +104,16 @@ def play_runs(
             done.update({r.run_id: r for r, _ in results})
             kept.update({t.run_id: t for t in new})
             for item in prepared:
-                shutil.rmtree(item.workspace.parent, ignore_errors=True)
+                item.env.close()
+                shutil.rmtree(item.base, ignore_errors=True)
     return done, kept
 
 
-def external_records(cfg: BatConfig, checkpoint: str, split: str, work: Path) -> list[EvalRun]:
-    """Runs scored by the benchmark's external-evaluator adapter (`benchmark.kind = external`)."""
+def external_records(
+    cfg: BatConfig, checkpoint: str, split: str, work: Path, run: dict[str, Any] | None = None
+) -> list[EvalRun]:
+    """Runs scored by the benchmark's external-evaluator adapter (`benchmark.kind = external`) for `split`, asked
+    on behalf of `run` (the run identities the request carries, `bat.benchmark.external`)."""
     from bat.benchmark import run_external
 
     work.mkdir(parents=True, exist_ok=True)
@@ -110,7 +131,7 @@ def external_records(cfg: BatConfig, checkpoint: str, split: str, work: Path) ->
             ),
             cfg,
         )
-        for s in run_external(checkpoint, work, cfg)
+        for s in run_external(checkpoint, work, cfg, split=split, run=run)
     ]
 
 
@@ -133,13 +154,20 @@ def evaluate_split(
     partial_transcripts = partial_transcripts_path(layout, round_index, split, variant)
     transcripts: list[Transcript] = []
     if cfg.benchmark.kind == "external" and not checkpoint.startswith(SCRIPTED_PREFIX):
-        records = external_records(cfg, checkpoint, split, work)
+        identity = {
+            "run_dir": str(layout.root),
+            "round": round_index,
+            "phase": phase,
+            "variant": variant,
+            "config_hash": config_hash,
+        }
+        records = external_records(cfg, checkpoint, split, work, identity)
     else:
         runs = suite_runs(cfg, layout, split)
         done, kept = play_runs(runs, driver, cfg, split, work, partial, partial_transcripts)
         records = [done[r.run_id] for r in runs]
         transcripts = [kept[r.run_id] for r in runs if r.run_id in kept]
-    suite_version, harness_version = _versions()
+    suite_version, harness_version = _versions(cfg)
     digest = _digest(checkpoint)
     manifest = build_manifest(
         round_index=round_index,

@@ -7,19 +7,23 @@ from collections.abc import Sequence
 from typing import Any
 
 
-def policy_tools(render_tools: bool, tool_format: str = "json") -> list[dict[str, Any]] | None:
-    """The tool list rendered into the policy's system turn: the benchmark's TOOL_SPECS when `sft.render_tools`
-    (in `sft.tool_format`: full JSON schemas or `compact_tools`), else None. SFT, rollouts and evaluation all
-    render through this, so the policy sees one prompt shape."""
+def policy_tools(
+    render_tools: bool, tool_format: str = "json", specs: Sequence[dict[str, Any]] | None = None
+) -> list[dict[str, Any]] | None:
+    """The tool list rendered into the policy's system turn: `specs` (default: the built-in benchmark's TOOL_SPECS)
+    when `sft.render_tools` (in `sft.tool_format`: full JSON schemas or `compact_tools`), else None. SFT, rollouts
+    and evaluation all render through this, so the policy sees one prompt shape."""
     if not render_tools:
         return None
-    from bat.benchmark import TOOL_SPECS
+    if specs is None:
+        from bat.benchmark import TOOL_SPECS
 
+        specs = TOOL_SPECS
     if tool_format == "compact":
-        return compact_tools(TOOL_SPECS)
+        return compact_tools(specs)
     if tool_format != "json":
         raise ValueError(f"unknown tool format {tool_format!r}; valid: ['json', 'compact']")
-    return list(TOOL_SPECS)
+    return list(specs)
 
 
 def _parameter(name: str, schema: dict[str, Any], required: bool) -> str:

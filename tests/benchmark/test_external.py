@@ -73,3 +73,19 @@ def test_placeholders_must_be_whole_arguments():
     assert build_argv(["x", "{output}"], {"checkpoint": "c", "request": "r", "output": "o"}) == ["x", "o"]
     with pytest.raises(ExternalError, match="whole arguments"):
         build_argv(["x", "--out={output}"], {"checkpoint": "c", "request": "r", "output": "o"})
+
+
+def test_request_carries_the_split_the_run_and_the_benchmarks_own_names(tmp_path):
+    cfg = _cfg(tmp_path, "ok").model_dump()
+    cfg["benchmark"].update(tracks=["liver_ct", "chest_xr"], split_repeats={"test": 3})
+    cfg["stages"] = [{"key": "R1", "name": "Read", "weight": 0.4}, {"key": "R2", "name": "Report", "weight": 0.6}]
+    cfg["benchmark"]["contract"] = {
+        "stages": {key: {"items": [{"id": f"{key.lower()}a", "text": "done"}]} for key in ("R1", "R2")}
+    }
+    identity = {"run_dir": "/runs/a", "round": 2, "phase": "final_test", "variant": None, "config_hash": "abc"}
+    scores = run_external("ckpt", tmp_path, BatConfig.model_validate(cfg), split="test", run=identity)
+    request = json.loads((tmp_path / "request.json").read_text())
+    assert request["split"] == "test" and request["run"] == identity and request["request_version"] == 2
+    assert request["tracks"] == ["liver_ct", "chest_xr"] and request["stages"] == ["R1", "R2"]
+    assert request["repeats"] == 3 and len(scores) == 6
+    assert {s.track for s in scores} == {"liver_ct", "chest_xr"} and set(scores[0].stages) == {"R1", "R2"}

@@ -46,3 +46,29 @@ def test_external_evaluator_cells_are_aggregated_and_nulls_reported(tmp_path):
     assert not agg.routable and {(c.track, c.repeat) for c in agg.null_cells} == {("vqa", 1)}
     assert agg.stages["S1"] is None and agg.tracks["classification"].stages["S1"] == pytest.approx(0.5)
     assert all(str(p).startswith(str(layout.heldout_dir)) for p in written[:-1])
+
+
+def test_external_request_names_the_split_and_the_run(tmp_path):
+    import json
+
+    script = tmp_path / "evaluator.py"
+    seen = tmp_path / "seen.json"
+    script.write_text(EVALUATOR + f"\nimport shutil; shutil.copy(sys.argv[1], {str(seen)!r})\n")
+    ckpt = tmp_path / "ckpt"
+    ckpt.mkdir()
+    (ckpt / "model.safetensors").write_bytes(b"weights")
+    command = [sys.executable, str(script), "{request}"]
+    cfg = parse_config(
+        {"benchmark": {"kind": "external", "tracks": ["a"], "repeats": 1, "external": {"command": command}}}
+    )
+    layout = RunLayout(tmp_path / "run").ensure()
+    evaluate_split(cfg, layout, 3, "final", str(ckpt), driver=None, config_hash="h1", phase="final_test")  # type: ignore[arg-type]
+    request = json.loads(seen.read_text())
+    assert request["split"] == "final"
+    assert request["run"] == {
+        "run_dir": str(layout.root),
+        "round": 3,
+        "phase": "final_test",
+        "variant": None,
+        "config_hash": "h1",
+    }
