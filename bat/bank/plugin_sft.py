@@ -1,4 +1,4 @@
-"""SFT rows (Eq. 9) from any benchmark's scripted teacher through `bat.benchmark.interface`.
+"""SFT rows (Eq. 9) from any benchmark's scripted teacher through `bat.staged.interface`.
 
 `teacher_trajectory(bench, task, agent, workdir)` plays a scripted agent on a practice task into a `Trajectory`
 (turns carry the rendered call with the agent's thought, the observation, the stage and the call's record);
@@ -14,8 +14,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from bat.bank.sft import ApproxLengthMeter, SliceStats, slice_trajectory, split_by_trajectory
-from bat.benchmark.interface import PRACTICE, Benchmark, Task
 from bat.schemas.bank import PracticeTask, SftRow, Trajectory, TrajectoryTurn
+from bat.staged.interface import PRACTICE, Benchmark, Task
 
 if TYPE_CHECKING:
     from bat.config.root import BatConfig

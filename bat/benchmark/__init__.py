@@ -65,9 +65,9 @@ Agents (scripted, through the same tools):
 * Tool calls run through `bat.sandbox.Sandbox` (runtime from the `sandbox` section) or, with
   `benchmark.runtime = "inprocess"`, directly in this process (`bat/benchmark/runtime.py`, one place).
 
-Any staged benchmark (`bat.benchmark.interface`, docs/byo-benchmark.md): `Benchmark` (stages with criteria, tracks,
+Any staged benchmark (`bat.staged.interface`, docs/byo-benchmark.md): `Benchmark` (stages with criteria, tracks,
 tools, tasks per split, `open(task, workdir, state=None) -> Environment`, scripted agents, fingerprints) and
-`Environment` (reset/step/state/snapshot/score). `bat.benchmark.registry.load(name, config)` finds one by name
+`Environment` (reset/step/state/snapshot/score). `bat.staged.registry.load(name, config)` finds one by name
 (entry points `bat.benchmarks`); `bat.benchmark.plugin.BuiltinBenchmark` is this benchmark behind it;
 `bat.benchmark.conformance.check(bench, workdir)` lists what does not conform.
 

@@ -1,4 +1,4 @@
-"""Conformance of a staged benchmark to `bat.benchmark.interface` (what `bat benchmark check NAME` runs).
+"""Conformance of a staged benchmark to `bat.staged.interface` (what `bat benchmark check NAME` runs).
 
 `check(bench, workdir)` returns one line per failure, each saying what is wrong and what to fix (empty: conforms):
 the declaration (stages, weights, criteria, tracks, tools, the `expert` agent); tasks deterministic under a seed,
@@ -16,7 +16,7 @@ import shutil
 from collections.abc import Sequence
 from pathlib import Path
 
-from bat.benchmark.interface import (
+from bat.staged.interface import (
     HELDOUT_SPLITS,
     PRACTICE,
     Benchmark,

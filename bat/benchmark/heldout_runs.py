@@ -1,4 +1,4 @@
-"""Scripted agents on a benchmark's held-out split through `bat.benchmark.interface` (any registered benchmark).
+"""Scripted agents on a benchmark's held-out split through `bat.staged.interface` (any registered benchmark).
 
 `run_heldout(bench, agent, split=..., seed=..., secret=...)` plays the benchmark's scripted `agent` on every held-out
 task of `split` and returns one `HeldoutResult` per task; `bat.benchmark.suite.aggregate` averages them (track means,
@@ -12,7 +12,7 @@ import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 
-from bat.benchmark.interface import Benchmark, Score, play
+from bat.staged.interface import Benchmark, Score, play
 
 
 def heldout_run_id(split: str, track: str, repeat: int) -> str:

@@ -1,5 +1,5 @@
 """The built-in offline benchmark (7 synthetic medical-imaging tracks, S1-S5) as a plug-in of
-`bat.benchmark.interface`: an adapter over `StagedEnv`, the suite, the scripted agents and the fingerprint export.
+`bat.staged.interface`: an adapter over `StagedEnv`, the suite, the scripted agents and the fingerprint export.
 
 It calls the same generators, environment and grader as before with the same seeds, so tasks, bank digests and
 scores are unchanged: practice task i of a track is `practice_instance(track, practice_seed(track, i))` when `seed` is
@@ -13,7 +13,7 @@ import shutil
 from pathlib import Path
 from typing import Any
 
-from bat.benchmark.interface import (
+from bat.staged.interface import (
     HELDOUT_SPLITS,
     PRACTICE,
     SPLITS,

@@ -1,7 +1,7 @@
 """`bat benchmark run --agent expert|noop|skip-validate [--track T] [--json] [--config FILE] [--state DIR]`: score a
 built-in agent on the held-out suite and print per-track and mean Overall / Agentic / Task (0-100, one decimal).
 
-`bat benchmark list [--json]`: the staged benchmarks available by name (`bat.benchmark.registry`) with their stages
+`bat benchmark list [--json]`: the staged benchmarks available by name (`bat.staged.registry`) with their stages
 and tracks. `bat benchmark check NAME`: the conformance checks (`bat.benchmark.conformance`); exit 2 with one line
 per failure.
 
@@ -37,8 +37,9 @@ def _secret(args: argparse.Namespace) -> Any:
 
 
 def _run(args: argparse.Namespace) -> int:
-    from bat.benchmark import AGENTS, SPLITS, TRACKS, aggregate, registry, run_suite
+    from bat.benchmark import AGENTS, SPLITS, TRACKS, aggregate, run_suite
     from bat.benchmark.heldout_runs import run_heldout
+    from bat.staged import registry
 
     cfg = _config_of(args)
     name = args.benchmark or cfg.benchmark.name
@@ -134,7 +135,7 @@ def _config_of(args: argparse.Namespace) -> Any:
 
 
 def _list(args: argparse.Namespace) -> int:
-    from bat.benchmark import registry
+    from bat.staged import registry
 
     cfg, rows, broken = _config_of(args), [], []
     for name in registry.names():
@@ -156,8 +157,8 @@ def _list(args: argparse.Namespace) -> int:
 def _check(args: argparse.Namespace) -> int:
     import tempfile
 
-    from bat.benchmark import registry
     from bat.benchmark.conformance import check
+    from bat.staged import registry
 
     try:
         bench = registry.load(args.name, _config_of(args))
@@ -179,7 +180,7 @@ def _sft_rows(args: argparse.Namespace) -> int:
     from pathlib import Path
 
     from bat.bank.plugin_sft import plugin_sft_rows
-    from bat.benchmark import registry
+    from bat.staged import registry
     from bat.state.jsonl import write_jsonl
 
     cfg = _config_of(args)

@@ -36,7 +36,7 @@ class BenchmarkConfig(Section):
     kind: Literal["builtin", "external"] = "builtin"
     """`builtin` = the offline synthetic suite in `bat.benchmark`; `external` = `external.command`."""
     name: str = Field("builtin", pattern=r"^[A-Za-z0-9][A-Za-z0-9_.-]*$")
-    """The staged benchmark (plug-in of `bat.benchmark.interface`) found by this name in the registry
+    """The staged benchmark (plug-in of `bat.staged.interface`) found by this name in the registry
     (`bat benchmark list`: the shipped `builtin` and `sqlqa`, and installed `bat.benchmarks` entry points)."""
     tracks: tuple[str, ...] = ALL_TRACKS
     """Tracks of the held-out suite (and of practice generation). With `kind: builtin` and `name: builtin` they
@@ -93,7 +93,7 @@ class BenchmarkConfig(Section):
         if self.kind == "external" and not self.external.command:
             raise ValueError("benchmark.kind = 'external' needs benchmark.external.command (an argv list)")
         if self.name != "builtin":
-            from bat.benchmark.registry import load, names
+            from bat.staged.registry import load, names
 
             if self.name not in names():
                 raise ValueError(f"benchmark.name: unknown benchmark {self.name!r}; valid: {names()}")
@@ -120,7 +120,7 @@ def plugin_stage_defaults(data: Any) -> Any:
     bench = data.get("benchmark") if isinstance(data, dict) else None
     if not isinstance(bench, dict) or bench.get("name", "builtin") == "builtin":
         return data
-    from bat.benchmark.registry import UnknownBenchmarkError, load
+    from bat.staged.registry import UnknownBenchmarkError, load
 
     try:
         plugin = load(bench["name"])
@@ -138,7 +138,7 @@ def plugin_stage_defaults(data: Any) -> Any:
 
 def plugin_stage_problems(benchmark: BenchmarkConfig, keys: list[str]) -> str:
     """Why configured stage `keys` do not fit the plug-in benchmark `benchmark.name` (empty: they do)."""
-    from bat.benchmark.registry import load
+    from bat.staged.registry import load
 
     own = [s.key for s in load(benchmark.name).stages()]
     if keys != own:

@@ -1,6 +1,6 @@
 """Drive held-out episodes: held-out run -> the configured benchmark's environment on the held-out side -> agent ->
-score -> EvalRun. The benchmark is the one `benchmark.name` names (`bat.benchmark.registry`), reached only through
-`bat.benchmark.interface`.
+score -> EvalRun. The benchmark is the one `benchmark.name` names (`bat.staged.registry`), reached only through
+`bat.staged.interface`.
 
 Two drivers share one interface `Driver(prepared) -> list[EpisodeInfo]`: the policy driver runs a checkpoint
 through the rollout engine and agent loop (token in / token out, budgets from `rollout.budgets`);
@@ -38,7 +38,7 @@ class HeldoutRun:
     repeat: int
     sampling_seed: int
     task: Any
-    """`bat.benchmark.interface.Task`."""
+    """`bat.staged.interface.Task`."""
 
     @property
     def instance_seed(self) -> int:
@@ -55,9 +55,9 @@ class PreparedRun:
     config: Any
     """The run's `BatConfig`."""
     bench: Any
-    """`bat.benchmark.interface.Benchmark`."""
+    """`bat.staged.interface.Benchmark`."""
     env: Any
-    """`bat.benchmark.interface.Environment`."""
+    """`bat.staged.interface.Environment`."""
     base: Path
     workspace: Path | None
 
@@ -78,7 +78,7 @@ Driver = Callable[[Sequence[PreparedRun]], list[EpisodeInfo]]
 def prepare_run(run: HeldoutRun, cfg: BatConfig, work_root: Path) -> PreparedRun:
     """The configured benchmark's environment on the run's task under `work_root/<run_id>`; `reset()` (by the driver)
     materialises the workspace there and the grader side beside it."""
-    from bat.benchmark.registry import from_config
+    from bat.staged.registry import from_config
 
     base = work_root / run.run_id
     if base.exists():
@@ -158,7 +158,7 @@ def scripted_driver(agent: str) -> Driver:
 
 def _plugin_agent(agent: str) -> bool:
     """Whether some registered benchmark other than the built-in one has a scripted agent of that name."""
-    from bat.benchmark import registry
+    from bat.staged import registry
 
     return any(agent in registry.load(name).agents for name in registry.names() if name != "builtin")
 
@@ -177,7 +177,7 @@ def opening_messages(cfg: BatConfig, brief: str, bench: Any = None) -> list[dict
     The same shape as the bank's E2E rows and teacher context, so evaluation shows the policy what it trained on.
     """
     from bat.benchmark import prompts
-    from bat.benchmark.registry import from_config
+    from bat.staged.registry import from_config
 
     bench = bench or from_config(cfg)
     names = {s.key: s.name for s in cfg.stages}
@@ -189,12 +189,12 @@ def opening_messages(cfg: BatConfig, brief: str, bench: Any = None) -> list[dict
 def policy_driver(cfg: BatConfig, checkpoint: Path) -> tuple[Driver, Callable[[], None]]:
     """Run `checkpoint` through the rollout engine + agent loop on the configured benchmark; returns (driver,
     close)."""
-    from bat.benchmark.registry import from_config
     from bat.policy.loader import load_tokenizer
     from bat.rollout.chat import TurnTokens
     from bat.rollout.engines import make_engine
     from bat.rollout.loop import run_rollouts
     from bat.rollout.spec import LoopSettings, RolloutSpec
+    from bat.staged.registry import from_config
 
     bench = from_config(cfg)
     engine = make_engine(cfg.rollout, checkpoint)

@@ -39,8 +39,8 @@ def suite_runs(cfg: BatConfig, layout: RunLayout, split: str) -> list[HeldoutRun
     per track, from `benchmark.heldout_seed` and the run's held-out secret), each with its policy sampling seed."""
     from bat.benchmark import run_secret
     from bat.benchmark.heldout_runs import heldout_run_id
-    from bat.benchmark.registry import from_config
     from bat.seeds import derive_seed
+    from bat.staged.registry import from_config
 
     if split not in SPLITS:
         raise ValueError(f"unknown split {split!r}; valid: {list(SPLITS)}")
@@ -62,7 +62,7 @@ def suite_runs(cfg: BatConfig, layout: RunLayout, split: str) -> list[HeldoutRun
 
 def _versions(cfg: BatConfig) -> tuple[str, str]:
     """(suite version, harness version) of the configured benchmark."""
-    from bat.benchmark.registry import from_config
+    from bat.staged.registry import from_config
 
     bench = from_config(cfg)
     return bench.version, bench.harness_version or bench.version

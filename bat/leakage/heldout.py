@@ -3,7 +3,7 @@
 The benchmark publishes `fingerprint_entries(config, *, secret) -> [{"kind", "value", "source"}]` (ids, paths,
 answers, texts, eval-derived field names); this module validates them into `Entry` records. A benchmark other than
 the built-in one (`benchmark.name`) publishes them through `Benchmark.fingerprints(secret, seed=heldout_seed)`
-(`bat.benchmark.interface`).
+(`bat.staged.interface`).
 """
 
 from __future__ import annotations
@@ -22,7 +22,7 @@ def collect_heldout_entries(config: BatConfig, secret: HeldoutSecret) -> list[En
     import bat.benchmark as benchmark
 
     if config.benchmark.name != "builtin":
-        from bat.benchmark.registry import from_config
+        from bat.staged.registry import from_config
 
         items = from_config(config).fingerprints(secret.key, seed=config.benchmark.heldout_seed)
         entries = [to_entry(item, position) for position, item in enumerate(items)]

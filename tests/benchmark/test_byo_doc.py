@@ -8,8 +8,8 @@ import importlib.util
 import re
 from pathlib import Path
 
-from bat.benchmark import registry
 from bat.cli.main import main
+from bat.staged import registry
 
 PAGE = Path(__file__).resolve().parents[2] / "docs" / "byo-benchmark.md"
 
@@ -25,7 +25,7 @@ def test_the_pages_example_is_small_and_imports_only_the_interface():
     code = _example()
     assert len(code.splitlines()) <= 150
     imported = {n.module for n in ast.walk(ast.parse(code)) if isinstance(n, ast.ImportFrom)}
-    assert {m for m in imported if m and m.startswith("bat")} == {"bat.benchmark.interface"}
+    assert {m for m in imported if m and m.startswith("bat")} == {"bat.staged.interface"}
 
 
 def test_the_pages_example_passes_the_check(tmp_path, capsys):

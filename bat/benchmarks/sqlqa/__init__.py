@@ -1,5 +1,5 @@
 """`sqlqa`: question answering over small synthetic SQLite databases, a staged benchmark in four stages
-(inspect, draft, validate, submit) written only against `bat.benchmark.interface`.
+(inspect, draft, validate, submit) written only against `bat.staged.interface`.
 
 Each task is a two-table database (12-20 rows, SQL text in the workspace) and a question whose answer is one query:
 `count` (rows with a status), `total` (a sum over rows with a status) or `join` (rows whose parent has a category).
@@ -14,7 +14,9 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from bat.benchmark.interface import (
+from bat.benchmarks.sqlqa.env import SqlEnv
+from bat.benchmarks.sqlqa.tasks import TRACKS, generate
+from bat.staged.interface import (
     HELDOUT_SPLITS,
     PRACTICE,
     Action,
@@ -27,8 +29,6 @@ from bat.benchmark.interface import (
     Task,
     seed_from,
 )
-from bat.benchmarks.sqlqa.env import SqlEnv
-from bat.benchmarks.sqlqa.tasks import TRACKS, generate
 
 STAGES = (
     Stage(

@@ -14,7 +14,7 @@ import sqlite3
 from pathlib import Path
 from typing import Any
 
-from bat.benchmark.interface import (
+from bat.staged.interface import (
     Action,
     Environment,
     EnvState,

@@ -11,7 +11,7 @@ from __future__ import annotations
 import random
 from typing import Any
 
-from bat.benchmark.interface import content_digest
+from bat.staged.interface import content_digest
 
 TRACKS = ("count", "total", "join")
 PRACTICE_DOMAINS = (

@@ -6,7 +6,7 @@ A package adds a benchmark by declaring, in its pyproject.toml,
     mybench = "mypkg.bench:MyBenchmark"
 
 and `pip install`-ing it; the object named there is a factory `factory(config) -> Benchmark`
-(`bat.benchmark.interface`). The benchmarks bat ships are also known without installed metadata (`SHIPPED`), and a
+(`bat.staged.interface`). The benchmarks bat ships are also known without installed metadata (`SHIPPED`), and a
 test or a notebook can `register(name, factory)`. An installed entry point of the same name wins over `SHIPPED`; an
 in-process registration wins over both.
 """
@@ -18,7 +18,7 @@ from collections.abc import Callable
 from importlib.metadata import entry_points
 from typing import Any
 
-from bat.benchmark.interface import Benchmark
+from bat.staged.interface import Benchmark
 
 ENTRY_POINT_GROUP = "bat.benchmarks"
 SHIPPED: dict[str, str] = {

@@ -15,7 +15,7 @@ Scores are on 0-1 and unrounded; `None` means null (e.g. a judge was down): a nu
 a null stage makes Agentic and Overall null, never 0. Overall = 0.5 Task + 0.5 Agentic, Agentic the stage-weighted
 mean over the applicable stages (`score_from_items` computes all of it from criterion verdicts).
 
-Benchmarks are found by name (`bat.benchmark.registry`): the Python entry-point group `bat.benchmarks`, so a package
+Benchmarks are found by name (`bat.staged.registry`): the Python entry-point group `bat.benchmarks`, so a package
 adds one with `pip install`; a test or a notebook can also `register(name, factory)` in-process. A factory is a
 callable `factory(config) -> Benchmark` (`config` is bat's config object or None for defaults). `bat benchmark check
 NAME` runs the conformance checks (`bat.benchmark.conformance`). See docs/byo-benchmark.md.
