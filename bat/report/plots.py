@@ -33,6 +33,11 @@ def _overall(agg) -> tuple[float, float]:
     return 100 * agg.overall, 100 * (agg.half_widths.get("overall") or 0.0)
 
 
+def _scatter(ax, points: Sequence[tuple[float, float]], **style) -> None:
+    """Markers at `points` ((x, y) pairs) on `ax`."""
+    ax.scatter([x for x, _ in points], [y for _, y in points], **style)
+
+
 def _policy_panel(ax, views: Sequence[RoundView]) -> None:
     """Left panel: dashed raw controller Overall per policy (with half-widths cut at 0 and 100), the untrained base
     policy left of round 0 when it was evaluated, solid best-so-far staircase, stars on rounds whose candidate became
@@ -78,16 +83,7 @@ def _policy_panel(ax, views: Sequence[RoundView]) -> None:
         if v.best is not None and v.best.round == v.round
     ]
     if stars:
-        ax.scatter(
-            [x for x, _ in stars],
-            [y for _, y in stars],
-            marker="*",
-            s=220,
-            zorder=5,
-            color="gold",
-            edgecolors="black",
-            label="retained (new best)",
-        )
+        _scatter(ax, stars, marker="*", s=220, zorder=5, color="gold", edgecolors="black", label="retained (new best)")
     ticks = ([-1] if base is not None else []) + xs
     ax.set_xticks(ticks)
     ax.set_xticklabels(["base" if x == -1 else "SFT" if x == 0 else f"RL {x}" for x in ticks])
@@ -96,9 +92,16 @@ def _policy_panel(ax, views: Sequence[RoundView]) -> None:
     ax.legend(loc="upper left", fontsize=8)
 
 
+def _no_signal(point: StepPoint) -> bool:
+    """Whether every GRPO group of the step had equal rewards (zero advantages: the step trained nothing)."""
+    groups, flat = point.row.get("groups"), point.row.get("groups_identical")
+    return isinstance(groups, int) and isinstance(flat, int) and groups > 0 and flat >= groups
+
+
 def _reward_panel(ax, curve: Sequence[StepPoint]) -> None:
     """Right panel: mean true reward per GRPO step (steps counted across rounds), one line per pool and, with more
-    than one pool, the mean over all rollouts; dotted lines where a round starts."""
+    than one pool, the mean over all rollouts; red crosses on steps without signal; dotted lines where a round
+    starts."""
     if not curve:
         ax.text(0.5, 0.5, "no RL step yet", ha="center", va="center", transform=ax.transAxes)
         ax.set_xlabel("GRPO step")
@@ -112,6 +115,9 @@ def _reward_panel(ax, curve: Sequence[StepPoint]) -> None:
         ax.plot(
             [x for x, _ in pts], [y for _, y in pts], color="black", marker="o", linewidth=2.0, label="all rollouts"
         )
+    flat = [(p.x, p.reward) for p in curve if p.reward is not None and _no_signal(p)]
+    if flat:
+        _scatter(ax, flat, marker="x", s=60, color="red", zorder=4, label="no signal (every group's rewards equal)")
     for r in sorted({p.round for p in curve}):
         first = min(p.x for p in curve if p.round == r)
         ax.axvline(first - 0.5, color="grey", linestyle=":", linewidth=1.0)
@@ -119,7 +125,7 @@ def _reward_panel(ax, curve: Sequence[StepPoint]) -> None:
     top = max([1.0] + [v for p in curve for v in [p.reward or 0.0, *p.by_pool.values()]])
     ax.set_ylim(0, top * 1.08)
     ax.set_xlabel("GRPO step (fresh rollouts each step)")
-    ax.legend(loc="lower right", fontsize=8)
+    ax.legend(loc="best", fontsize=8)
 
 
 def plot_overall(views: Sequence[RoundView], path: Path, title: str = "", curve: Sequence[StepPoint] = ()) -> Path:

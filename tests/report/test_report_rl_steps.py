@@ -17,8 +17,8 @@ def _row(step, reward, pools, **extra):
 
 
 ROUND_1 = [
-    _row(1, 0.10, {"S-target": 0.10}, groups_identical=1, kl=0.0, grad_norm=0.51, clip_frac=0.0),
-    _row(2, 0.25, {"S-target": 0.25}, groups_identical=0, kl=0.0021, grad_norm=0.75, clip_frac=0.01),
+    _row(1, 0.10, {"S-target": 0.10}, groups=1, groups_identical=1, kl=0.0, grad_norm=0.51, clip_frac=0.0),
+    _row(2, 0.25, {"S-target": 0.25}, groups=1, groups_identical=0, kl=0.0021, grad_norm=0.75, clip_frac=0.01),
     _row(3, 0.40, {"S-target": 0.40}, groups_identical=0, kl=0.0042, grad_norm=0.62, clip_frac=0.02),
 ]
 ROUND_2 = [
@@ -93,6 +93,8 @@ def test_overall_plot_has_policy_scores_left_and_reward_curve_right(layout, tmp_
     assert list(lines["E2E rollouts"].get_xdata()) == [4]
     assert list(lines["all rollouts"].get_ydata()) == [0.10, 0.25, 0.40, 0.30]
     assert sorted(t.get_text() for t in right.texts) == ["round 1", "round 2"]
+    (crosses,) = [c for c in right.collections if c.get_label().startswith("no signal")]
+    assert crosses.get_offsets().tolist() == [[1.0, 0.10]]  # step 1: its one group had equal rewards
     assert right.get_ylim()[0] == 0.0 and right.get_ylim()[1] >= 1.0
 
 
