@@ -20,17 +20,7 @@ from bat.state.atomic import plain_temp_dir
 from bat.state.layout import RunLayout
 
 SFT_SCALARS = ("loss", "val_loss", "grad_norm", "lr", "tokens_per_s")
-GRPO_SCALARS = (
-    "loss",
-    "kl",
-    "clip_frac",
-    "grad_norm",
-    "lr",
-    "tokens_per_s",
-    "reward_mean",
-    "adv_abs_mean",
-    "groups_identical",
-)
+GRPO_SCALARS = ("loss", "kl", "clip_frac", "grad_norm", "lr", "tokens_per_s", "reward_mean", "adv_abs_mean")
 
 
 def _write(writer: Any, prefix: str, step: int, row: dict[str, Any], keys: Iterable[str]) -> None:
