@@ -12,6 +12,7 @@ from bat.curriculum.mixture import POOL_ORDER
 from bat.evaluate.aggregate import pct, pct_delta
 from bat.phase.order import BOOTSTRAP_ORDER, ROUND_ORDER
 from bat.report.plots import plot_overall, plot_stages
+from bat.report.rl_steps import grpo_curve, metric_rows, step_lines
 from bat.report.summary import RoundView, progress_rows, round_view, run_views
 from bat.rollout.breakdown import format_summary, summarise
 from bat.rollout.shards import finished_shards, read_breakdown
@@ -65,7 +66,8 @@ def phase_times(layout: RunLayout, round_index: int) -> dict[str, dict[str, Any]
 
 
 def report_data(layout: RunLayout, round_index: int, cfg: BatConfig) -> dict[str, Any]:
-    """The JSON report: controller/final aggregates, decision, plan lineage, leakage summary, phase times."""
+    """The JSON report: controller/final aggregates, decision, plan lineage, leakage summary, phase times, and the
+    round's GRPO step metrics (`grpo_steps`: reward by pool, identical groups, KL, gradient norm, clip fraction)."""
     view = round_view(layout, round_index)
     plan = view.plan
     return {
@@ -90,6 +92,7 @@ def report_data(layout: RunLayout, round_index: int, cfg: BatConfig) -> dict[str
         "leakage": leakage_summary(layout, plan.bank_version if plan else None),
         "phases": phase_times(layout, round_index),
         "rollout_failures": rollout_failures(layout, round_index),
+        "grpo_steps": metric_rows(layout.training_metrics(round_index, "grpo")) if round_index > 0 else [],
     }
 
 
@@ -231,6 +234,7 @@ def render_markdown(data: dict[str, Any], view: RoundView, stage_keys: tuple[str
                 f"{pct(agg.agentic)} | {agg.n_runs} |"
             )
         lines.append("")
+    lines += step_lines(data.get("grpo_steps") or [])
     lines += _failure_lines(view, data["round"], data.get("rollout_failures"))
     lines += ["## Decision", ""] + _decision_lines(view)
     lines += ["## Lineage and data", ""] + [f"* {k}: `{v}`" for k, v in data["lineage"].items()]
@@ -242,7 +246,13 @@ def render_markdown(data: dict[str, Any], view: RoundView, stage_keys: tuple[str
     lines += ["", "## Phases", "", "| phase | status | finished | wall s |", "|---|---|---|---|"]
     for phase, info in data["phases"].items():
         lines.append(f"| {phase} | {info['status']} | {info.get('finished_at', '-')} | {info.get('wall_s') or '-'} |")
-    lines += ["", "![Overall per round](overall.png)", "", "![Stages per round](stages.png)", ""]
+    lines += [
+        "",
+        "![Overall per policy and RL reward per step](overall.png)",
+        "",
+        "![Stages per round](stages.png)",
+        "",
+    ]
     return "\n".join(lines)
 
 
@@ -256,9 +266,15 @@ def write_round_report(layout: RunLayout, round_index: int, cfg: BatConfig) -> l
     view = round_view(layout, round_index)
     out_dir = layout.round_dir(round_index)
     views = [v for v in run_views(layout) if v.round <= round_index]
+    text = render_markdown(data, view, cfg.stage_keys)
     return [
         atomic_write_json(layout.report_json(round_index), data),
-        atomic_write_text(layout.report_md(round_index), render_markdown(data, view, cfg.stage_keys)),
-        plot_overall(views, out_dir / "overall.png", f"{cfg.run.name}: held-out Overall per round"),
+        atomic_write_text(layout.report_md(round_index), text),
+        plot_overall(
+            views,
+            out_dir / "overall.png",
+            f"{cfg.run.name}: held-out Overall per policy",
+            grpo_curve(layout, round_index),
+        ),
         plot_stages(views, cfg.stage_keys, out_dir / "stages.png"),
     ]

@@ -15,8 +15,8 @@ from pathlib import Path
 from typing import Any
 
 from bat.evaluate.store import load_aggregate
+from bat.report.rl_steps import metric_rows
 from bat.state.atomic import plain_temp_dir
-from bat.state.jsonl import read_jsonl_resuming
 from bat.state.layout import RunLayout
 
 SFT_SCALARS = ("loss", "val_loss", "grad_norm", "lr", "tokens_per_s")
@@ -41,14 +41,6 @@ GRPO_SCALARS = (
 a key a step does not record is skipped)."""
 
 
-def _metrics(path: Path) -> list[dict[str, Any]]:
-    """The metric lines of one training phase (a torn final line is dropped); [] when absent."""
-    if not path.is_file():
-        return []
-    rows, _ = read_jsonl_resuming(path)
-    return [r for r in rows if isinstance(r, dict) and isinstance(r.get("step"), int)]
-
-
 def _write(writer: Any, prefix: str, step: int, row: dict[str, Any], keys: Iterable[str]) -> None:
     for key in keys:
         value = row.get(key)
@@ -67,12 +59,12 @@ def write_tensorboard(layout: RunLayout, stage_keys: Iterable[str]) -> Path | No
     tmp = plain_temp_dir(layout.root, prefix=".tensorboard-")
     try:
         with SummaryWriter(str(tmp / "sft")) as w:
-            for row in _metrics(layout.training_metrics(0, "sft")):
+            for row in metric_rows(layout.training_metrics(0, "sft")):
                 _write(w, "sft", row["step"], row, SFT_SCALARS)
         with SummaryWriter(str(tmp / "grpo")) as w:
             offset = 0
             for r in layout.rounds():
-                rows = _metrics(layout.training_metrics(r, "grpo"))
+                rows = metric_rows(layout.training_metrics(r, "grpo"))
                 for row in rows:
                     step = offset + row["step"]
                     _write(w, "grpo", step, row, GRPO_SCALARS)

@@ -11,7 +11,7 @@ from bat.evaluate.store import write_aggregate
 from bat.report.round_report import write_round_report
 from bat.report.summary import run_summary
 from bat.schemas.evaluation import EvalAggregate, TrackAggregate
-from bat.state.atomic import atomic_write_json
+from bat.state.atomic import atomic_write_json, read_json
 from bat.state.layout import RunLayout
 from bat.state.markers import write_done
 
@@ -137,6 +137,9 @@ def test_round_report_rebuilds_tensorboard_events(layout):
     assert scalars("sft", "sft/val_loss") == [(0, 1.2), (2, 0.8)]
     assert scalars("grpo", "grpo/kl") == [(1, 0.01), (2, 0.02)]
     assert scalars("grpo", "grpo/reward_by_pool/S-target") == [(1, 0.5)]
+    md = layout.report_md(1).read_text()
+    assert "## RL steps" in md and "| 2 | 0.500 | - |" in md
+    assert [row["step"] for row in read_json(layout.report_json(1))["grpo_steps"]] == [1, 2]
     assert scalars("eval", "controller/overall") == [(0, 0.41), (1, 0.47)]
     assert scalars("eval", "controller/stage/S3") == [(0, 0.1234), (1, 0.1234)]
     assert not list(layout.root.glob(".tensorboard-*"))
@@ -173,5 +176,5 @@ def test_overall_plot_shows_the_base_policy_left_of_round_zero(tmp_path, monkeyp
     monkeypatch.setattr(plots, "_save", keep)
     out = plots.plot_overall(views, tmp_path / "overall.png")
     assert out.read_bytes()[:4] == b"\x89PNG"
-    assert seen["ticks"] == ["base", "0 (SFT)"] and seen["ylim"] == (0.0, 100.0)
+    assert seen["ticks"] == ["base", "SFT"] and seen["ylim"] == (0.0, 100.0)
     assert "base policy (before SFT)" in seen["labels"]
