@@ -36,7 +36,7 @@ from bat.train.block import TrainingBlock, open_block
 from bat.train.checkpoint import export_hf
 from bat.train.common import all_sum, chunks
 from bat.train.engine import record_grad_norm
-from bat.train.grpo import _micro_step, _probe_step, _step_record
+from bat.train.grpo import micro_step, probe_step, step_record
 from bat.train.grpo_data import GrpoItem, build_items, collate_items, global_denominator
 from bat.train.twin import shuffled
 from bat.verify.shards import read_reward_shard, write_reward_shard
@@ -237,14 +237,14 @@ class _OnlineSteps:
             sums = [0.0] * 6
             micro_batches = chunks(mine, b.micro)
             for group in micro_batches:
-                part = _micro_step(
+                part = micro_step(
                     b.engine, ref, collate_items(group, b.tokenizer.pad_token_id), cfg, scale, at_reference=at_reference
                 )
                 record_grad_norm(b.engine)
                 b.engine.step()
                 sums = [x + y for x, y in zip(sums, part)]
             for _ in range(b.accum - len(micro_batches)):
-                _probe_step(b.engine, torch.tensor([items[0].ids[:1]]))
+                probe_step(b.engine, torch.tensor([items[0].ids[:1]]))
                 record_grad_norm(b.engine)
                 b.engine.step()
         *sums, tokens = all_sum([*sums, sum(len(i.ids) for i in mine)])
@@ -273,7 +273,7 @@ class _OnlineSteps:
         if data.items:
             sums, tokens = self._update(data.items, step)
             den = global_denominator(data.items, cfg.loss_agg)
-            record = _step_record(step + 1, data.items, sums, den, self.block.engine, time.perf_counter() - t1, tokens)
+            record = step_record(step + 1, data.items, sums, den, self.block.engine, time.perf_counter() - t1, tokens)
         else:  # nothing trainable (every rollout invalid or untrainable): the step moves nothing
             self._update_nothing()
         record.update(
@@ -302,7 +302,7 @@ class _OnlineSteps:
 
         b = self.block
         for _ in range(b.accum * self.cfg.online_epochs):
-            _probe_step(b.engine, torch.tensor([[b.tokenizer.pad_token_id or 0]]))
+            probe_step(b.engine, torch.tensor([[b.tokenizer.pad_token_id or 0]]))
             record_grad_norm(b.engine)
             b.engine.step()
 

@@ -6,10 +6,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from bat.schemas.rollout import RewardRecord
-
-
-def _scored(rewards: Sequence[RewardRecord]) -> list[int]:
-    return [i for i, r in enumerate(rewards) if r.valid and r.reward is not None]
+from bat.train.twin import scored
 
 
 def identical_groups(rewards: Sequence[RewardRecord], tolerance: float = 1e-9) -> list[str]:
@@ -23,7 +20,7 @@ def identical_groups(rewards: Sequence[RewardRecord], tolerance: float = 1e-9) -
 
 def mean_reward(rewards: Sequence[RewardRecord]) -> float | None:
     """Mean reward of the valid records (None without one)."""
-    values = [float(rewards[i].reward) for i in _scored(rewards)]  # type: ignore[arg-type]
+    values = [float(rewards[i].reward) for i in scored(rewards)]  # type: ignore[arg-type]
     return sum(values) / len(values) if values else None
 
 

@@ -81,7 +81,7 @@ def _checkpointing(model: Any) -> bool:
     return bool(getattr(getattr(model, "module", model), "is_activation_checkpointing", False))
 
 
-def _micro_step(
+def micro_step(
     engine: Any, ref: Any, batch: dict[str, Any], cfg: GrpoConfig, scale: float, *, at_reference: bool
 ) -> list[float]:
     """Forward/backward one micro-batch; returns [loss numerator, kl sum, clipped count, masked tokens, skipped,
@@ -100,7 +100,7 @@ def _micro_step(
     device = engine.device
     mask = batch["loss_mask"].to(device)
     if bool((batch["adv"] == 0).all()) and (cfg.kl_coef == 0 or at_reference):
-        _probe_step(engine, batch["input_ids"][:1, :1])
+        probe_step(engine, batch["input_ids"][:1, :1])
         return [0.0, 0.0, 0.0, float(mask.bool().sum()), 1.0, 0.0]
     logp = sequence_logprobs(engine, batch, device, cfg.target_logits_only, cfg.share_prompts)
     ref_logp = None
@@ -134,7 +134,7 @@ def _micro_step(
     ]
 
 
-def _probe_step(engine: Any, probe_ids: Any) -> None:
+def probe_step(engine: Any, probe_ids: Any) -> None:
     """A zero-gradient micro-step (a one-token forward times 0): keeps DeepSpeed's accumulation count when a
     micro-batch has nothing to learn or a step has fewer micro-batches than the accumulation steps."""
     import torch
@@ -163,7 +163,7 @@ def plan_batch_of_step(step: int, n_batches: int, seed: int) -> int:
     return order[position]
 
 
-def _step_record(
+def step_record(
     step: int, picked: Sequence[GrpoItem], sums: list[float], den: int, engine: Any, seconds: float, tokens: float
 ) -> dict[str, Any]:
     loss_num, kl_sum, clipped, masked, skipped, forwarded = sums
@@ -258,16 +258,16 @@ class _GrpoSteps:
         micro_batches = chunks(mine, b.micro)
         for group in micro_batches:
             batch = collate_items(group, b.tokenizer.pad_token_id)
-            part = _micro_step(engine, ref, batch, cfg, scale, at_reference=at_reference)
+            part = micro_step(engine, ref, batch, cfg, scale, at_reference=at_reference)
             record_grad_norm(engine)
             engine.step()
             sums = [x + y for x, y in zip(sums, part)]
         for _ in range(b.accum - len(micro_batches)):  # a plan batch smaller than the largest one
-            _probe_step(engine, torch.tensor([picked[0].ids[:1]]))
+            probe_step(engine, torch.tensor([picked[0].ids[:1]]))
             record_grad_norm(engine)
             engine.step()
         *sums, tokens = all_sum([*sums, sum(len(i.ids) for i in mine)])
-        record = _step_record(step + 1, picked, sums, den, engine, time.perf_counter() - t0, tokens)
+        record = step_record(step + 1, picked, sums, den, engine, time.perf_counter() - t0, tokens)
         record["padding_microbatches"] = b.accum - len(micro_batches)
         record["adv_uncancelled"] = uncancelled(picked, cfg.loss_agg)
         self.last = record

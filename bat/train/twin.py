@@ -12,18 +12,19 @@ from bat.schemas.rollout import RewardRecord
 from bat.seeds import derive_seed
 
 
-def _scored(rewards: Sequence[RewardRecord]) -> list[int]:
+def scored(rewards: Sequence[RewardRecord]) -> list[int]:
+    """Indices of the records with a valid reward (the only ones that enter group statistics)."""
     return [i for i, r in enumerate(rewards) if r.valid and r.reward is not None]
 
 
 def shuffled(rewards: Sequence[RewardRecord], seed: int) -> list[RewardRecord]:
     """`rewards` with the reward values of the valid records permuted among those records (seeded by `seed`);
     invalid records are left as they are (they never enter group statistics)."""
-    scored = _scored(rewards)
-    values = [rewards[i].reward for i in scored]
+    valid = scored(rewards)
+    values = [rewards[i].reward for i in valid]
     random.Random(seed).shuffle(values)
     out = list(rewards)
-    for index, value in zip(scored, values):
+    for index, value in zip(valid, values):
         out[index] = rewards[index].model_copy(update={"reward": value})
     return out
 

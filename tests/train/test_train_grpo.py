@@ -172,7 +172,7 @@ def test_observation_tokens_do_not_affect_the_loss(tiny_dir, grpo_records):
 
 
 class _PlainEngine:
-    """The slice of a DeepSpeed engine `_micro_step` uses, over a plain HF model (gradients stay inspectable)."""
+    """The slice of a DeepSpeed engine `micro_step` uses, over a plain HF model (gradients stay inspectable)."""
 
     def __init__(self, model):
         self.module, self.device = model, "cpu"
@@ -185,7 +185,7 @@ class _PlainEngine:
 
 
 def test_first_step_shortcuts_are_exact(tiny_dir, grpo_records):
-    from bat.train.grpo import _micro_step
+    from bat.train.grpo import micro_step
 
     data = _items(grpo_records)
     cfg = _cfg(2, kl_coef=0.05, kl_reference="checkpoint")
@@ -194,24 +194,24 @@ def test_first_step_shortcuts_are_exact(tiny_dir, grpo_records):
     for at_reference in (False, True):
         model = load_model(tiny_dir).train()
         ref = None if at_reference else load_model(tiny_dir).requires_grad_(False)
-        out = _micro_step(_PlainEngine(model), ref, mixed, cfg, 0.01, at_reference=at_reference)
+        out = micro_step(_PlainEngine(model), ref, mixed, cfg, 0.01, at_reference=at_reference)
         assert out[4] == 0.0
         grads.append([p.grad.clone() for p in model.parameters()])
     assert all(torch.allclose(a, b, atol=1e-7) for a, b in zip(*grads))  # detached own log-probs == the reference's
     zero = collate_items([i for i in data.items if i.state_id == "state4"], 0)
     model = load_model(tiny_dir).train()
-    out = _micro_step(_PlainEngine(model), None, zero, cfg, 0.01, at_reference=True)
+    out = micro_step(_PlainEngine(model), None, zero, cfg, 0.01, at_reference=True)
     assert out[4] == 1.0 and out[0] == 0.0 and out[3] > 0
     assert all(p.grad is None or torch.count_nonzero(p.grad) == 0 for p in model.parameters())
     model = load_model(tiny_dir).train()  # after the first step the KL term needs the reference: not skipped
     ref = load_model(tiny_dir).requires_grad_(False)
-    assert _micro_step(_PlainEngine(model), ref, zero, cfg, 0.01, at_reference=False)[4] == 0.0
+    assert micro_step(_PlainEngine(model), ref, zero, cfg, 0.01, at_reference=False)[4] == 0.0
 
 
 def test_behavior_logprobs_stand_in_for_the_reference_forward(tiny_dir, grpo_records):
     """After the policy moved, the KL term against the rollouts' behavior log-probs (sampled from the start
     checkpoint) gives the gradients of a forward through the frozen start checkpoint, without that forward."""
-    from bat.train.grpo import _micro_step
+    from bat.train.grpo import micro_step
 
     data = _items(grpo_records)
     batch = collate_items([i for i in data.items if i.state_id in ("state0", "state4")], 0)
@@ -223,7 +223,7 @@ def test_behavior_logprobs_stand_in_for_the_reference_forward(tiny_dir, grpo_rec
                 p.add_(torch.randn_like(p, generator=torch.Generator().manual_seed(p.numel())) * 1e-2)
         ref = load_model(tiny_dir).requires_grad_(False) if reference == "checkpoint" else None
         cfg = _cfg(2, kl_coef=0.5, kl_reference=reference)
-        out = _micro_step(_PlainEngine(model), ref, batch, cfg, 0.01, at_reference=False)
+        out = micro_step(_PlainEngine(model), ref, batch, cfg, 0.01, at_reference=False)
         kls.append(out[1])
         grads.append([p.grad.clone() for p in model.parameters()])
     assert kls[0] > 1e-4 and kls[1] == pytest.approx(kls[0], rel=1e-3)
