@@ -54,6 +54,11 @@ class GrpoConfig(Section):
     policy moving away from the sampler. `online`: every step rolls out a fresh batch (one plan batch of states, K
     rollouts each) from the current weights, verifies it and trains on it (`bat.online`); the optimizer's state
     carries from step to step, and each step's rollouts and rewards are kept under the phase's `steps/` folder."""
+    online_record: bool = True
+    """With `rollouts: online`: the round's rollout and verify phases roll out the plan's first batch once from the
+    round-start weights, a record for the round report's failure breakdown (the block rolls out its own batches).
+    False = they roll out nothing (the block's per-step shards under `grpo/steps/` are the round's rollouts),
+    saving one batch's rollouts a round."""
     online_epochs: int = Field(1, ge=1, le=64)
     """With `rollouts: online`: optimizer updates on each fresh batch (1 = strictly on-policy; more = PPO-style
     epochs over the batch, where the ratio and clip do their job)."""

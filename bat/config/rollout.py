@@ -199,6 +199,12 @@ class RolloutConfig(Section):
     `stage_exit`). Rewards stay identical except that a cut rollout cannot breach the sandbox afterwards. E2E rows,
     rounds with the final reward and evaluation runs are never cut. In practice only S3 rows settle early (at the
     first batch run); see docs/configuration.md."""
+    stage_row_turns: int | None = Field(None, ge=1)
+    """Assistant turns (and tool calls) of a stage row's rollout (S-target / S-mix) in training rounds and the
+    held-out stage probe; None = `budgets.max_assistant_turns`. A stage of the built-in benchmark takes its expert
+    2-5 calls, while an untrained policy that loops spends the whole E2E budget on one stage: a cap keeps a
+    step's rollouts cheap. A call it cuts off cannot score, so the reward is that of the stage within the cap.
+    E2E rows and evaluation runs keep `budgets`."""
     keep_evidence: bool = True
     """Copy each rollout's final workspace into its shard (`evidence/<rollout_id>/`) for the verifier."""
     hf_prefix_cache: bool = True

@@ -6,6 +6,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
+from bat.config.rollout import RolloutBudgets
 from bat.policy.codec import InvalidAction, parse_tool_call
 from bat.rollout import budgets as B
 from bat.rollout.chat import TurnTokens
@@ -17,11 +18,24 @@ from bat.schemas.rollout import RolloutRecord, Segment, TurnRecord
 from bat.seeds import derive_seed
 
 
+def row_budgets(settings: LoopSettings, stage: str) -> RolloutBudgets:
+    """`settings.budgets`, with turns and tool calls capped at `settings.stage_row_turns` for a stage row."""
+    cap = settings.stage_row_turns
+    b = settings.budgets
+    if cap is None or stage == E2E:
+        return b
+    return b.model_copy(
+        update={"max_assistant_turns": min(cap, b.max_assistant_turns), "max_tool_calls": min(cap, b.max_tool_calls)}
+    )
+
+
 class LiveRollout:
     """Mutable state of one rollout in flight."""
 
     def __init__(self, spec: RolloutSpec, settings: LoopSettings, tt: TurnTokens) -> None:
         self.spec, self.settings, self.tt = spec, settings, tt
+        self.budgets = row_budgets(settings, spec.stage)
+        """The budgets this rollout runs under (a stage row's turn cap applied)."""
         self.ids: list[int] = []
         self.mask: list[int] = []
         self.logps: list[float] = []
@@ -69,7 +83,7 @@ class LiveRollout:
 
     def request(self) -> GenRequest | None:
         """The next generation request, or None when a budget ends the rollout first."""
-        b = self.settings.budgets
+        b = self.budgets
         reason = B.before_turn(b, self.use, len(self.ids))
         limit = B.turn_token_limit(b, self.use, len(self.ids))
         if reason is None and limit <= 0:
@@ -103,7 +117,7 @@ class LiveRollout:
             "generated_tokens": len(res.token_ids),
             "finish": res.finish,
         }
-        b = self.settings.budgets
+        b = self.budgets
         if res.finish == "length":
             reason = B.after_cut_turn(b, self.use, len(self.ids))
             if reason:
@@ -152,7 +166,7 @@ class LiveRollout:
             return
         obs, written, deleted = outcome
         text = str(getattr(obs, "text", obs))
-        shown, truncated, reason = B.cap_observation(self.settings.budgets, text)
+        shown, truncated, reason = B.cap_observation(self.budgets, text)
         record, timing = split_volatile(getattr(obs, "record", None))
         self.timings.append({"turn": len(self.turns), **timing})
         done = bool(getattr(obs, "done", False))
@@ -178,7 +192,7 @@ class LiveRollout:
             return
         call = self._pending.get("call")
         cont = self.tt.continuation_ids(self._last_generated, shown, call["name"] if call else None)
-        if len(self.ids) + len(cont) >= self.settings.budgets.max_context_tokens:
+        if len(self.ids) + len(cont) >= self.budgets.max_context_tokens:
             self.finish("context_length")
             return
         self._append("observation", cont)
@@ -188,7 +202,7 @@ class LiveRollout:
         and end the rollout with `stage_exit` when it holds; a check that fails ends it as an infrastructure failure
         (`error`, the rollout is invalid). Returns whether the rollout ended here."""
         check = self.spec.stage_exit
-        left = B.calls_left(self.settings.budgets, self.use)
+        left = B.calls_left(self.budgets, self.use)
         if not self.settings.stage_exit or check is None or self.spec.stage == E2E or left == 0:
             return False  # with no call left a budget ends the rollout anyway; nothing would be saved
         try:

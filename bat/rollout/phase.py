@@ -5,7 +5,8 @@ writes `round_NN/rollout/shard_NNNN/` (see `bat.rollout.shards`). Launch: `bat r
 With `rollout.stage_exit` and the plan's rubric reward, a stage row ends once its reward is settled (`stage_exit`);
 the final reward reads Task and Overall, so those rounds never cut. Under `grpo.rollouts: online` the GRPO block
 rolls out its own batches from the current weights, and this phase rolls out only the plan's first batch: the
-round-start policy's record for the report's failure breakdown and signal counts.
+round-start policy's record for the report's failure breakdown and signal counts (none with `grpo.online_record`
+off).
 """
 
 from __future__ import annotations
@@ -15,7 +16,7 @@ from typing import TYPE_CHECKING
 from bat.phase.context import PhaseContext, PhaseResult
 from bat.phase.events import log_event
 from bat.phase.plan import load_plan, resolve_checkpoint
-from bat.phase.spec import PhaseSpec, first_bank
+from bat.phase.spec import Maybe, PhaseSpec, first_bank
 from bat.rollout.runner import StateJob
 
 if TYPE_CHECKING:
@@ -51,6 +52,7 @@ def loop_settings(rc: RolloutConfig, reward_mode: str, tool_names: list[str]) ->
         cohorts=rc.cohorts,
         schedule=rc.schedule,
         stage_exit=rc.stage_exit and reward_mode == "rubric",
+        stage_row_turns=rc.stage_row_turns,
     )
 
 
@@ -68,8 +70,8 @@ def run_rollout(ctx: PhaseContext) -> PhaseResult:
     cfg, rc = ctx.config, ctx.config.rollout
     plan = load_plan(ctx.layout, ctx.round)
     bank = open_bank(ctx.layout, plan.bank_version)
-    if cfg.grpo.rollouts == "online":  # the grpo block draws its own batches: roll out the first one as a record
-        plan = plan.model_copy(update={"batches": plan.batches[:1]})
+    if cfg.grpo.rollouts == "online":  # the grpo block draws its own batches: the first one (or none) as a record
+        plan = plan.model_copy(update={"batches": plan.batches[: 1 if cfg.grpo.online_record else 0]})
     jobs, dupes = plan_jobs(plan)
     jobs = [StateJob(j.state_id, j.pool, j.stage, payload=bank.row(j.state_id), repeats=j.repeats) for j in jobs]
     checkpoint = resolve_checkpoint(ctx.layout, plan.start_checkpoint)
@@ -121,10 +123,13 @@ ROLLOUT = PhaseSpec(
     "rollout",
     run_rollout,
     reads=lambda L, r: (L.plan(r), first_bank(L).rl_rows, first_bank(L).states_dir, "the plan's start checkpoint"),
-    writes=lambda L, r: (
-        L.round(r).shard("rollout", 0).rollouts,
-        L.round(r).shard("rollout", 0).timings,
-        L.round(r).shard("rollout", 0).done,
+    writes=lambda L, r: tuple(
+        Maybe(path, "the plan has states to roll out (grpo.rollouts: online with grpo.online_record off has none)")
+        for path in (
+            L.round(r).shard("rollout", 0).rollouts,
+            L.round(r).shard("rollout", 0).timings,
+            L.round(r).shard("rollout", 0).done,
+        )
     ),
     resources="rollout",
 )

@@ -58,6 +58,9 @@ class LoopSettings:
     schedule: str = "auto"
     """`cohorts`, `continuous` (needs an engine with `concurrent = True`) or `auto` (continuous where the
     engine allows it)."""
+    stage_row_turns: int | None = None
+    """Assistant turns and tool calls a stage row (not E2E) may take, below `budgets` (`rollout.stage_row_turns`);
+    None = `budgets` alone."""
     stage_exit: bool = False
     """Ask each stage row's `RolloutSpec.stage_exit` check and end the rollout once it holds (`rollout.stage_exit`
     of training rounds with the rubric reward); False (evaluation) never cuts a run. E2E rows are never cut."""

@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Any
 from bat.phase.context import PhaseContext, PhaseResult
 from bat.phase.events import log_event
 from bat.phase.plan import load_plan
-from bat.phase.spec import PhaseSpec, first_bank
+from bat.phase.spec import Maybe, PhaseSpec, first_bank
 from bat.rollout.shards import finished_shards, read_shard, read_timings
 from bat.schemas.rollout import RolloutRecord
 from bat.state.round_layout import ShardLayout
@@ -113,7 +113,13 @@ def open_round(config: BatConfig, layout: Any, round_index: int) -> tuple[Any, A
 
 
 def run_verify(ctx: PhaseContext) -> PhaseResult:
-    """Verify every finished rollout shard that has no reward shard yet."""
+    """Verify every finished rollout shard that has no reward shard yet (none to verify when an online round keeps
+    no record batch: `grpo.online_record` off)."""
+    grpo = ctx.config.grpo
+    if grpo.rollouts == "online" and not grpo.online_record:
+        return PhaseResult(
+            outputs=[], inputs=[ctx.layout.plan(ctx.round)], counts={"rewards": 0}, extra={"online_record": False}
+        )
     plan, bank, verifier, shards = open_round(ctx.config, ctx.layout, ctx.round)
     final_reward = ctx.config.verify.final_reward if plan.reward_mode == "final" else None  # what `final` pays
     outputs, metas = [], []
@@ -169,6 +175,9 @@ VERIFY = PhaseSpec(
     "verify",
     run_verify,
     reads=lambda L, r: (L.plan(r), L.round(r).shard("rollout", 0).rollouts, first_bank(L).states_dir),
-    writes=lambda L, r: (L.round(r).shard("verify", 0).rewards, L.round(r).shard("verify", 0).done),
+    writes=lambda L, r: tuple(
+        Maybe(path, "the rollout phase wrote a shard (grpo.online_record off writes none)")
+        for path in (L.round(r).shard("verify", 0).rewards, L.round(r).shard("verify", 0).done)
+    ),
     resources="verify",
 )

@@ -66,7 +66,7 @@ def test_online_round_on_the_real_bank(tmp_path):
 
     state = tmp_path / "run"
     sets = ["grpo.rollouts=online", "grpo.steps=3", "grpo.shuffle_rewards=true", "grpo.dynamic_sampling=1"]
-    sets += ["grpo.pass_rate_filter=1"]
+    sets += ["grpo.pass_rate_filter=1", "grpo.online_record=false", "rollout.stage_row_turns=2"]
     argv = ["run", "--config", str(REPO / "configs" / "smoke.yaml"), "--state", str(state), "--executor", "debug"]
     assert main([*argv, *[x for s in sets for x in ("--set", s)]]) == 0
     layout = RunLayout(state)
@@ -84,6 +84,15 @@ def test_online_round_on_the_real_bank(tmp_path):
         assert (online.rewards(step) / "rewards.jsonl").is_file()
     assert not online.scratch_root.exists()
     assert (layout.candidate_model(1) / "model.safetensors").is_file()
+    # no record batch: the round's rollout phase rolled out nothing, the block's steps are the round's rollouts
+    assert not list(layout.phase_dir(1, "rollout").glob("shard_*"))
+    stage_rows = [
+        r
+        for step in range(3)
+        for r in read_jsonl(online.rollout(step) / "shard_0000" / "rollouts.jsonl")
+        if r["stage"] != "E2E"
+    ]
+    assert stage_rows and all(len(r["turns"]) <= 2 for r in stage_rows)
 
 
 def test_the_phase_table_imports_without_torch():

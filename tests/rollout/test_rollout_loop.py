@@ -19,7 +19,9 @@ def call(name: str, **arguments) -> str:
     return render_tool_call({"name": name, "arguments": arguments}, thought=f"I will use {name}.")
 
 
-def run_scripted(tokenizer, tmp_path, scripts, budgets=None, no_tool_call="end", envs=None):
+def run_scripted(
+    tokenizer, tmp_path, scripts, budgets=None, no_tool_call="end", envs=None, stages=None, row_turns=None
+):
     tt = TurnTokens(tokenizer)
     engine = ScriptedEngine(tokenizer, scripts, end_id=tt.stop_ids[0])
     specs = []
@@ -34,9 +36,12 @@ def run_scripted(tokenizer, tmp_path, scripts, budgets=None, no_tool_call="end",
                 env=env,
                 messages=make_messages(i),
                 workspace=env.workspace,
+                stage=(stages or {}).get(i, "E2E"),
             )
         )
-    settings = LoopSettings(budgets=budgets or RolloutBudgets(), temperature=1.0, no_tool_call=no_tool_call)
+    settings = LoopSettings(
+        budgets=budgets or RolloutBudgets(), temperature=1.0, no_tool_call=no_tool_call, stage_row_turns=row_turns
+    )
     return [o.record for o in run_rollouts(engine, specs, tt, settings)], tt
 
 
@@ -81,6 +86,15 @@ def test_no_tool_call_ends_or_observes(tokenizer, tmp_path):
     (rec,), _ = run_scripted(tokenizer, tmp_path / "b", {0: ["I am done."]}, budgets, no_tool_call="observe")
     assert rec.end_reason == "max_turns" and rec.tool_calls == 3
     assert all(t.invalid["reason"] == "no_tool_call" for t in rec.turns)
+
+
+def test_a_stage_row_stops_at_its_turn_cap_while_an_e2e_row_goes_on(tokenizer, tmp_path):
+    write = call("write", path="a.txt", text="x")
+    budgets = RolloutBudgets(max_assistant_turns=5, max_tool_calls=5)
+    recs, _ = run_scripted(tokenizer, tmp_path, {0: [write], 1: [write]}, budgets, stages={0: "S2"}, row_turns=2)
+    stage_row, e2e_row = recs
+    assert stage_row.end_reason == "max_turns" and len(stage_row.turns) == 2 and stage_row.tool_calls == 2
+    assert e2e_row.end_reason == "max_turns" and len(e2e_row.turns) == 5
 
 
 @pytest.mark.parametrize(
