@@ -80,3 +80,20 @@ def test_the_builtin_declares_its_names_once_and_its_modules_agree():
     assert builtin_spec.TRACKS == TRACKS
     assert tuple(builtin_spec.CONTRACT) == builtin_spec.STAGE_KEYS == BatConfig().stage_keys
     assert BatConfig().curriculum.gate.late_stages == builtin_spec.STAGE_KEYS[2:]
+
+
+def test_the_builtin_declaration_and_the_config_import_in_either_order():
+    """Config reads the built-in declaration on first use, never while it is imported, so a fresh process may import
+    either first (tool functions in the sandbox import only their own module)."""
+    import subprocess
+    import sys
+
+    for module in ("bat.benchmark.builtin_spec", "bat.benchmark.contract", "bat.config"):
+        done = subprocess.run(
+            [sys.executable, "-c", f"import {module}; from bat.config import BatConfig; BatConfig()"],
+            cwd=ROOT,
+            capture_output=True,
+            text=True,
+            check=False,
+        )
+        assert done.returncode == 0, f"import {module} first: {done.stderr[-800:]}"

@@ -76,7 +76,7 @@ class BenchmarkConfig(Section):
     `inprocess`: call tool functions directly (fast; no isolation; for tests and benches)."""
     external: ExternalEvaluatorConfig = ExternalEvaluatorConfig()
     """External evaluator adapter (used when kind = external)."""
-    contract: ContractConfig = ContractConfig()
+    contract: ContractConfig = Field(default_factory=ContractConfig)
     """Rubric items, evidence requirements and score formula per stage (default: the built-in contract). With
     `kind: builtin` only the built-in grader's ids are valid (texts may change, items may be dropped)."""
 
