@@ -15,8 +15,10 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
-from bat.config.contract import BUILTIN_CONTRACT, TRACK_PLACEHOLDER, ContractConfig, StageContract
-from bat.config.stages import DEFAULT_STAGES, StageSpec
+from bat.benchmark.builtin_spec import CONTRACT as BUILTIN_CONTRACT
+from bat.benchmark.builtin_spec import STAGES as DEFAULT_STAGES
+from bat.config.contract import TRACK_PLACEHOLDER, ContractConfig, StageContract
+from bat.config.stages import StageSpec
 
 BUILTIN_STAGE_KEYS = tuple(BUILTIN_CONTRACT)
 

@@ -8,17 +8,19 @@ from pydantic import Field, model_validator
 
 from bat.config.base import Section
 from bat.config.contract import ContractConfig
+from bat.config.stages import builtin_declared
 
-TrackName = Literal["classification", "detection", "enhancement", "report", "segmentation", "synthesis", "vqa"]
-ALL_TRACKS: tuple[str, ...] = (
-    "classification",
-    "detection",
-    "enhancement",
-    "report",
-    "segmentation",
-    "synthesis",
-    "vqa",
-)
+
+def builtin_tracks() -> tuple[str, ...]:
+    """The built-in benchmark's tracks (declared by that plug-in, `bat.benchmark.builtin_spec`)."""
+    return tuple(builtin_declared().TRACKS)
+
+
+def __getattr__(name: str) -> Any:
+    """`ALL_TRACKS`: the built-in benchmark's tracks, read from the plug-in on first use."""
+    if name == "ALL_TRACKS":
+        return builtin_tracks()
+    raise AttributeError(f"module 'bat.config.benchmark' has no attribute {name!r}")
 
 
 class ExternalEvaluatorConfig(Section):
@@ -38,9 +40,9 @@ class BenchmarkConfig(Section):
     name: str = Field("builtin", pattern=r"^[A-Za-z0-9][A-Za-z0-9_.-]*$")
     """The staged benchmark (plug-in of `bat.staged.interface`) found by this name in the registry
     (`bat benchmark list`: the shipped `builtin` and `sqlqa`, and installed `bat.benchmarks` entry points)."""
-    tracks: tuple[str, ...] = ALL_TRACKS
-    """Tracks of the held-out suite (and of practice generation). With `kind: builtin` and `name: builtin` they
-    must be built-in tracks (`TrackName`); an external evaluator or another benchmark names its own."""
+    tracks: tuple[str, ...] = Field(default_factory=builtin_tracks)
+    """Tracks of the held-out suite (and of practice generation): tracks of the benchmark `name` names (default: all
+    of them; `bat benchmark list` shows them); with `kind: external` the evaluator names its own."""
     repeats: int = Field(10, ge=1, le=1000)
     """Runs per track in the held-out suite (each its own fixed instance and sampling seed)."""
     split_repeats: dict[Literal["controller", "final", "test"], int] = Field(default_factory=dict)
@@ -74,7 +76,7 @@ class BenchmarkConfig(Section):
     `inprocess`: call tool functions directly (fast; no isolation; for tests and benches)."""
     external: ExternalEvaluatorConfig = ExternalEvaluatorConfig()
     """External evaluator adapter (used when kind = external)."""
-    contract: ContractConfig = ContractConfig()
+    contract: ContractConfig = Field(default_factory=ContractConfig)
     """Rubric items, evidence requirements and score formula per stage (default: the built-in contract). With
     `kind: builtin` only the built-in grader's ids are valid (texts may change, items may be dropped)."""
 
@@ -82,30 +84,33 @@ class BenchmarkConfig(Section):
     def _check(self) -> BenchmarkConfig:
         if self.heldout_seed == self.practice_seed:
             raise ValueError(f"benchmark.heldout_seed and practice_seed must differ, both are {self.heldout_seed}")
+        valid = self.valid_tracks()
         if len(set(self.tracks)) != len(self.tracks) or not self.tracks:
             raise ValueError(
-                f"benchmark.tracks must be non-empty and unique, got {list(self.tracks)}; valid: {list(ALL_TRACKS)}"
+                f"benchmark.tracks must be non-empty and unique, got {list(self.tracks)}; valid: {list(valid or ())}"
             )
-        builtin_tracks = self.kind == "builtin" and self.name == "builtin"
-        unknown = [t for t in self.tracks if t not in ALL_TRACKS]
-        if builtin_tracks and unknown:
-            raise ValueError(f"benchmark.tracks: unknown tracks {unknown}; valid: {list(ALL_TRACKS)}")
+        unknown = [t for t in self.tracks if valid is not None and t not in valid]
+        if unknown:
+            raise ValueError(f"benchmark.tracks: unknown tracks {unknown} of {self.name}; valid: {list(valid or ())}")
         if self.kind == "external" and not self.external.command:
             raise ValueError("benchmark.kind = 'external' needs benchmark.external.command (an argv list)")
-        if self.name != "builtin":
-            from bat.staged.registry import load, names
-
-            if self.name not in names():
-                raise ValueError(f"benchmark.name: unknown benchmark {self.name!r}; valid: {names()}")
-            own = load(self.name).tracks()
-            if any(t not in own for t in self.tracks):
-                raise ValueError(f"benchmark.tracks {list(self.tracks)}: {self.name} has tracks {list(own)}")
-        elif self.kind == "builtin":
+        if self.name == "builtin" and self.kind == "builtin":
             self.contract.check_builtin()
         bad = {split: n for split, n in self.split_repeats.items() if not 1 <= n <= 1000}
         if bad:
             raise ValueError(f"benchmark.split_repeats must be 1-1000 runs per track, got {bad}")
         return self
+
+    def valid_tracks(self) -> tuple[str, ...] | None:
+        """The tracks `benchmark.tracks` may name: those of the benchmark `name` (UnknownBenchmark: a ValueError
+        listing the valid names), or None with `kind: external` and the built-in name (the evaluator names its own)."""
+        if self.name == "builtin":
+            return None if self.kind == "external" else builtin_tracks()
+        from bat.staged.registry import load, names
+
+        if self.name not in names():
+            raise ValueError(f"benchmark.name: unknown benchmark {self.name!r}; valid: {names()}")
+        return tuple(load(self.name).tracks())
 
     def repeats_for(self, split: str) -> int:
         """Runs per track of held-out `split`: `split_repeats[split]`, else `repeats`."""
@@ -115,7 +120,7 @@ class BenchmarkConfig(Section):
 def plugin_stage_defaults(data: Any) -> Any:
     """Raw config `data` completed from the benchmark `benchmark.name` names when that is not the built-in one: its
     stages (keys, names, weights) when `stages` is not given, its tracks when `benchmark.tracks` is not given, and
-    the promotion gate's late stages (every stage after the first two, as S3-S5 of the built-in five) when
+    the promotion gate's late stages (every stage after the first two, the built-in benchmark's rule too) when
     `curriculum.gate.late_stages` is not given."""
     bench = data.get("benchmark") if isinstance(data, dict) else None
     if not isinstance(bench, dict) or bench.get("name", "builtin") == "builtin":

@@ -7,6 +7,7 @@ from typing import Literal
 from pydantic import Field, model_validator
 
 from bat.config.base import Section
+from bat.config.stages import builtin_declared
 
 POOL_NAMES = ("S-target", "S-mix", "E2E")
 
@@ -20,8 +21,9 @@ class GateConfig(Section):
     """Largest allowed drop of Task vs the retained best."""
     max_track_drop: float = Field(0.05, ge=0.0, le=1.0)
     """Largest allowed drop of any track's Overall mean vs the retained best."""
-    late_stages: tuple[str, ...] = ("S3", "S4", "S5")
-    """Stages whose individual drop is bounded by `max_late_stage_drop`."""
+    late_stages: tuple[str, ...] = Field(default_factory=lambda: tuple(builtin_declared().LATE_STAGES))
+    """Stages whose individual drop is bounded by `max_late_stage_drop`; configured stage keys (default: the
+    benchmark's stages after the first two, e.g. validation, inference and submission of the built-in five)."""
     max_late_stage_drop: float = Field(0.03, ge=0.0, le=1.0)
     """Largest allowed drop of each late stage."""
     catastrophic_drop: float = Field(0.20, gt=0.0, le=1.0)

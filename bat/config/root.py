@@ -10,7 +10,7 @@ from pydantic import Field, model_validator
 from bat.config.bank import BankConfig
 from bat.config.base import Section
 from bat.config.benchmark import BenchmarkConfig, plugin_stage_defaults, plugin_stage_problems
-from bat.config.curriculum import CurriculumConfig
+from bat.config.curriculum import CurriculumConfig, GateConfig
 from bat.config.deepspeed import training_precision
 from bat.config.evaluate import EvaluateConfig
 from bat.config.grpo import GrpoConfig
@@ -21,7 +21,7 @@ from bat.config.rollout import RolloutConfig
 from bat.config.run import RunConfig
 from bat.config.sandbox import SandboxConfig
 from bat.config.sft import SftConfig
-from bat.config.stages import DEFAULT_STAGES, StageSpec
+from bat.config.stages import StageSpec, builtin_stages
 from bat.config.verify import VerifyConfig
 
 
@@ -30,8 +30,9 @@ class BatConfig(Section):
 
     run: RunConfig = Field(default_factory=RunConfig)
     """Run name, seed, round budget."""
-    stages: tuple[StageSpec, ...] = DEFAULT_STAGES
-    """Ordered stages of the staged benchmark with their Agentic weights (sum to 1)."""
+    stages: tuple[StageSpec, ...] = Field(default_factory=builtin_stages)
+    """Ordered stages of the staged benchmark with their Agentic weights (sum to 1); default: those of the benchmark
+    `benchmark.name` names."""
     benchmark: BenchmarkConfig = Field(default_factory=BenchmarkConfig)
     """The staged benchmark used for evaluation and as the practice-task source."""
     sandbox: SandboxConfig = Field(default_factory=SandboxConfig)
@@ -74,6 +75,10 @@ class BatConfig(Section):
         if not math.isclose(total, 1.0, abs_tol=1e-6):
             weights = {stage.key: stage.weight for stage in self.stages}
             raise ValueError(f"stages: weights must sum to 1.0, got {total:.6g} from {weights}")
+        late = [k for k in self.curriculum.gate.late_stages if k not in keys]
+        if late and self.curriculum.gate.late_stages != GateConfig().late_stages:
+            # the default names the built-in benchmark's late stages; under other stage keys it bounds none of them
+            raise ValueError(f"curriculum.gate.late_stages: unknown stages {late}; valid: {keys}")
         if self.benchmark.name != "builtin":
             problem = plugin_stage_problems(self.benchmark, keys)
             if problem:

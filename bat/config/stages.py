@@ -1,6 +1,11 @@
-"""The ordered stage list of the staged benchmark (S1..S5 by default, CONTRACTS.md)."""
+"""The ordered stage list of the staged benchmark. Its default is the built-in benchmark's stages, declared by that
+plug-in (`bat.benchmark.builtin_spec`); a plug-in benchmark named by `benchmark.name` supplies its own
+(`bat.config.benchmark.plugin_stage_defaults`)."""
 
 from __future__ import annotations
+
+from types import ModuleType
+from typing import Any
 
 from pydantic import Field
 
@@ -9,17 +14,28 @@ from bat.config.base import Section
 
 class StageSpec(Section):
     key: str = Field(pattern=r"^[A-Za-z][A-Za-z0-9_]*$")
-    """Stage key used in rows, rubrics and reports (e.g. `S1`)."""
+    """Stage key used in rows, rubrics and reports (e.g. `S1` of the built-in benchmark, `draft` of sqlqa)."""
     name: str
     """Human-readable stage name (e.g. `Plan`)."""
     weight: float = Field(gt=0.0, le=1.0)
     """Weight of the stage in the Agentic score; weights must sum to 1."""
 
 
-DEFAULT_STAGES = (
-    StageSpec(key="S1", name="Plan", weight=0.25),
-    StageSpec(key="S2", name="Setup", weight=0.15),
-    StageSpec(key="S3", name="Validate", weight=0.35),
-    StageSpec(key="S4", name="Inference", weight=0.15),
-    StageSpec(key="S5", name="Submit", weight=0.10),
-)
+def builtin_declared() -> ModuleType:
+    """The built-in benchmark's declared stages, tracks, contract and late stages (`bat.benchmark.builtin_spec`,
+    imported on first use: it imports config types only)."""
+    from bat.benchmark import builtin_spec
+
+    return builtin_spec
+
+
+def builtin_stages() -> tuple[StageSpec, ...]:
+    """The built-in benchmark's ordered stages (the default of the top-level `stages`)."""
+    return tuple(builtin_declared().STAGES)
+
+
+def __getattr__(name: str) -> Any:
+    """`DEFAULT_STAGES`: the built-in benchmark's stages, read from the plug-in on first use."""
+    if name == "DEFAULT_STAGES":
+        return builtin_stages()
+    raise AttributeError(f"module 'bat.config.stages' has no attribute {name!r}")

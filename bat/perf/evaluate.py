@@ -36,8 +36,11 @@ def _timed(cfg, root: Path, name: str, checkpoint: str, driver) -> tuple[float, 
 
 
 def _aggregation_ms() -> float:
+    from bat.config.stages import builtin_stages
     from bat.evaluate.aggregate import aggregate_runs
     from bat.schemas.evaluation import EvalRun
+
+    keys = tuple(s.key for s in builtin_stages())
 
     runs = [
         EvalRun(
@@ -46,7 +49,7 @@ def _aggregation_ms() -> float:
             track=f"t{t}",
             repeat=r,
             seed=r,
-            stages={f"S{i}": ((t + r + i) % 3) / 2 for i in range(1, 6)},
+            stages={k: ((t + r + i) % 3) / 2 for i, k in enumerate(keys, 1)},
             task=0.5,
             agentic=0.5,
             overall=0.5,
@@ -58,7 +61,7 @@ def _aggregation_ms() -> float:
     for _ in range(20):
         aggregate_runs(
             runs,
-            stage_keys=("S1", "S2", "S3", "S4", "S5"),
+            stage_keys=keys,
             round_index=0,
             checkpoint="c",
             checkpoint_digest="d",

@@ -15,9 +15,13 @@ import time
 from dataclasses import dataclass
 from typing import Any
 
-HELP = "leakage scan throughput: Aho-Corasick + MinHash scanner vs naive per-pattern substring loop"
+from bat.config.benchmark import builtin_tracks
+from bat.config.stages import builtin_stages
 
-TRACKS = ("classification", "detection", "enhancement", "report", "segmentation", "synthesis", "vqa")
+HELP = "leakage scan throughput: Aho-Corasick + MinHash scanner vs naive per-pattern substring loop"
+TRACKS = builtin_tracks()
+STAGE_KEYS = tuple(s.key for s in builtin_stages())
+"""The synthetic data's tracks and stage keys: the built-in benchmark's."""
 COMMON = [
     "the",
     "a",
@@ -133,7 +137,7 @@ def make_rows(words: _Words, n_rows: int, entries: list, texts: list[str]) -> tu
         note = words.text(words.practice, 30)
         row: dict[str, Any] = {
             "state_id": f"st-{i:06d}",
-            "stage": f"S{i % 5 + 1}",
+            "stage": STAGE_KEYS[i % len(STAGE_KEYS)],
             "track": track,
             "outcome": "success",
             "task": {"task_id": f"prac-{track[:3]}-{i:06d}", "seed": i, "variant": "expert"},

@@ -11,13 +11,13 @@ Public API (import from `bat.sandbox`):
   `ws.verify()`; `ws.path`.  A plain directory can also serve as a workspace (`Sandbox(path, ...)`).
 * Execution: `sb = Sandbox(workspace_dir, config: SandboxConfig, protected_paths=[grader_dir])`
   (protected paths must lie outside the workspace and the code/python trees, else ValueError)
-  - `sb.call_tool("pkg.module:function", {"arg": 1}, stage="S3", **limit_overrides) -> ExecutionRecord`
-    runs a trusted tool function inside the sandbox through `python -m bat.sandbox.toolhost` (JSON
+  - `sb.call_tool("pkg.module:function", {"arg": 1}, stage=key, **limit_overrides) -> ExecutionRecord`
+    (`key`: the stage the benchmark attributes the call to) runs a trusted tool function inside the sandbox through `python -m bat.sandbox.toolhost` (JSON
     request on stdin, one JSON reply on stdout).  Tool convention: `def function(workspace: Path,
     **arguments)` returning something JSON-serialisable (a short str is best); `workspace` is the
     workspace as seen inside the sandbox (`/workspace` under bwrap).  The tool's own prints go to the
     record's stderr.  An exception becomes `record.error` ("TypeError: ...") and `record.error_type`.
-  - `sb.execute_code("python" | "bash", code, stage="S3", **limit_overrides) -> ExecutionRecord` runs
+  - `sb.execute_code("python" | "bash", code, stage=key, **limit_overrides) -> ExecutionRecord` runs
     untrusted code with the workspace as cwd.  `limit_overrides`: any `Limits` field (timeout_s,
     memory_mb, nproc, max_file_mb, ...); unknown names raise ValueError listing the valid ones.
   Nothing the sandboxed code does raises; only caller mistakes (unknown language, bad workspace) do,

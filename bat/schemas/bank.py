@@ -218,7 +218,7 @@ class BankRow(_Top):
 
     state_id: str = Field(pattern=_ID)
     stage: str
-    """s: a stage key (S1..S5) or `E2E`."""
+    """s: a stage key of the benchmark (`stages`; the built-in S1..S5) or `E2E`."""
     track: str
     outcome: Outcome
     reward_source: RewardSource

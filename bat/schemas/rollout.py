@@ -98,7 +98,7 @@ class RolloutRecord(Record):
     pool: str
     """Pool the state was drawn from (`S-target`, `S-mix`, `E2E`)."""
     stage: str
-    """Stage key of the row (`S1`..`S5` or `E2E`)."""
+    """Stage key of the row (one of the benchmark's `stages`, or `E2E`)."""
     seed: int
     engine: str
     checkpoint: str

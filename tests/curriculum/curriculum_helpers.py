@@ -24,10 +24,13 @@ def build_agg(
     stages: dict | None = None,
     tracks: dict | None = None,
     checkpoint: str | None = None,
+    keys: tuple[str, ...] = STAGES,
+    track_names: tuple[str, ...] = TRACKS,
 ) -> EvalAggregate:
-    stages = stages or dict.fromkeys(STAGES, overall)
+    """A routable controller aggregate; `keys` and `track_names` are the benchmark's stage keys and tracks."""
+    stages = stages or dict.fromkeys(keys, overall)
     task = overall if task is None else task
-    tracks = tracks or dict.fromkeys(TRACKS, overall)
+    tracks = tracks or dict.fromkeys(track_names, overall)
     return EvalAggregate(
         round=round_index,
         split="controller",
@@ -36,7 +39,7 @@ def build_agg(
         suite_version="suite-1",
         harness_version="h-1",
         manifest_digest="m",
-        stage_keys=list(STAGES),
+        stage_keys=list(keys),
         stages=dict(stages),
         task=task,
         agentic=2 * overall - task,
@@ -48,13 +51,13 @@ def build_agg(
     )
 
 
-def bank_row(state_id, stage):
+def bank_row(state_id, stage, track="classification"):
     """A complete RL row (no state package behind it: routing and planning never open one)."""
-    task = PracticeTask(task_id=f"task-{state_id}", track="classification", seed=1, variant="expert")
+    task = PracticeTask(task_id=f"task-{state_id}", track=track, seed=1, variant="expert")
     return BankRow(
         state_id=state_id,
         stage=stage,
-        track="classification",
+        track=track,
         outcome="success",
         reward_source="e2e_rubric_task" if stage == "E2E" else "stage_rubric",
         task=task,
@@ -67,7 +70,7 @@ def bank_row(state_id, stage):
         evidence=[],
         skill="skill",
         provenance=Provenance(
-            source="practice:classification",
+            source=f"practice:{track}",
             generator="test",
             generator_version="0",
             teacher="scripted:expert",
@@ -78,9 +81,12 @@ def bank_row(state_id, stage):
     )
 
 
-def make_bank(layout, per_stage=6):
-    """An admitted bank v0001 with `per_stage` rows for each of S1..S5 and E2E."""
-    rows = [bank_row(f"{s.lower()}-{i}", s) for s in (*STAGES, "E2E") for i in range(per_stage)]
+def make_bank(layout, per_stage=6, stages=STAGES, tracks=("classification",)):
+    """An admitted bank v0001 with `per_stage` rows for each of `stages` (default: the built-in five) and E2E, the
+    rows' tracks cycling through `tracks`."""
+    rows = [
+        bank_row(f"{s.lower()}-{i}", s, tracks[i % len(tracks)]) for s in (*stages, "E2E") for i in range(per_stage)
+    ]
 
     def fill(build):
         write_jsonl(BankVersionLayout(build).rl_rows, rows)
@@ -95,8 +101,8 @@ def make_bank(layout, per_stage=6):
             generator_versions={"bank": "1"},
             seeds={"bank": 1},
             reduction_grid="v1",
-            stages=list(STAGES),
-            tracks=["classification"],
+            stages=list(stages),
+            tracks=list(tracks),
             config={},
         ),
     )
