@@ -21,7 +21,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from bat.experiment.records import load_record, read_record, write_record
-from bat.experiment.share import arm_dir, sft_checkpoint, shared_dir
+from bat.experiment.share import arm_dir, shared_dir
 from bat.experiment.spec import ExperimentSpec
 from bat.experiment.twin_design import REFERENCE, TwinDesign
 from bat.schemas.experiment import ArmRecord, SeedMarker, SharedRecord
@@ -182,7 +182,8 @@ def reference_piece(spec: ExperimentSpec, design: TwinDesign, seed: int) -> Twin
         raise TwinUnitError(
             f"{layout.heldout_manifest(0, 'final')}: scored {digest[:16]}, not the SFT {shared.sft_digest[:16]}"
         )
-    probe, probe_digest, scored = probe_scores(layout, {0: Path(sft_checkpoint(layout))})
+    export = Path(shared.sft_checkpoint) if shared.sft_checkpoint else layout.candidate_model(0)
+    probe, probe_digest, scored = probe_scores(layout, {0: export})
     return TwinPiece(
         part="reference",
         arm=REFERENCE,

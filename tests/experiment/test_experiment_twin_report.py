@@ -96,12 +96,12 @@ def _final(layout: RunLayout, round_index: int, finish_rate: float, rng: random.
     write_jsonl(layout.heldout_run_records(round_index, "final"), runs)
 
 
-def _arm(tmp_path: Path, arm: str, seed: int, learns: bool) -> RunLayout:
-    """A finished arm x seed: 40 GRPO steps (true rewards rising when it `learns`), probe scores at 10/20/40,
-    the end-of-run final runs (experiment_arm.json done, round 1)."""
+def _arm(tmp_path: Path, arm: str, seed: int, learns: bool, sft_digest: str = SFT_DIGEST) -> RunLayout:
+    """A finished arm x seed started from `sft_digest`: 40 GRPO steps (true rewards rising when it `learns`), probe
+    scores at 10/20/40, the end-of-run final runs (experiment_arm.json done, round 1)."""
     rng = random.Random(f"{arm}-{seed}")
     layout = RunLayout(tmp_path / "state" / "t" / f"seed_{seed}" / arm)
-    marker = {"shared": "x", "seed": 1, "sft_digest": SFT_DIGEST, "models_only": False, "copied": []}
+    marker = {"shared": "x", "seed": 1, "sft_digest": sft_digest, "models_only": False, "copied": []}
     atomic_write_json(layout.root / "experiment_seed.json", marker)
     rewards = [0.1 + (0.5 * s / 39 if learns else 0.0) + rng.uniform(-0.03, 0.03) for s in range(40)]
     write_jsonl(layout.training_metrics(1, "grpo"), [{"step": s + 1, "reward_mean": r} for s, r in enumerate(rewards)])
@@ -111,7 +111,7 @@ def _arm(tmp_path: Path, arm: str, seed: int, learns: bool) -> RunLayout:
         gain = 0.3 * step / 40 if learns else 0.0
         _probe(layout, step, [min(1.0, b + gain + rng.uniform(-0.05, 0.05)) for b in base])
     record = {"arm": arm, "kind": "trained", "seed": seed, "status": "done", "final_round": 1}
-    atomic_write_json(layout.root / "experiment_arm.json", {**record, "shared_sft_digest": SFT_DIGEST})
+    atomic_write_json(layout.root / "experiment_arm.json", {**record, "shared_sft_digest": sft_digest})
     _final(layout, 1, 0.6 if learns else 0.2, rng, "c" * 64)
     return layout
 
@@ -150,10 +150,10 @@ def test_units_recorded_from_state_decide_the_criteria_only_when_all_are_in(tmp_
     assert not results["complete"] and all(c["passed"] is None for c in results["criteria"])
     assert "rl seed 1" in results["missing"] and "sft seed 1: probe at step 0" in results["missing"]
     assert (study / "curves.png").stat().st_size > 0 and "undecided" in out
+    sft = checkpoint_digest(_shared(tmp_path).candidate_model(0))
     for seed in (1, 2):
-        _arm(tmp_path, "rl", seed, learns=True)
-        _arm(tmp_path, "rl-twin", seed, learns=False)
-    _shared(tmp_path)
+        _arm(tmp_path, "rl", seed, learns=True, sft_digest=sft)
+        _arm(tmp_path, "rl-twin", seed, learns=False, sft_digest=sft)
     for part in ("train", "e2e"):
         assert main(["experiment", "--config", str(exp), "--twin-unit", part, "--only", "rl", "--only", "rl-twin"]) == 0
     results, _ = _report(exp, capsys)  # the SFT's unit is missing: measured, not decided
@@ -164,7 +164,7 @@ def test_units_recorded_from_state_decide_the_criteria_only_when_all_are_in(tmp_
     assert piece["part"] == "reference" and len(piece["e2e"]) == 2 * REPEATS and set(piece["probe"]) == {"0"}
     assert piece["commit"] and piece["cpu"]["model"] and piece["recorded_at"]
     results, out = _report(exp, capsys)
-    assert results["complete"] and not results["missing"] and not results["problems"]
+    assert results["complete"] and not results["missing"] and not results["problems"] and not results["notes"]
     c1, c2, c3 = results["criteria"]
     assert c1["passed"] and c2["passed"] and c3["passed"] and c3["detail"]["runs"] == 2 * REPEATS
     assert c2["detail"]["states"] == STATES and c2["p"] < 0.01 and c1["interval"][0] > 0.15
@@ -218,6 +218,26 @@ def test_unfinished_units_are_refused_naming_what_to_run(tmp_path: Path, capsys)
     assert not (tmp_path / "study" / "units").exists()
 
 
+def test_units_that_do_not_fit_together_decide_nothing(tmp_path: Path) -> None:
+    """Pieces probed on other states, or scored on other E2E runs, are problems (nothing decided); a rebuilt
+    bootstrap with another SFT digest is a note, as the pre-registration reports it."""
+    from bat.experiment.twin_report import checks
+    from bat.schemas.twin_study import E2eRun, TwinPiece
+
+    design = twin_design(load_experiment(_spec(tmp_path)))
+    run = E2eRun(finished=True, overall=1.0, end_reason="done")
+    pieces = [
+        TwinPiece(part="train", arm="rl", seed=1, sft_digest="a" * 64, probe={40: [0.1]}, probe_digest="p" * 64),
+        TwinPiece(part="train", arm="rl-twin", seed=1, sft_digest="b" * 64, probe={40: [0.1]}, probe_digest="q" * 64),
+        TwinPiece(part="e2e", arm="rl", seed=1, sft_digest="a" * 64, e2e={"final-x-r00": run}),
+        TwinPiece(part="e2e", arm="rl-twin", seed=1, sft_digest="a" * 64, e2e={"final-x-r01": run}),
+    ]
+    problems, notes = checks(pieces, design)
+    assert len(problems) == 2 and "probe states" in problems[0] and "E2E runs" in problems[1]
+    assert len(notes) == 1 and "rl-twin seed 1 (train): bbbbbbbbbbbb" in notes[0]
+    assert checks(pieces[:1] + pieces[2:3], design) == ([], [])
+
+
 @pytest.mark.parametrize("extra", [["--twin-report", "--twin-unit", "train"], ["--twin-report", "--collect-only"]])
 def test_study_modes_go_one_at_a_time(tmp_path: Path, capsys, extra: list[str]) -> None:
     assert main(["experiment", "--config", str(_spec(tmp_path)), *extra]) == 2
@@ -255,9 +275,7 @@ def test_sft_final_scores_the_shared_sft_and_its_unit_records(tmp_path: Path, ca
     exp.write_text(
         exp.read_text()
         .replace(f"final: {REPEATS}", "final: 1")
-        .replace(
-            "overrides: [", "overrides: [orchestrate.executor=debug, 'rollout.budgets.max_new_tokens_per_turn=16', "
-        )
+        .replace("overrides: [", "overrides: [orchestrate.executor=debug, ", 1)
     )
     layout = RunLayout(tmp_path / "state" / "t" / "seed_1" / "_shared")
     sft = tiny_model_builder(load_config(REPO / "configs" / "smoke.yaml").model.tiny, 7)
@@ -271,7 +289,9 @@ def test_sft_final_scores_the_shared_sft_and_its_unit_records(tmp_path: Path, ca
     assert manifest["checkpoint_digest"] == record["sft_digest"] and len(manifest["runs"]) == 2
     shared_piece = json.loads((tmp_path / "harness" / "runs" / "_shared" / "seed_1.json").read_text())
     assert shared_piece["sft_digest"] == record["sft_digest"]
+    played = layout.heldout_run_records(0, "final").stat().st_mtime_ns
     assert main(["experiment", "--config", str(exp), "--sft-final"]) == 0  # finished: read back, not replayed
+    assert layout.heldout_run_records(0, "final").stat().st_mtime_ns == played
     _probe(layout, 0, [0.1] * STATES, record["sft_digest"])
     assert main(["experiment", "--config", str(exp), "--twin-unit", "reference"]) == 0
     piece = json.loads((tmp_path / "study" / "units" / "sft" / "seed_1_reference.json").read_text())
