@@ -1,5 +1,6 @@
 """`bat experiment --config FILE [--only ARM ...] [--seeds 1,2] [--out DIR] [--collect-only] [--allow-config-change]
-[--supersede TAG --reason TEXT] [--wide-final N] [--null-control SEEDS --null-kl KL]`.
+[--supersede TAG --reason TEXT] [--wide-final N] [--null-control SEEDS --null-kl KL] [--sft-final]
+[--twin-unit train|e2e|reference] [--twin-report]` (the last three: `bat.cli.experiment_twin`).
 
 Arm comparison.
 
@@ -23,6 +24,8 @@ def _seeds(text: str) -> list[int]:
 
 
 def _handler(args: argparse.Namespace) -> int:
+    from bat.cli.experiment_twin import chosen as twin_modes
+    from bat.cli.experiment_twin import run as run_twin_mode
     from bat.experiment.pieces import SupersedeError
     from bat.experiment.run import select
     from bat.experiment.spec import ExperimentError, load_experiment
@@ -30,6 +33,8 @@ def _handler(args: argparse.Namespace) -> int:
     try:
         spec = load_experiment(args.config)
         arms, seeds = select(spec, args.only, args.seeds)
+        if twin_modes(args):
+            return run_twin_mode(spec, args)
         supersede_as = _supersede_as(args)
         if args.wide_final is not None and (args.collect_only or supersede_as):
             raise ExperimentError(
@@ -246,6 +251,9 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         metavar="KL",
         help="the null control's KL from the SFT (with --null-control)",
     )
+    from bat.cli.experiment_twin import add_arguments as add_twin_arguments
+
+    add_twin_arguments(parser)
     parser.set_defaults(handler=_handler)
 
 

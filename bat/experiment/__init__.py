@@ -56,6 +56,12 @@ Public API:
 * `bat experiment --config FILE --null-control SEEDS --null-kl KL` (`bat.experiment.null_control`): the shared SFT
   moved along seeded random directions to KL from it, scored on the same wide final runs (arm `_null-kl<KL>` of the wide
   summary, with each arm's gain beyond the null's): what a change of that size scores without learning.
+* An arm-versus-twin study (`twin_dir` of the experiment file; `bat.experiment.twin_design.twin_design`):
+  `bat experiment --config FILE --sft-final` (`bat.experiment.sft_final`: the shared SFT on the arms' end-of-run
+  final runs), `--twin-unit train|e2e|reference` (`bat.experiment.twin_units`: finished units recorded from their
+  state dirs as committed `TwinPiece`s under `<twin_dir>/units/`) and `--twin-report` (`bat.experiment.twin_report`:
+  the pre-registered analysis `bat.experiment.twin_analysis` of the committed pieces -> `results.json`, and
+  `bat.experiment.twin_plot` -> `curves.png`).
 
 Matched budget: arm overrides may only touch `curriculum.*` (not batch_size/batches_per_round/exhausted); the
 results' `budget` audit checks resolved budget fields and the RL arms' rollout/GRPO-step counts, and names arms whose

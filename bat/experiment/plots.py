@@ -76,10 +76,11 @@ def plot_curves(results: ExperimentResults, path: Path) -> Path:
     if best_ax.get_legend_handles_labels()[0]:
         best_ax.legend(fontsize=8, loc="best")
     fig.suptitle(f"{results.experiment}: mean over seeds {results.seeds}")
-    return _save(fig, path)
+    return save_figure(fig, path)
 
 
-def _save(fig: Any, path: Path) -> Path:
+def save_figure(fig: Any, path: Path) -> Path:
+    """Write `fig` as a PNG at `path` atomically (tight layout, 110 dpi) and close it; returns `path`."""
     import matplotlib.pyplot as plt
 
     fig.tight_layout()
@@ -123,4 +124,4 @@ def plot_stage_staircase(results: ExperimentResults, path: Path) -> Path:
     if handles:
         fig.legend(handles, labels, loc="upper right", fontsize=8)
     fig.suptitle(f"{results.experiment}: per-stage scores by round (mean over seeds {results.seeds})")
-    return _save(fig, path)
+    return save_figure(fig, path)

@@ -99,6 +99,9 @@ class ExperimentSpec(BaseModel):
     reference_arm: str | None = None
     """Arm the others are compared against (paired per-track deltas); default: the first arm named `bicurl`, else
     the last arm."""
+    twin_dir: Path | None = None
+    """An arm-versus-twin study's folder (e.g. docs/results/rl_teaches): its committed units (`bat experiment
+    --twin-unit`), `results.json` and `curves.png` (`--twin-report`). None: the experiment is not such a study."""
     wide_final_repeats: int | None = Field(None, ge=2, le=1000)
     """None: arm x seeds are widened only by `bat experiment --wide-final N`. An integer N: each arm x seed this
     driver finishes is widened at once to N final runs per track (`bat.experiment.wide`), while its retained

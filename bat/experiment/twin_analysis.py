@@ -29,9 +29,16 @@ def _rng(name: str) -> np.random.Generator:
     return np.random.default_rng(sum(ord(c) * (i + 1) for i, c in enumerate(name)))
 
 
-def rise(rewards: Sequence[float], window: int = WINDOW) -> float:
-    """Mean of the last `window` step rewards minus the mean of the first `window`."""
-    return float(np.mean(rewards[-window:]) - np.mean(rewards[:window]))
+def _steps(rewards: Sequence[float | None]) -> np.ndarray:
+    """Step rewards as floats, a step without a valid rollout (None) as NaN (left out of every window mean)."""
+    return np.asarray([np.nan if r is None else r for r in rewards], dtype=float)
+
+
+def rise(rewards: Sequence[float | None], window: int = WINDOW) -> float:
+    """Mean of the last `window` step rewards minus the mean of the first `window` (steps without a reward, None,
+    left out)."""
+    values = _steps(rewards)
+    return float(np.nanmean(values[-window:]) - np.nanmean(values[:window]))
 
 
 def c1_training(arm: Sequence[TwinUnit], twin: Sequence[TwinUnit], window: int = WINDOW) -> Criterion:
@@ -45,9 +52,10 @@ def c1_training(arm: Sequence[TwinUnit], twin: Sequence[TwinUnit], window: int =
     draws = np.zeros(RESAMPLES)
     for a, t in pairs:
         for unit, sign in ((a, 1.0), (t, -1.0)):
-            first, last = np.asarray(unit.rewards[:window]), np.asarray(unit.rewards[-window:])
-            lo = first[rng.integers(0, window, (RESAMPLES, window))].mean(axis=1)
-            hi = last[rng.integers(0, window, (RESAMPLES, window))].mean(axis=1)
+            values = _steps(unit.rewards)
+            first, last = values[:window], values[-window:]
+            lo = np.nanmean(first[rng.integers(0, window, (RESAMPLES, window))], axis=1)
+            hi = np.nanmean(last[rng.integers(0, window, (RESAMPLES, window))], axis=1)
             draws += sign * (hi - lo)
     draws /= len(pairs)
     interval = (float(np.percentile(draws, 2.5)), float(np.percentile(draws, 97.5)))

@@ -202,11 +202,11 @@ def scored_record(
     )
 
 
-def play_final(cfg: Any, layout: Any, round_index: int, checkpoint: str, variant: str) -> None:
-    """Play (or resume) `checkpoint`'s runs of the final split under `cfg` into `layout`'s wide `variant` files, as
-    one job of the end-of-run evaluation's kind (`orchestrate.executor`, `orchestrate.resources.final_test`): on a
-    cluster the policy runs on a compute node, not in the `bat experiment` process. Raises WideError naming the
-    job's log when it fails (its partial runs are kept: a rerun resumes)."""
+def play_final(cfg: Any, layout: Any, round_index: int, checkpoint: str, variant: str | None) -> None:
+    """Play (or resume) `checkpoint`'s runs of the final split under `cfg` into `layout`'s `variant` files (None:
+    the round's own final-split files), as one job of the end-of-run evaluation's kind (`orchestrate.executor`,
+    `orchestrate.resources.final_test`): on a cluster the policy runs on a compute node, not in the `bat experiment`
+    process. Raises WideError naming the job's log when it fails (its partial runs are kept: a rerun resumes)."""
     from bat.config.load import resolved_dict
     from bat.orchestrate.jobwait import PhaseFailed, run_callable
 
@@ -221,7 +221,9 @@ class FinalPlayJob(submitit.helpers.Checkpointable):
     """The callable `play_final` submits: plain-data arguments (pickled by submitit); a requeued job resumes from
     the evaluation's partial runs."""
 
-    def __init__(self, config_data: dict[str, Any], state_root: str, round_index: int, checkpoint: str, variant: str):
+    def __init__(
+        self, config_data: dict[str, Any], state_root: str, round_index: int, checkpoint: str, variant: str | None
+    ):
         self.config_data, self.state_root = config_data, state_root
         self.round_index, self.checkpoint, self.variant = round_index, checkpoint, variant
 
