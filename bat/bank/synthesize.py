@@ -313,16 +313,32 @@ def _counts(config: BatConfig, out: Collected, sft_rows: list[SftRow], stats: sf
     }
 
 
+def write_collected(
+    build: Path, config: BatConfig, out: Collected, sft_rows: list[SftRow], stats: sft.SliceStats
+) -> dict[str, Any]:
+    """Write a collected bank into the build directory (tasks, trajectories, SFT splits and rejections, RL rows and
+    their index, E2E decisions, rewritten skills); returns the manifest's counts."""
+    files = BankVersionLayout(build)
+    write_jsonl(files.tasks, out.tasks)
+    write_jsonl(files.trajectories, out.trajectories)
+    for split in SFT_SPLIT_FILES:
+        write_jsonl(files.sft_split(split), [r for r in sft_rows if r.split == split])
+    atomic_write_json(files.sft_rejected, stats.as_dict())
+    write_jsonl(files.rl_rows, out.rows)
+    atomic_write_json(files.rl_index, build_index(out.rows))
+    atomic_write_json(files.e2e_acceptance, out.e2e["decisions"])
+    write_skills_file(files.skills, config)
+    return _counts(config, out, sft_rows, stats)
+
+
 def synthesize(config: BatConfig, layout: RunLayout, refresh: int = 0) -> tuple[store.BankVersion, bool]:
     """Build the next bank version for `config` at refresh index `refresh` (`refreshed_config`), or return the
     existing one with the same fingerprint (reused=True). The manifest records the refresh index and bank seed, the
     steering, and (LLM skill writer) where each stage's skill text came from (`bat.bank.skill_writer`)."""
     if config.benchmark.name != "builtin":
-        raise ValueError(
-            f"benchmark.name {config.benchmark.name!r}: the Stage Bank is built on the built-in benchmark only so far; "
-            "evaluate this benchmark with `bat evaluate run` and make SFT rows with `bat benchmark sft-rows` "
-            "(docs/byo-benchmark.md)"
-        )
+        from bat.bank.plugin_synth import synthesize_plugin
+
+        return synthesize_plugin(config, layout, refresh)
     config, steered = steering(refreshed_config(config, refresh), layout, refresh)
     config, skills = skill_writer.prescribe(config, layout, refresh)
     fp = fingerprint(config)
@@ -333,17 +349,7 @@ def synthesize(config: BatConfig, layout: RunLayout, refresh: int = 0) -> tuple[
     def fill(build: Path) -> dict[str, Any]:
         out = collect(config, layout, build, layout.bank_scratch(fp[:16]))
         sft_rows, stats = slice_sft(config, out)
-        files = BankVersionLayout(build)
-        write_jsonl(files.tasks, out.tasks)
-        write_jsonl(files.trajectories, out.trajectories)
-        for split in SFT_SPLIT_FILES:
-            write_jsonl(files.sft_split(split), [r for r in sft_rows if r.split == split])
-        atomic_write_json(files.sft_rejected, stats.as_dict())
-        write_jsonl(files.rl_rows, out.rows)
-        atomic_write_json(files.rl_index, build_index(out.rows))
-        atomic_write_json(files.e2e_acceptance, out.e2e["decisions"])
-        write_skills_file(files.skills, config)
-        return _counts(config, out, sft_rows, stats)
+        return write_collected(build, config, out, sft_rows, stats)
 
     fields = {
         "fingerprint": fp,
