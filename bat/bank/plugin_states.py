@@ -29,11 +29,6 @@ if TYPE_CHECKING:
 WORKDIR_ALIAS = "<workdir>"
 
 
-def is_plugin(config: BatConfig) -> bool:
-    """Whether the configured benchmark (`benchmark.name`) is a plug-in other than the built-in one."""
-    return config.benchmark.name != "builtin"
-
-
 def benchmark(config: BatConfig) -> Benchmark:
     """The configured benchmark from the registry (`bat.staged.registry.from_config`)."""
     from bat.staged.registry import from_config

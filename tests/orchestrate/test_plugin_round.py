@@ -3,13 +3,10 @@ bootstrap (synthesize, scan, sft, evaluate, route) and round 1 (rollout, verify,
 on the benchmark's own stages through `bat.staged.interface` (configs/smoke.yaml's sizes)."""
 
 import json
-from pathlib import Path
 
 import pytest
-import yaml
 
 from bat.bank.store import open_bank
-from bat.config import parse_config
 from bat.orchestrate import driver
 from bat.phase.plan import load_plan
 from bat.rollout.shards import finished_shards, read_shard
@@ -17,24 +14,12 @@ from bat.schemas.rollout import RewardRecord
 from bat.state.jsonl import read_jsonl
 from bat.state.layout import RunLayout
 
-REPO = Path(__file__).resolve().parents[2]
 STAGES = ["inspect", "draft", "validate", "submit"]
 PHASES = {0: ("synthesize", "scan", "sft", "evaluate", "route"), 1: ("rollout", "verify", "grpo", "evaluate", "route")}
 
 
-def sqlqa_smoke(executor: str = "local"):
-    """configs/smoke.yaml on `sqlqa`: one practice task per track and outcome, one E2E candidate per track, one
-    held-out run per track, the tiny model."""
-    data = yaml.safe_load((REPO / "configs" / "smoke.yaml").read_text())
-    data["run"]["name"] = "sqlqa-smoke"
-    data["benchmark"] = {"name": "sqlqa", "repeats": 1}
-    data["bank"] = {"tasks_per_track": 1, "e2e_per_track": 1}
-    data["orchestrate"]["executor"] = executor
-    return parse_config(data)
-
-
 @pytest.mark.slow
-def test_a_whole_round_on_sqlqa_through_the_local_executor(tmp_path):
+def test_a_whole_round_on_sqlqa_through_the_local_executor(tmp_path, sqlqa_smoke):
     cfg = sqlqa_smoke()
     assert cfg.stage_keys == tuple(STAGES)
     layout = RunLayout(tmp_path / "run")
