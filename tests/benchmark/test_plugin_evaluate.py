@@ -75,4 +75,3 @@ def test_builtin_evaluation_keeps_its_pre_interface_scores(tmp_path):
         )
         assert tuple(agg.tracks[t].overall for t in tracks) == overall
         assert (agg.suite_version, agg.harness_version) == ("builtin-2", "builtin-grader-1")
-
