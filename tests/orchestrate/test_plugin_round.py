@@ -19,8 +19,8 @@ PHASES = {0: ("synthesize", "scan", "sft", "evaluate", "route"), 1: ("rollout", 
 
 
 @pytest.mark.slow
-def test_a_whole_round_on_sqlqa_through_the_local_executor(tmp_path, sqlqa_smoke):
-    cfg = sqlqa_smoke()
+def test_a_whole_round_on_sqlqa_through_the_local_executor(tmp_path, plugin_smoke):
+    cfg = plugin_smoke()
     assert cfg.stage_keys == tuple(STAGES)
     layout = RunLayout(tmp_path / "run")
     assert driver.run(cfg, layout) == 0

@@ -267,12 +267,12 @@ def test_product_smoke_round_through_sbatch(product_run):
 
 
 @pytest.mark.slow
-def test_a_round_on_a_plugin_benchmark_through_sbatch(slurm_cluster, tmp_path, sqlqa_smoke):
+def test_a_round_on_a_plugin_benchmark_through_sbatch(slurm_cluster, tmp_path, plugin_smoke):
     """The real phases on the second shipped benchmark (`sqlqa`, configs/smoke.yaml's sizes, tiny model) through
     `sbatch run_round.sh`: the bootstrap and round 1 finish, evaluated on the benchmark's own stages."""
     import json
 
-    cfg = sqlqa_smoke("slurm")
+    cfg = plugin_smoke("slurm")
     path = tmp_path / "sqlqa.yaml"
     path.write_text(yaml.safe_dump(resolved_dict(cfg)))
     layout = RunLayout(tmp_path / "state")
