@@ -67,6 +67,8 @@ def test_the_bank_has_the_plugins_stages_outcomes_and_e2e_rows(built):
     assert failure and "inspect" not in {r.stage for r in failure}  # the mistake is in inspect: later states only
     sft = bank.sft_rows("train") + bank.sft_rows("validation")
     assert all(r.messages[0].content.startswith("You are a careful data analyst") for r in sft)
+    # a recovery run's naive draft and its run on the sample are context for later rows, never targets
+    assert bank.sft_rejected()["skipped_flawed"] == 2 * len({r.provenance.trajectory_id for r in recovery})
 
 
 def test_same_seed_same_bank_and_reuse(built, tmp_path):
