@@ -49,3 +49,18 @@ def test_a_whole_round_on_sqlqa_through_the_local_executor(tmp_path, plugin_smok
         assert not any(f"| S{i} " in report for i in range(1, 6))
         for plot in ("overall.png", "stages.png"):
             assert (layout.report_md(round_index).parent / plot).stat().st_size > 0
+
+
+@pytest.mark.slow
+def test_an_online_grpo_round_on_sqlqa(tmp_path, plugin_smoke):
+    """configs/sqlqa.yaml's round mode (`grpo.rollouts: online`: every step rolls out bank states from the current
+    weights and rewards them with the replaying verifier), in-process at smoke sizes."""
+    cfg = plugin_smoke("debug")
+    cfg = cfg.model_copy(update={"grpo": cfg.grpo.model_copy(update={"rollouts": "online", "steps": 2})})
+    layout = RunLayout(tmp_path / "run")
+    assert driver.run(cfg, layout) == 0
+    for phase in PHASES[1]:
+        assert (layout.phase_dir(1, phase) / "DONE.json").is_file(), phase
+    steps = [json.loads(line) for line in (layout.phase_dir(1, "grpo") / "metrics.jsonl").read_text().splitlines()]
+    assert [s["step"] for s in steps] == [1, 2]
+    assert all(s["rollouts"] > 0 and s["rollouts_valid"] == s["rollouts"] for s in steps)  # every reward valid
