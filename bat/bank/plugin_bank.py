@@ -258,7 +258,7 @@ def collect(
 ) -> Any:
     """Run every planned task (stage tasks get up to `bank.retries` replacement draws when their trajectory fails
     its check) and merge the results in task order into a `synthesize.Collected`; `scanner` adds the leak term."""
-    from bat.bank.synthesize import Collected
+    from bat.bank.collected import Collected
 
     tasks, n_stage = plan(bench, config, seed, tracks)
     out = Collected(tasks=list(tasks))

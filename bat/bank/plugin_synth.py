@@ -32,7 +32,7 @@ def fingerprint(config: BatConfig, bench: Benchmark) -> str:
     harness, stages, tracks), the bank seed, the bank and benchmark config (speed-only knobs left out), the stage
     config and the rollout limit H."""
     from bat.bank.e2e import rollout_limit
-    from bat.bank.synthesize import CONTENT_NEUTRAL, WRITER_KNOBS, bank_seed
+    from bat.bank.seeding import CONTENT_NEUTRAL, WRITER_KNOBS, bank_seed
 
     unset = {name for name in ("track_tasks", "skills") if not getattr(config.bank, name)}
     payload = {
@@ -58,7 +58,7 @@ def _meter(config: BatConfig, bench: Benchmark) -> Any:
 def slice_sft(config: BatConfig, bench: Benchmark, out: Any) -> tuple[list[SftRow], sft.SliceStats]:
     """SFT rows of every checked trajectory whose label is in `bank.sft_outcomes` (plus accepted E2E ones), with the
     benchmark's skills and preamble; a recovery run's turns done before it turned back are context, never targets."""
-    from bat.bank.synthesize import bank_seed
+    from bat.bank.seeding import bank_seed
 
     stages = bench.stages()
     order, names, skills = [s.key for s in stages], {s.key: s.name for s in stages}, {s.key: s.skill for s in stages}
@@ -93,7 +93,8 @@ def slice_sft(config: BatConfig, bench: Benchmark, out: Any) -> tuple[list[SftRo
 def synthesize_plugin(config: BatConfig, layout: RunLayout, refresh: int = 0) -> tuple[store.BankVersion, bool]:
     """`bat.bank.synthesize.synthesize` for a plug-in benchmark: the next bank version at refresh `refresh`
     (new practice draws per refresh, steered like the built-in one), or the existing one of the same fingerprint."""
-    from bat.bank.synthesize import _scanner, bank_seed, refreshed_config, steering, write_collected
+    from bat.bank.collected import leak_scanner, write_collected
+    from bat.bank.seeding import bank_seed, refreshed_config, steering
 
     config, steered = steering(refreshed_config(config, refresh), layout, refresh)
     bench = benchmark(config)
@@ -104,7 +105,7 @@ def synthesize_plugin(config: BatConfig, layout: RunLayout, refresh: int = 0) ->
     seed, tracks = bank_seed(config), bank_tracks(config)
 
     def fill(build: Path) -> dict[str, Any]:
-        out = collect(bench, config, seed, tracks, build, layout.bank_scratch(fp[:16]), _scanner(config, layout))
+        out = collect(bench, config, seed, tracks, build, layout.bank_scratch(fp[:16]), leak_scanner(config, layout))
         sft_rows, stats = slice_sft(config, bench, out)
         return write_collected(build, config, out, sft_rows, stats)
 
