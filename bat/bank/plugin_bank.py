@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from bat.bank import checks, e2e
+from bat.bank.collected import Collected
 from bat.bank.plugin_sft import play_teacher
 from bat.bank.plugin_states import draw, pack_state, replay_states, task_of
 from bat.bank.practice import VARIANT_FOR
@@ -255,11 +256,9 @@ def e2e_task(bench: Benchmark, config: BatConfig, practice: PracticeTask, build:
 
 def collect(
     bench: Benchmark, config: BatConfig, seed: int, tracks: list[str], build: Path, scratch: Path, scanner: Any
-) -> Any:
+) -> Collected:
     """Run every planned task (stage tasks get up to `bank.retries` replacement draws when their trajectory fails
     its check) and merge the results in task order into a `synthesize.Collected`; `scanner` adds the leak term."""
-    from bat.bank.collected import Collected
-
     tasks, n_stage = plan(bench, config, seed, tracks)
     out = Collected(tasks=list(tasks))
     shutil.rmtree(Path(build) / "states", ignore_errors=True)  # leftovers of a killed build are rebuilt

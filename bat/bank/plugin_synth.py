@@ -15,9 +15,11 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from bat.bank import checks, sft, store
+from bat.bank.collected import leak_scanner, write_collected
 from bat.bank.plugin_bank import GENERATOR_VERSION, collect
 from bat.bank.plugin_states import benchmark
 from bat.bank.practice import bank_tracks
+from bat.bank.seeding import CONTENT_NEUTRAL, WRITER_KNOBS, bank_seed, refreshed_config, steering
 from bat.schemas.bank import SftRow
 from bat.seeds import derive_seed
 from bat.staged.interface import Benchmark
@@ -32,7 +34,6 @@ def fingerprint(config: BatConfig, bench: Benchmark) -> str:
     harness, stages, tracks), the bank seed, the bank and benchmark config (speed-only knobs left out), the stage
     config and the rollout limit H."""
     from bat.bank.e2e import rollout_limit
-    from bat.bank.seeding import CONTENT_NEUTRAL, WRITER_KNOBS, bank_seed
 
     unset = {name for name in ("track_tasks", "skills") if not getattr(config.bank, name)}
     payload = {
@@ -58,8 +59,6 @@ def _meter(config: BatConfig, bench: Benchmark) -> Any:
 def slice_sft(config: BatConfig, bench: Benchmark, out: Any) -> tuple[list[SftRow], sft.SliceStats]:
     """SFT rows of every checked trajectory whose label is in `bank.sft_outcomes` (plus accepted E2E ones), with the
     benchmark's skills and preamble; a recovery run's turns done before it turned back are context, never targets."""
-    from bat.bank.seeding import bank_seed
-
     stages = bench.stages()
     order, names, skills = [s.key for s in stages], {s.key: s.name for s in stages}, {s.key: s.skill for s in stages}
     e2e_ids = out.e2e_trajectory_ids
@@ -93,9 +92,6 @@ def slice_sft(config: BatConfig, bench: Benchmark, out: Any) -> tuple[list[SftRo
 def synthesize_plugin(config: BatConfig, layout: RunLayout, refresh: int = 0) -> tuple[store.BankVersion, bool]:
     """`bat.bank.synthesize.synthesize` for a plug-in benchmark: the next bank version at refresh `refresh`
     (new practice draws per refresh, steered like the built-in one), or the existing one of the same fingerprint."""
-    from bat.bank.collected import leak_scanner, write_collected
-    from bat.bank.seeding import bank_seed, refreshed_config, steering
-
     config, steered = steering(refreshed_config(config, refresh), layout, refresh)
     bench = benchmark(config)
     fp = fingerprint(config, bench)
