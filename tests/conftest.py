@@ -44,3 +44,22 @@ def toy_phases_env(monkeypatch):
     monkeypatch.setenv("PYTHONPATH", os.pathsep.join(dict.fromkeys(paths)))
     monkeypatch.setenv("BAT_TOY_SLEEP", "0")
     monkeypatch.setenv("BAT_PYTHON", sys.executable)
+
+
+@pytest.fixture(scope="session")
+def plugin_smoke():
+    """`make(executor, name="sqlqa") -> BatConfig`: configs/smoke.yaml on the plug-in benchmark `name` (one practice
+    task per track and outcome, one E2E candidate per track, one held-out run per track, the tiny model)."""
+    import yaml
+
+    from bat.config import parse_config
+
+    def make(executor: str = "local", name: str = "sqlqa"):
+        data = yaml.safe_load((TOY_DIR.parents[1] / "configs" / "smoke.yaml").read_text())
+        data["run"]["name"] = f"{name}-smoke"
+        data["benchmark"] = {"name": name, "repeats": 1}
+        data["bank"] = {"tasks_per_track": 1, "e2e_per_track": 1}
+        data["orchestrate"]["executor"] = executor
+        return parse_config(data)
+
+    return make

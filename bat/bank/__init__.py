@@ -48,7 +48,15 @@ Functions others call:
 * CLI: `bat bank synthesize|show|scan [--config FILE] [--set k=v] [--state DIR] [--version N]`.
 
 Outcome labels and their starting situations: success -> every stage boundary of a clean expert run;
-recovery -> S3 right after the failed pilot check (the agent faces the failing check); failure -> S4/S5 after
-the uncorrected S3 mistake (pilot problem reported but left). E2E -> the fresh reduced task, accepted by Eq. 15.
+recovery -> the built-in pilot stage right after the failed pilot check (the agent faces the failing check);
+failure -> the stages after the uncorrected mistake's stage. E2E -> the fresh reduced task, accepted by Eq. 15.
 RL rows never carry an assistant completion, answer or transcript.
+
+A plug-in benchmark (`benchmark.name` other than `builtin`) gets its bank through `bat.staged.interface` only
+(`bat.bank.plugin_synth.synthesize_plugin`, called by `synthesize`; `bat.bank.plugin_bank`, `bat.bank.plugin_states`):
+practice tasks from `Benchmark.tasks`, its scripted `expert`/`recovery`/`failure` agents as teachers, stage states
+as `Environment.snapshot()` after a replayed prefix (recovery: right after the turn the teacher turned back from,
+where that stage still fails), E2E surrogates from `Benchmark.surrogate`, rows with the benchmark's own skills,
+preamble and criteria. `plugin_states.open_row(bench, bank_dir, row, workdir)` restores a row's state
+(`Benchmark.open(task, workdir, state=...)`); the built-in benchmark's path and bytes are unchanged.
 """

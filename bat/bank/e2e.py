@@ -54,20 +54,24 @@ def rollout_limit(config: BatConfig) -> int:
 
 
 def validation_passes(turns: Sequence[TrajectoryTurn]) -> int:
-    """Pilot runs (S3 `run_model` calls) of a trajectory: the passes lambda_validate bounds."""
-    return sum(1 for t in turns if t.stage == "S3" and isinstance(t.call, dict) and t.call.get("name") == "run_model")
+    """Pilot runs (the built-in pilot stage's `run_model` calls) of a trajectory: the passes lambda_validate bounds."""
+    from bat.benchmark.bank_side import PILOT_STAGE, PILOT_TOOL
+
+    return sum(
+        1 for t in turns if t.stage == PILOT_STAGE and isinstance(t.call, dict) and t.call.get("name") == PILOT_TOOL
+    )
 
 
 def boots(state_dir: Path, workdir: Path, config: BatConfig) -> tuple[bool, str]:
     """Boot(p): materialise the package into a fresh workspace (digest-checked), open the env and read the brief."""
     from bat.bank.states import materialize
-    from bat.benchmark import StagedEnv
+    from bat.benchmark.bank_side import open_instance
 
     try:
         workspace = materialize(state_dir, Path(workdir) / "boot_ws")
         grader = Path(workdir) / "boot_grader"
         grader.mkdir(parents=True, exist_ok=True)
-        brief = StagedEnv(None, workspace, grader, config).reset()
+        brief = open_instance(None, workspace, grader, config).reset()
     except Exception as exc:
         return False, f"{type(exc).__name__}: {exc}"
     finally:

@@ -21,13 +21,15 @@ if TYPE_CHECKING:
     from bat.config.root import BatConfig
 
 
-def teacher_trajectory(bench: Benchmark, task: Task, agent: str, workdir: Path) -> Trajectory:
-    """Play the benchmark's scripted `agent` on practice `task` under `workdir` and grade it; `outcome` is success
-    when every stage and the task score full marks, else failure."""
+def play_teacher(bench: Benchmark, task: Task, agent: str, workdir: Path) -> tuple[str, list[TrajectoryTurn], Any]:
+    """Play the benchmark's scripted `agent` on `task` in a fresh environment under `workdir` (removed afterwards);
+    returns (brief, turns, score). Turns carry the rendered call with the agent's thought, the observation, the
+    stage and the call's record, with the host path of `workdir` aliased (`plugin_states.alias`)."""
+    import shutil
+
+    from bat.bank.plugin_states import alias
     from bat.policy.codec import render_tool_call
 
-    if task.split != PRACTICE:
-        raise ValueError(f"teacher trajectories come from practice tasks; {task.task_id} is on {task.split!r}")
     turns: list[TrajectoryTurn] = []
     with bench.open(task, workdir) as env:
         brief = env.reset()
@@ -35,15 +37,14 @@ def teacher_trajectory(bench: Benchmark, task: Task, agent: str, workdir: Path) 
         while (action := act(observation)) is not None:
             call = {k: v for k, v in action.items() if k != "thought"}
             step = env.step(action)
-            response = render_tool_call(call, thought=str(action.get("thought") or ""))
             turns.append(
                 TrajectoryTurn(
                     t=len(turns),
                     stage=step.stage,
-                    response=response,
+                    response=render_tool_call(call, thought=str(action.get("thought") or "")),
                     call=call,
-                    observation=step.observation,
-                    record=dict(step.info),
+                    observation=alias(step.observation, workdir),
+                    record=alias(dict(step.info), workdir),
                     done=step.done,
                 )
             )
@@ -51,7 +52,22 @@ def teacher_trajectory(bench: Benchmark, task: Task, agent: str, workdir: Path) 
             if step.done:
                 break
         score = env.score()
-    full = score.overall == 1.0 and all(v == 1.0 for v in score.stages.values())
+    shutil.rmtree(workdir, ignore_errors=True)
+    return alias(brief, workdir), turns, score
+
+
+def full_marks(score: Any) -> bool:
+    """Every applicable stage and the task at 1 (Overall 1)."""
+    return score.overall == 1.0 and all(v == 1.0 for v in score.stages.values())
+
+
+def teacher_trajectory(bench: Benchmark, task: Task, agent: str, workdir: Path) -> Trajectory:
+    """Play the benchmark's scripted `agent` on practice `task` under `workdir` and grade it; `outcome` is success
+    when every stage and the task score full marks, else failure."""
+    if task.split != PRACTICE:
+        raise ValueError(f"teacher trajectories come from practice tasks; {task.task_id} is on {task.split!r}")
+    brief, turns, score = play_teacher(bench, task, agent, workdir)
+    full = full_marks(score)
     return Trajectory(
         trajectory_id=f"trj.{task.task_id}.{agent}",
         task=PracticeTask(task_id=task.task_id, track=task.track, seed=task.seed, variant=agent),

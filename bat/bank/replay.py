@@ -40,13 +40,13 @@ def action_of(turn: TrajectoryTurn, offered: Sequence[str]) -> dict[str, Any]:
 
 
 def _env(instance: Any, workdir: Path, config: BatConfig) -> tuple[Any, Path, Path]:
-    from bat.benchmark import StagedEnv
+    from bat.benchmark.bank_side import open_instance
 
     workdir = Path(workdir)
     if workdir.exists():
         shutil.rmtree(workdir)
     workspace, grader = (workdir / "ws").resolve(), (workdir / "grader").resolve()
-    env = StagedEnv(instance, workspace, grader, config)
+    env = open_instance(instance, workspace, grader, config)
     env.reset()
     return env, workspace, grader
 

@@ -77,12 +77,20 @@ def agent_skill(config: BatConfig) -> str:
     )
 
 
-def history_opening(row: BankRow, trajectory: Trajectory, config: BatConfig) -> list[ChatMessage]:
+def history_opening(
+    row: BankRow,
+    trajectory: Trajectory,
+    config: BatConfig,
+    *,
+    agent_text: str | None = None,
+    preamble: str = prompts.PREAMBLE,
+) -> list[ChatMessage]:
     """The opening of a stage row in the layout the SFT slices train on (the paper's "upstream context", Eq. 11):
-    system turn (every stage skill when `bank.sft_context` is `agent`, else the row's skill kappa_s), the task brief,
-    then the first `provenance.prefix_turns` turns of `trajectory` (the teacher prefix the state package was
-    replayed from) as assistant/tool messages. An E2E row or a row without a prefix opens with its own prompt.
-    Reads only bank content; raises ValueError when `trajectory` is not the row's."""
+    system turn (`preamble` + every stage skill when `bank.sft_context` is `agent`, else the row's skill kappa_s),
+    the task brief, then the first `provenance.prefix_turns` turns of `trajectory` (the teacher prefix the state
+    package was replayed from) as assistant/tool messages. An E2E row or a row without a prefix opens with its own
+    prompt. `agent_text` is every stage's skill (default: the built-in benchmark's, `agent_skill`). Reads only bank
+    content; raises ValueError when `trajectory` is not the row's."""
     if row.stage == E2E or row.provenance.prefix_turns == 0:
         return list(row.prompt)
     if trajectory.trajectory_id != row.provenance.trajectory_id:
@@ -91,8 +99,15 @@ def history_opening(row: BankRow, trajectory: Trajectory, config: BatConfig) -> 
             f"not {trajectory.trajectory_id}"
         )
     prefix = trajectory.turns[: row.provenance.prefix_turns]
-    skill = agent_skill(config) if config.bank.sft_context == "agent" else row.skill
-    return [prompts.system_message(skill), prompts.user_message(trajectory.brief), *prompts.history_messages(prefix)]
+    if config.bank.sft_context == "agent":
+        skill = agent_skill(config) if agent_text is None else agent_text
+    else:
+        skill = row.skill
+    return [
+        prompts.system_message(skill, preamble),
+        prompts.user_message(trajectory.brief),
+        *prompts.history_messages(prefix),
+    ]
 
 
 def build_row(
@@ -109,8 +124,9 @@ def build_row(
     seeds: dict[str, int],
     config: BatConfig,
 ) -> BankRow:
-    """Assemble one RL row for a state packed at `states/<state_id>` (manifest from the sandbox package); kappa is
-    the stage's text from `bat.bank.skills.stage_skills(config)` (static, or the version's `bank.skills`)."""
+    """Assemble one RL row of the built-in benchmark for a state packed at `states/<state_id>` (manifest from the
+    sandbox package); kappa is the stage's text from `bat.bank.skills.stage_skills(config)` (static, or the
+    version's `bank.skills`)."""
     from bat.bank.skills import stage_skills
 
     order = [s.key for s in config.stages]
@@ -127,6 +143,41 @@ def build_row(
         user = prompts.user_message(
             brief, handoff_note(stage, order, prefix, files, config.benchmark.max_observation_chars)
         )
+    return assemble_row(
+        state_id=state_id,
+        stage=stage,
+        outcome=outcome,
+        task=task,
+        manifest=manifest,
+        prefix_turns=len(prefix),
+        trajectory_id=trajectory_id,
+        teacher=teacher,
+        seeds=seeds,
+        prompt=[prompts.system_message(skill), user],
+        skill=skill,
+        rubric=items,
+        evidence=evidence,
+    )
+
+
+def assemble_row(
+    *,
+    state_id: str,
+    stage: str,
+    outcome: str,
+    task: PracticeTask,
+    manifest: Any,
+    prefix_turns: int,
+    trajectory_id: str,
+    teacher: str,
+    seeds: dict[str, int],
+    prompt: list[ChatMessage],
+    skill: str,
+    rubric: list[RubricItemRef],
+    evidence: list[EvidenceRef],
+) -> BankRow:
+    """The `BankRow` of a state packed at `states/<state_id>` (state ref and digests from its package `manifest`)
+    with the given prompt, skill kappa, rubric c and evidence G (any benchmark)."""
     return BankRow(
         state_id=state_id,
         stage=stage,
@@ -140,8 +191,8 @@ def build_row(
             files=sum(1 for f in manifest.files if not f.path.endswith("/")),
             bytes=sum(f.size for f in manifest.files),
         ),
-        prompt=[prompts.system_message(skill), user],
-        rubric=items,
+        prompt=prompt,
+        rubric=rubric,
         evidence=evidence,
         skill=skill,
         provenance=Provenance(
@@ -152,19 +203,19 @@ def build_row(
             seeds=seeds,
             reduction=task.reduction,
             trajectory_id=trajectory_id,
-            prefix_turns=len(prefix),
+            prefix_turns=prefix_turns,
             digests={"state": prefixed(manifest.digest)},
         ),
     )
 
 
 def open_row_env(bank_dir: Path, row: BankRow, workdir: Path, config: BatConfig) -> Any:
-    """A `StagedEnv` positioned at the row's start: fresh workspace from the state package (digest-checked),
+    """The built-in environment positioned at the row's start: fresh workspace from the state package (digest-checked),
     grader side rebuilt from the practice task outside it, prefix records as `prior_records`. Call `reset()`
     on the returned env to get the brief, then `step(...)`."""
     from bat.bank.practice import write_grader
     from bat.bank.replay import PRIOR_RECORDS
-    from bat.benchmark import StagedEnv
+    from bat.benchmark.bank_side import open_instance
     from bat.sandbox import ExecutionRecord
     from bat.state.jsonl import read_jsonl
 
@@ -172,4 +223,4 @@ def open_row_env(bank_dir: Path, row: BankRow, workdir: Path, config: BatConfig)
     workspace = materialize(state_dir, Path(workdir) / "ws")
     grader = write_grader(row.task, config, Path(workdir) / "grader_build")
     prior = read_jsonl(state_dir / PRIOR_RECORDS, ExecutionRecord) if (state_dir / PRIOR_RECORDS).exists() else []
-    return StagedEnv(None, workspace, grader, config, prior_records=prior)
+    return open_instance(None, workspace, grader, config, prior)

@@ -1,6 +1,6 @@
 """Teachers that run a practice task into a multi-turn trajectory: the benchmark's scripted variants or an LLM.
 
-Both go through the same `StagedEnv` tools and return a `TeacherRun` whose turns carry the assistant text in the
+Both go through the same built-in environment's tools (`bat.benchmark.bank_side.open_instance`) and return a `TeacherRun` whose turns carry the assistant text in the
 tool-call format, the observation, the stage tag and a normalised execution record. Normalisation makes runs
 reproducible and machine-independent: timings are zeroed, the workspace/grader paths are replaced by
 `/workspace` and `<grader>`, and host install roots (code checkout, venv, Python) are stripped from tracebacks.
@@ -71,10 +71,10 @@ def alias_text(text: str, workspace: Path, grader: Path) -> str:
 
 
 def _open_env(instance: Any, workdir: Path, config: BatConfig) -> tuple[Any, Path, Path]:
-    from bat.benchmark import StagedEnv
+    from bat.benchmark.bank_side import open_instance
 
     workspace, grader = Path(workdir) / "ws", Path(workdir) / "grader"
-    return StagedEnv(instance, workspace, grader, config), workspace.resolve(), grader.resolve()
+    return open_instance(instance, workspace, grader, config), workspace.resolve(), grader.resolve()
 
 
 def run_scripted(instance: Any, variant: str, workdir: Path, config: BatConfig) -> TeacherRun:

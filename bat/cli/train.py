@@ -147,12 +147,14 @@ def _finish(out: TrainOutLayout, summary: dict, is_main: bool) -> int:
 
 def _sft(args: argparse.Namespace) -> int:
     from bat.policy.loader import load_tokenizer
+    from bat.policy.tools import benchmark_specs
     from bat.train.sft import train_sft
     from bat.train.sft_data import read_sft_rows, sft_data
 
     cfg = load_config(args.config, args.overrides)
     out = TrainOutLayout(args.out)
-    data = sft_data(cfg.sft, read_sft_rows(args.train), read_sft_rows(args.val), load_tokenizer(args.model))
+    rows = read_sft_rows(args.train), read_sft_rows(args.val)
+    data = sft_data(cfg.sft, *rows, load_tokenizer(args.model), benchmark_specs(cfg))
     seed = cfg.run.seed if args.seed is None else args.seed
     summary = train_sft(
         args.model,

@@ -225,8 +225,15 @@ def read_manifest(probe: StageProbeLayout) -> ProbeManifest | None:
 
 def build_probe(config: BatConfig, layout: RunLayout) -> tuple[ProbeManifest, bool]:
     """The run's probe, built now when absent (True) or the existing one (False) when its knobs and secret match
-    `config` and the run's secret; otherwise `ProbeMismatchError` naming what differs."""
+    `config` and the run's secret; otherwise `ProbeMismatchError` naming what differs. The probe is built from the
+    built-in benchmark's held-out instances: another benchmark raises ValueError saying so."""
     from bat.benchmark import run_secret
+
+    if config.benchmark.name != "builtin":
+        raise ValueError(
+            f"benchmark.name {config.benchmark.name!r}: the held-out stage probe is built on the built-in benchmark "
+            "only; score this benchmark per stage with `bat evaluate run` (its controller split's stage scores)"
+        )
 
     secret = run_secret(layout)
     knobs = probe_knobs(config)

@@ -108,7 +108,7 @@ def probe_opener(probe: Probe, config: BatConfig) -> Callable[[StateJob, int, Pa
     """`run_shards`' opener for probe states: a fresh, digest-checked workspace from the state package, the grader
     side rebuilt from the held-out instance, the prefix records, the opening and the stage exit check."""
     from bat.bank.states import materialize
-    from bat.benchmark import StagedEnv
+    from bat.benchmark.bank_side import open_instance
     from bat.rollout.envs import prior_records, stage_exit_check
 
     def open_env(job: StateJob, k: int, workdir: Path) -> OpenedEnv:
@@ -116,7 +116,7 @@ def probe_opener(probe: Probe, config: BatConfig) -> Callable[[StateJob, int, Pa
         state_dir = probe.files.root / state.state.path
         workspace = materialize(state_dir, Path(workdir) / "ws")
         grader = grader_dir(state, config, Path(workdir) / "grader_build")
-        env = StagedEnv(None, workspace, grader, config, prior_records=prior_records(state_dir))
+        env = open_instance(None, workspace, grader, config, prior_records(state_dir))
         return OpenedEnv(
             env=env,
             workspace=env.workspace,

@@ -58,10 +58,9 @@ def pool_draws(plan: RoundPlan, seed: int) -> dict[str, list[tuple[str, str]]]:
 def online_source(ctx: PhaseContext, plan: RoundPlan, start: Path, seed: int) -> OnlineSource:
     """The round's `OnlineSource`: plan batches, the bank's environments, the plan's verifier, the rollout engine."""
     from bat.bank.store import open_bank
-    from bat.benchmark import TOOL_NAMES
     from bat.online.block import OnlineSource
     from bat.policy.loader import load_tokenizer
-    from bat.policy.tools import policy_tools
+    from bat.policy.tools import config_tools
     from bat.rollout.chat import TurnTokens
     from bat.rollout.engines import make_engine
     from bat.rollout.envs import bank_opener
@@ -86,13 +85,14 @@ def online_source(ctx: PhaseContext, plan: RoundPlan, start: Path, seed: int) ->
         state, stage = states[(step * 7 + draw) % len(states)]
         return StateJob(state, pool, stage, payload=bank.row(state))
 
+    names, shown = config_tools(cfg)
     return OnlineSource(
         batch=batch,
         open_env=bank_opener(bank, cfg),
         verify=lambda shard, scratch: verify_shard(verifier, shard, bank, cfg, scratch),
         engine=lambda: make_engine(rc, start),
-        turn_tokens=TurnTokens(load_tokenizer(start), policy_tools(cfg.sft.render_tools, cfg.sft.tool_format)),
-        settings=loop_settings(rc, plan.reward_mode, list(TOOL_NAMES)),
+        turn_tokens=TurnTokens(load_tokenizer(start), shown),
+        settings=loop_settings(rc, plan.reward_mode, names),
         k=rc.k,
         rollouts_per_step=max(len(b) for b in plan.batches) * rc.k,
         replacement=replacement,

@@ -269,6 +269,12 @@ def _server_settings(config: BatConfig) -> tuple[str, str, Any, float, str, str]
     return "vLLM", "rollout.vllm", vl, fraction, "gpu_memory_utilization", f"max_num_seqs {vl.max_num_seqs}"
 
 
+def sandboxed(config: BatConfig) -> bool:
+    """Whether tool calls go through `bat.sandbox` (`benchmark.runtime: sandbox` on the built-in benchmark; a plug-in
+    benchmark runs its own tools)."""
+    return config.benchmark.runtime == "sandbox" and config.benchmark.name == "builtin"
+
+
 def _serving(config: BatConfig, shape: ModelShape, plan: PhasePlan) -> None:
     """rollout, evaluate, final_test: the engine, the phase process and its concurrent sandboxed tool calls."""
     rc = config.rollout
@@ -277,7 +283,7 @@ def _serving(config: BatConfig, shape: ModelShape, plan: PhasePlan) -> None:
     uses_gpu = bool(gpu) and rc.engine not in ("vllm", "sglang")
     process = GPU_PROCESS_HOST_BYTES if uses_gpu else PROCESS_HOST_BYTES
     plan.host = [Item("process", process), *host]
-    if config.benchmark.runtime == "sandbox":
+    if sandboxed(config):
         calls = rc.tool_workers * config.sandbox.memory_mb * MIB
         detail = f"{rc.tool_workers} at once x sandbox.memory_mb {config.sandbox.memory_mb} (RLIMIT_AS, a bound)"
         plan.host.append(Item("tool calls", calls, detail))
@@ -314,7 +320,7 @@ def _light(config: BatConfig, shape: ModelShape, plan: PhasePlan) -> None:
     workers = config.bank.workers if plan.phase == "synthesize" else 1
     plan.host = [Item("processes", workers * PROCESS_HOST_BYTES, f"{workers} x {PROCESS_HOST_BYTES / GIB:g} GiB")]
     plan.busy = workers
-    if plan.phase == "synthesize" and config.benchmark.runtime == "sandbox":
+    if plan.phase == "synthesize" and sandboxed(config):
         mb = config.sandbox.memory_mb
         plan.host.append(Item("tool calls", workers * mb * MIB, f"{workers} x sandbox.memory_mb {mb} (RLIMIT_AS)"))
 

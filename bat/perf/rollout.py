@@ -107,7 +107,8 @@ def _model(args: argparse.Namespace, tmp: Path) -> Path:
 def _full(
     engine: Any, tt: Any, cfg: Any, args: argparse.Namespace, tmp: Path, cohorts: int, schedule: str = "cohorts"
 ) -> tuple[int, float, list]:
-    from bat.benchmark import TOOL_NAMES, StagedEnv
+    from bat.benchmark import TOOL_NAMES
+    from bat.benchmark.bank_side import open_instance
     from bat.benchmark.instance import generate_instance
     from bat.config.rollout import RolloutBudgets
     from bat.rollout.loop import run_rollouts
@@ -117,7 +118,7 @@ def _full(
     for i in range(args.rollouts):
         inst = generate_instance(args.track, "practice", 100 + i, config=cfg.benchmark)
         env = ExpertActions(
-            StagedEnv(inst, tmp / f"c{cohorts}" / str(i) / "ws", tmp / f"c{cohorts}" / str(i) / "gr", cfg), inst
+            open_instance(inst, tmp / f"c{cohorts}" / str(i) / "ws", tmp / f"c{cohorts}" / str(i) / "gr", cfg), inst
         )
         specs.append(RolloutSpec(rollout_id=f"b{i}", state_id=f"s{i}", k=0, seed=i, env=env, workspace=env.workspace))
     budgets = RolloutBudgets(

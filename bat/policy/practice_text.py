@@ -40,7 +40,8 @@ def practice_texts(
 ) -> list[str]:
     """Texts of `episodes_per_track` practice instances per track (default: every benchmark track), each run by
     every agent in `agents`; deterministic for `seed`. Reads nothing from disk but the temporary episode dirs."""
-    from bat.benchmark import TOOL_SPECS, TRACKS, StagedEnv, practice_instance, run_agent
+    from bat.benchmark import TOOL_SPECS, TRACKS, practice_instance, run_agent
+    from bat.benchmark.bank_side import open_instance
     from bat.config import load_config
 
     cfg = load_config(None, ["benchmark.runtime=inprocess"])
@@ -59,7 +60,7 @@ def practice_texts(
                     raise RuntimeError(f"{instance.instance_id}: tokenizer corpus only takes practice instances")
                 for agent in agents:
                     work = root / f"{track}-{index}-{agent}"
-                    with StagedEnv(instance, work / "workspace", work / "grader", cfg) as env:
+                    with open_instance(instance, work / "workspace", work / "grader", cfg) as env:
                         brief = env.reset()
                         trajectory = run_agent(env, instance, agent)
                     texts += [*head, brief]

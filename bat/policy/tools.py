@@ -47,3 +47,26 @@ def compact_tools(specs: Sequence[dict[str, Any]]) -> list[dict[str, Any]]:
         does = str(spec.get("description", "")).split(". ")[0].rstrip(".")
         out.append({"name": spec["name"], "does": does, "args": ", ".join(args)})
     return out
+
+
+def benchmark_specs(config: Any) -> list[dict[str, Any]] | None:
+    """The configured benchmark's tool schemas for `policy_tools`: None (the built-in TOOL_SPECS) for the built-in
+    benchmark, a plug-in's `tools()` otherwise."""
+    if config.benchmark.name == "builtin":
+        return None
+    from bat.staged.registry import from_config
+
+    return from_config(config).tools()
+
+
+def config_tools(config: Any) -> tuple[list[str], list[dict[str, Any]] | None]:
+    """(tool names the agent loop accepts, tool list rendered into the policy's system turn) of the configured
+    benchmark under `sft.render_tools` and `sft.tool_format`."""
+    specs = benchmark_specs(config)
+    if specs is None:
+        from bat.benchmark import TOOL_NAMES
+
+        names = list(TOOL_NAMES)
+    else:
+        names = [t["name"] for t in specs]
+    return names, policy_tools(config.sft.render_tools, config.sft.tool_format, specs)

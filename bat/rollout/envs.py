@@ -64,20 +64,32 @@ def stage_exit_check(env: Any, row: BankRow, config: BatConfig) -> Callable[[int
     )
 
 
-def opening_messages(bank: Any, row: BankRow, config: BatConfig) -> list[dict[str, Any]]:
+def opening_messages(bank: Any, row: BankRow, config: BatConfig, bench: Any = None) -> list[dict[str, Any]]:
     """The messages a rollout of `row` opens with (`rollout.state_context`): the row's stored prompt, or for a
-    stage row under `history` the SFT slice layout with the teacher prefix from the bank's trajectories."""
+    stage row under `history` the SFT slice layout with the teacher prefix from the bank's trajectories (`bench`: a
+    plug-in benchmark, whose preamble and skills open it)."""
     from bat.bank.rows import history_opening
-    from bat.benchmark.prompts import to_dicts
+    from bat.benchmark import prompts
 
     if config.rollout.state_context == "history" and row.stage != E2E:
-        return to_dicts(history_opening(row, bank.trajectory(row.provenance.trajectory_id), config))
-    return to_dicts(row.prompt)
+        trajectory = bank.trajectory(row.provenance.trajectory_id)
+        if bench is None:
+            return prompts.to_dicts(history_opening(row, trajectory, config))
+        stages = bench.stages()
+        text = prompts.e2e_skill_text(
+            [s.key for s in stages], {s.key: s.skill for s in stages}, {s.key: s.name for s in stages}
+        )
+        return prompts.to_dicts(history_opening(row, trajectory, config, agent_text=text, preamble=bench.preamble))
+    return prompts.to_dicts(row.prompt)
 
 
 def bank_opener(bank: Any, config: BatConfig):
-    """`open_env(job, k, workdir)` for `run_shards` over rows of an opened bank version (job.payload = BankRow)."""
+    """`open_env(job, k, workdir)` for `run_shards` over rows of an opened bank version (job.payload = BankRow); a
+    plug-in benchmark's rows open through the interface (`plugin_opener`)."""
     from bat.bank.rows import open_row_env
+
+    if config.benchmark.name != "builtin":
+        return plugin_opener(bank, config)
 
     def open_env(job: StateJob, k: int, workdir: Path) -> OpenedEnv:
         env = open_row_env(bank.path, job.payload, workdir, config)
@@ -87,6 +99,26 @@ def bank_opener(bank: Any, config: BatConfig):
             messages=opening_messages(bank, job.payload, config),
             close=getattr(env, "close", None),
             stage_exit=stage_exit_check(env, job.payload, config),
+        )
+
+    return open_env
+
+
+def plugin_opener(bank: Any, config: BatConfig):
+    """`open_env(job, k, workdir)` over rows of a plug-in benchmark's bank version: the benchmark's environment
+    restored at the row's stored stage state (`bat.bank.plugin_states.open_row`); stage rows are never cut early (a
+    plug-in benchmark has no settled check)."""
+    from bat.bank.plugin_states import benchmark, open_row
+
+    bench = benchmark(config)
+
+    def open_env(job: StateJob, k: int, workdir: Path) -> OpenedEnv:
+        env = open_row(bench, bank.path, job.payload, workdir)
+        return OpenedEnv(
+            env=env,
+            workspace=env.workspace,
+            messages=opening_messages(bank, job.payload, config, bench),
+            close=env.close,
         )
 
     return open_env

@@ -59,9 +59,8 @@ def loop_settings(rc: RolloutConfig, reward_mode: str, tool_names: list[str]) ->
 def run_rollout(ctx: PhaseContext) -> PhaseResult:
     """Roll out every state of the round plan K times; resumes from finished shards."""
     from bat.bank.store import open_bank
-    from bat.benchmark import TOOL_NAMES
     from bat.policy.loader import load_tokenizer
-    from bat.policy.tools import policy_tools
+    from bat.policy.tools import config_tools
     from bat.rollout.chat import TurnTokens
     from bat.rollout.engines import make_engine
     from bat.rollout.envs import bank_opener
@@ -75,7 +74,8 @@ def run_rollout(ctx: PhaseContext) -> PhaseResult:
     jobs, dupes = plan_jobs(plan)
     jobs = [StateJob(j.state_id, j.pool, j.stage, payload=bank.row(j.state_id), repeats=j.repeats) for j in jobs]
     checkpoint = resolve_checkpoint(ctx.layout, plan.start_checkpoint)
-    settings = loop_settings(rc, plan.reward_mode, list(TOOL_NAMES))
+    names, shown = config_tools(cfg)
+    settings = loop_settings(rc, plan.reward_mode, names)
     summary = run_shards(
         ctx.phase_dir,
         jobs,
@@ -85,9 +85,7 @@ def run_rollout(ctx: PhaseContext) -> PhaseResult:
         round_index=ctx.round,
         open_env=bank_opener(bank, cfg),
         engine_factory=lambda: make_engine(rc, checkpoint),
-        turn_tokens=lambda: TurnTokens(
-            load_tokenizer(checkpoint), policy_tools(cfg.sft.render_tools, cfg.sft.tool_format)
-        ),
+        turn_tokens=lambda: TurnTokens(load_tokenizer(checkpoint), shown),
         settings=settings,
         scratch=ctx.layout.phase_scratch(ctx.round, "rollout"),
         keep_evidence=rc.keep_evidence,

@@ -41,13 +41,15 @@ def run_sft(ctx: PhaseContext) -> PhaseResult:
     """Cold-start SFT on the admitted bank's SFT rows; returns the export as `extra["candidate"]`."""
     from bat.bank.store import open_bank
     from bat.policy.loader import load_tokenizer
+    from bat.policy.tools import benchmark_specs
     from bat.train.sft import train_sft
     from bat.train.sft_data import sft_data
 
     cfg, layout = ctx.config, ctx.layout
     base = base_model_path(ctx)
     bank = open_bank(layout)
-    data = sft_data(cfg.sft, bank.sft_rows("train"), bank.sft_rows("validation"), load_tokenizer(base))
+    rows = bank.sft_rows("train"), bank.sft_rows("validation")
+    data = sft_data(cfg.sft, *rows, load_tokenizer(base), benchmark_specs(cfg))
     export = layout.candidate_model(0)
     metrics = ctx.layout.training_metrics(ctx.round, ctx.phase)
     summary = train_sft(

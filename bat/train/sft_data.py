@@ -129,16 +129,22 @@ def prepare_sft(
     return SftData(train=train, val=val, counts=counts, rename=rename, tokenizer=tokenizer, tools=tools)
 
 
-def sft_data(sft: SftConfig, train_rows: Sequence[SftRow], val_rows: Sequence[SftRow], tokenizer: Any) -> SftData:
+def sft_data(
+    sft: SftConfig,
+    train_rows: Sequence[SftRow],
+    val_rows: Sequence[SftRow],
+    tokenizer: Any,
+    specs: Sequence[dict[str, Any]] | None = None,
+) -> SftData:
     """The data SFT trains on under `sft`: `prepare_sft` with `sft.max_seq_len`, the policy's tool list
-    (`sft.render_tools`, `sft.tool_format`), `sft.pack_prefixes` and `sft.rename_identifiers`. The one preparation
-    the sft phase and `bat train sft` share."""
+    (`sft.render_tools`, `sft.tool_format`; `specs`: the benchmark's tool schemas, default the built-in ones),
+    `sft.pack_prefixes` and `sft.rename_identifiers`. The one preparation the sft phase and `bat train sft` share."""
     return prepare_sft(
         train_rows,
         val_rows,
         tokenizer,
         sft.max_seq_len,
-        tools=policy_tools(sft.render_tools, sft.tool_format) or [],
+        tools=policy_tools(sft.render_tools, sft.tool_format, specs) or [],
         pack=sft.pack_prefixes,
         rename=sft.rename_identifiers,
     )

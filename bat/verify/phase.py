@@ -25,8 +25,13 @@ if TYPE_CHECKING:
     from bat.config.root import BatConfig
 
 
-def make_verifier(config: BatConfig, reward_mode: str = "rubric") -> Verifier:
-    """A Verifier on the benchmark's grader and rubric; the judge is used when `verify.judge.enabled`."""
+def make_verifier(config: BatConfig, reward_mode: str = "rubric") -> Any:
+    """A Verifier on the benchmark's grader and rubric; the judge is used when `verify.judge.enabled`. A plug-in
+    benchmark (`benchmark.name` other than `builtin`) gets a `PluginVerifier` (`bat.verify.plugin_verify`)."""
+    if config.benchmark.name != "builtin":
+        from bat.verify.plugin_verify import plugin_verifier
+
+        return plugin_verifier(config, reward_mode)
     from bat.benchmark.contract import rubric
     from bat.benchmark.grader import grade
     from bat.benchmark.judge_client import JudgeClient
@@ -79,8 +84,11 @@ def state_truth(bank: Any, state_id: str, config: BatConfig, workdir: Path) -> S
     )
 
 
-def verify_shard(verifier: Verifier, shard: Path, bank: Any, config: BatConfig, scratch: Path) -> list[Any]:
-    """Rewards of every rollout in one rollout shard (one grader side per state, shared by its K rollouts)."""
+def verify_shard(verifier: Any, shard: Path, bank: Any, config: BatConfig, scratch: Path) -> list[Any]:
+    """Rewards of every rollout in one rollout shard (one grader side per state, shared by its K rollouts; a
+    `PluginVerifier` replays each rollout from its state)."""
+    if not isinstance(verifier, Verifier):
+        return verifier.verify_shard(shard, bank, scratch)
     records, timings = read_shard(shard), read_timings(shard)
     truths: dict[str, StateTruth] = {}
     rewards = []
@@ -99,7 +107,7 @@ def verify_shard(verifier: Verifier, shard: Path, bank: Any, config: BatConfig, 
     return rewards
 
 
-def open_round(config: BatConfig, layout: Any, round_index: int) -> tuple[Any, Any, Verifier, list[Any]]:
+def open_round(config: BatConfig, layout: Any, round_index: int) -> tuple[Any, Any, Any, list[Any]]:
     """(plan, bank version pinned by the plan, verifier of the plan's reward mode, finished rollout shards) of a
     round; FileNotFoundError when the round has no plan or no finished rollout shard."""
     from bat.bank.store import open_bank

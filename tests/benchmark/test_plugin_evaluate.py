@@ -75,10 +75,3 @@ def test_builtin_evaluation_keeps_its_pre_interface_scores(tmp_path):
         )
         assert tuple(agg.tracks[t].overall for t in tracks) == overall
         assert (agg.suite_version, agg.harness_version) == ("builtin-2", "builtin-grader-1")
-
-
-def test_the_bank_refuses_a_plugin_benchmark_with_what_works(layout):
-    from bat.bank.synthesize import synthesize
-
-    with pytest.raises(ValueError, match="built-in benchmark only so far; evaluate this benchmark with `bat evaluate"):
-        synthesize(_cfg(), layout)

@@ -266,6 +266,26 @@ def test_product_smoke_round_through_sbatch(product_run):
     assert (layout.phase_dir(1, "evaluate") / "aggregate_controller.json").exists()
 
 
+@pytest.mark.slow
+def test_a_round_on_a_plugin_benchmark_through_sbatch(slurm_cluster, tmp_path, plugin_smoke):
+    """The real phases on the second shipped benchmark (`sqlqa`, configs/smoke.yaml's sizes, tiny model) through
+    `sbatch run_round.sh`: the bootstrap and round 1 finish, evaluated on the benchmark's own stages."""
+    import json
+
+    cfg = plugin_smoke("slurm")
+    path = tmp_path / "sqlqa.yaml"
+    path.write_text(yaml.safe_dump(resolved_dict(cfg)))
+    layout = RunLayout(tmp_path / "state")
+    _sbatch(path, layout.root, tmp_path)
+    _wait_finished(cfg, layout, timeout_s=PRODUCT_TIMEOUT_S)
+    done = sorted(str(p.relative_to(layout.root)) for p in layout.root.glob("round_*/*/DONE.json"))
+    assert done == sorted(
+        f"round_00/{p}/DONE.json" for p in ("synthesize", "scan", "sft", "evaluate", "route")
+    ) + sorted(f"round_01/{p}/DONE.json" for p in ("rollout", "verify", "grpo", "evaluate", "route"))
+    agg = json.loads((layout.phase_dir(1, "evaluate") / "aggregate_controller.json").read_text())
+    assert sorted(agg["stages"]) == ["draft", "inspect", "submit", "validate"]
+
+
 def _wait_for(condition, what: str, timeout_s: float = 600.0) -> None:
     deadline = time.monotonic() + timeout_s
     while not condition():
