@@ -16,13 +16,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 PLUGINS = ("bat/benchmark/", "bat/benchmarks/")
 """The benchmark plug-in packages: the built-in benchmark declares its stages there (`bat.benchmark.builtin_spec`)."""
-ALLOWED = {
-    "bat/bank/": "bank/rollout side: Stage Bank states and checks, routed through the benchmark interface separately",
-    "bat/rollout/": "bank/rollout side: rollouts, routed through the benchmark interface separately",
-    "bat/verify/": "bank/rollout side: the verifier, routed through the benchmark interface separately",
-    "bat/policy/practice_text.py": "bank/rollout side: practice text, routed through the benchmark interface separately",
-    "bat/evaluate/stage_probe_score.py": "bank/rollout side: the stage probe's scorer, routed separately",
-}
+ALLOWED: dict[str, str] = {}
 """Path prefix -> why literals there are not (yet) reported."""
 TRACKS_ALLOWED = {
     **ALLOWED,

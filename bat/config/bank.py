@@ -54,7 +54,7 @@ class BankConfig(Section):
     e2e_per_track: int = Field(2, ge=0, le=10_000)
     """E2E surrogate candidates per track (reduced tasks run by the expert teacher)."""
     reduction_grid: str = "v1"
-    """Version of the E2E reduction grid (`bat.bank.reduction.GRIDS`, Eq. 12): `v1` keeps every input at full size,
+    """Version of the E2E reduction grid (`bat.benchmark.reduction.GRIDS`, Eq. 12): `v1` keeps every input at full size,
     `v2` also draws input fractions (lambda_input) of 0.5 and 0.25 (synthesis: 0.5) that make each case smaller."""
     rollout_limit_h: int | None = Field(24, ge=1)
     """H of Eq. 15: an E2E surrogate is accepted only if its teacher trajectory has <= H turns (reference: 24
