@@ -129,8 +129,8 @@ def find_task(
 
 def plan_e2e_tasks(config: BatConfig, bank_seed: int, tracks: list[str]) -> list[PracticeTask]:
     """E2E surrogate candidates: practice tasks reduced by R_lambda from the configured grid (expert teacher)."""
-    from bat.benchmark.reduction import choose_reduction
     from bat.benchmark import practice_seed
+    from bat.benchmark.reduction import choose_reduction
     from bat.seeds import derive_seed
 
     tasks: list[PracticeTask] = []

@@ -211,8 +211,8 @@ def to_task(params: TaskParams, slot: Slot, config: BatConfig, bank_seed: int, p
     """The PracticeTask of valid `params` for `slot`: instance seed from the practice seed space only (derived from
     the bank seed, the slot and the proposal number); an E2E slot also gets its R_lambda from the bank's grid.
     Raises `Rejected("generator_refused")` when the practice generator refuses the parameters."""
-    from bat.benchmark.reduction import choose_reduction
     from bat.benchmark import practice_seed
+    from bat.benchmark.reduction import choose_reduction
     from bat.seeds import derive_seed
 
     parts = (slot.kind, slot.track, slot.outcome, slot.slot, slot.attempt, proposal)

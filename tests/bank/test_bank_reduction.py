@@ -3,8 +3,8 @@
 import pytest
 
 from bat.bank.practice import instance_for
-from bat.benchmark.reduction import GRIDS, choose_reduction, grid_for
 from bat.benchmark import TRACKS
+from bat.benchmark.reduction import GRIDS, choose_reduction, grid_for
 from bat.benchmark.tracks import get_track
 from bat.config import load_config
 from bat.schemas.bank import PracticeTask, Reduction
