@@ -4,7 +4,7 @@ Public API (import from `bat.benchmark`):
 
 Contract (reusable by the verifier so reward and evaluation cannot drift):
 * `TRACKS` — ("classification", "detection", "enhancement", "report", "segmentation", "synthesis", "vqa").
-  `bat.benchmark.builtin_spec` declares them with `STAGES` (S1-S5: keys, names, weights), `CONTRACT` and
+  `bat.benchmarks.builtin_spec` declares them (plain data; `bat.benchmark.builtin_spec` as config types) with `STAGES` (S1-S5: keys, names, weights), `CONTRACT` and
   `LATE_STAGES`: the one place these names are spelled (config defaults read it; everything else reads the config).
 * `rubric(stage_key, track, contract=None) -> list[RubricItem]` — binary items from `benchmark.contract` (default:
   the built-in one, ids mirror AutoMedBench sub-criteria, e.g. `s1a_plan_md`, `s1c_<track>_model`,

@@ -12,7 +12,7 @@ from bat.config.stages import builtin_declared
 
 
 def builtin_tracks() -> tuple[str, ...]:
-    """The built-in benchmark's tracks (declared by that plug-in, `bat.benchmark.builtin_spec`)."""
+    """The built-in benchmark's tracks (declared by that plug-in, `bat.benchmarks.builtin_spec`)."""
     return tuple(builtin_declared().TRACKS)
 
 

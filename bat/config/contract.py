@@ -2,7 +2,7 @@
 the formula that turns item verdicts into a stage score (paper §2.1 Eqs. 1-2, §2.2.1 Eq. 4, App. A.1 Eqs. 7 and
 14; CONTRACTS.md).
 
-The defaults are the built-in benchmark's contract, declared by that plug-in (`bat.benchmark.builtin_spec`; item ids
+The defaults are the built-in benchmark's contract, declared by that plug-in (`bat.benchmarks.builtin_spec`; item ids
 mirror AutoMedBench's sub-criteria). A user's own
 staged benchmark (`benchmark.kind: external`) defines its own stages here; the built-in grader computes only the
 items it knows, so with `benchmark.kind: builtin` the item and evidence ids must be built-in ones (texts may be
@@ -90,13 +90,13 @@ class StageContract(Section):
 
 def builtin_contract() -> dict[str, StageContract]:
     """The built-in benchmark's contract (stage key -> `StageContract`), a fresh dict."""
-    return dict(builtin_declared().CONTRACT)
+    return {key: StageContract.model_validate(c) for key, c in builtin_declared().CONTRACT.items()}
 
 
 def __getattr__(name: str) -> Any:
     """`BUILTIN_CONTRACT`: the built-in benchmark's contract, read from the plug-in on first use."""
     if name == "BUILTIN_CONTRACT":
-        return builtin_declared().CONTRACT
+        return builtin_contract()
     raise AttributeError(f"module 'bat.config.contract' has no attribute {name!r}")
 
 

@@ -1,5 +1,5 @@
 """The ordered stage list of the staged benchmark. Its default is the built-in benchmark's stages, declared by that
-plug-in (`bat.benchmark.builtin_spec`); a plug-in benchmark named by `benchmark.name` supplies its own
+plug-in (`bat.benchmarks.builtin_spec`); a plug-in benchmark named by `benchmark.name` supplies its own
 (`bat.config.benchmark.plugin_stage_defaults`)."""
 
 from __future__ import annotations
@@ -22,16 +22,16 @@ class StageSpec(Section):
 
 
 def builtin_declared() -> ModuleType:
-    """The built-in benchmark's declared stages, tracks, contract and late stages (`bat.benchmark.builtin_spec`,
-    imported on first use: it imports config types only)."""
-    from bat.benchmark import builtin_spec
+    """The built-in benchmark's declared stages, tracks, contract and late stages as plain data
+    (`bat.benchmarks.builtin_spec`, imported on first use: it imports nothing from bat)."""
+    from bat.benchmarks import builtin_spec
 
     return builtin_spec
 
 
 def builtin_stages() -> tuple[StageSpec, ...]:
     """The built-in benchmark's ordered stages (the default of the top-level `stages`)."""
-    return tuple(builtin_declared().STAGES)
+    return tuple(StageSpec(**stage) for stage in builtin_declared().STAGES)
 
 
 def __getattr__(name: str) -> Any:

@@ -174,3 +174,9 @@ def analyse(
         criteria=criteria,
         overall={arm: _overall(a), twin: _overall(t), reference: _overall(ref)},
     )
+
+
+def probe_mean(values: list[float | None]) -> float | None:
+    """Mean over probe states with a score, x 100 (None without one)."""
+    kept = [v for v in values if v is not None]
+    return 100.0 * float(np.mean(kept)) if kept else None

@@ -13,9 +13,8 @@ from pathlib import Path
 import numpy as np
 
 from bat.experiment.plots import save_figure
-from bat.experiment.twin_analysis import WINDOW
+from bat.experiment.twin_analysis import WINDOW, probe_mean
 from bat.experiment.twin_design import REFERENCE, TwinDesign
-from bat.experiment.twin_report import probe_mean
 from bat.schemas.twin_study import TwinUnit
 
 STYLES = ("-", "--", ":", "-.")

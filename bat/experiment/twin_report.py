@@ -17,7 +17,7 @@ from pathlib import Path
 import numpy as np
 
 from bat.experiment.records import load_record
-from bat.experiment.twin_analysis import analyse
+from bat.experiment.twin_analysis import analyse, probe_mean
 from bat.experiment.twin_design import REFERENCE, TwinDesign
 from bat.perf.machine import isa_kind
 from bat.schemas.twin_study import TwinPiece, TwinResults, TwinUnit, UnitSource
@@ -101,12 +101,6 @@ def extra_missing(units: list[TwinUnit], design: TwinDesign) -> list[str]:
         if unit is None or 0 not in unit.probe:
             missing.append(f"{REFERENCE} seed {seed}: probe at step 0")
     return missing
-
-
-def probe_mean(values: list[float | None]) -> float | None:
-    """Mean over probe states with a score, x 100 (None without one)."""
-    kept = [v for v in values if v is not None]
-    return 100.0 * float(np.mean(kept)) if kept else None
 
 
 def descriptives(units: list[TwinUnit]) -> dict:

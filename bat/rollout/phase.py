@@ -122,7 +122,7 @@ ROLLOUT = PhaseSpec(
     run_rollout,
     reads=lambda L, r: (L.plan(r), first_bank(L).rl_rows, first_bank(L).states_dir, "the plan's start checkpoint"),
     writes=lambda L, r: tuple(
-        Maybe(path, "the plan has states to roll out (grpo.rollouts: online with grpo.online_record off has none)")
+        Maybe(path, "not with grpo.online_record off")
         for path in (
             L.round(r).shard("rollout", 0).rollouts,
             L.round(r).shard("rollout", 0).timings,

@@ -184,7 +184,7 @@ VERIFY = PhaseSpec(
     run_verify,
     reads=lambda L, r: (L.plan(r), L.round(r).shard("rollout", 0).rollouts, first_bank(L).states_dir),
     writes=lambda L, r: tuple(
-        Maybe(path, "the rollout phase wrote a shard (grpo.online_record off writes none)")
+        Maybe(path, "not with grpo.online_record off")
         for path in (L.round(r).shard("verify", 0).rewards, L.round(r).shard("verify", 0).done)
     ),
     resources="verify",
