@@ -73,7 +73,7 @@ def test_the_patterns_catch_work_log_phrases_and_spare_software_sessions():
         " ".join(("sessions", "32-34", "beside the experiment")),
         " ".join(("no device lent", "(`status`:", "not drawn)")),
         "the session-23 pin",
-        "resumes next session",
+        " ".join(("resumes next", "session")),
         "a subagent wrote it",
     ]
     spared = [

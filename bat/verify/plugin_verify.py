@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, Any
 
 from bat.schemas.bank import E2E
 from bat.schemas.rollout import ItemVerdict, RewardRecord, RolloutRecord
-from bat.verify.reward import e2e_reward, stage_reward
+from bat.verify.reward import e2e_reward, invalid_reward, reward_fields, stage_reward
 
 if TYPE_CHECKING:
     from bat.config.root import BatConfig
@@ -35,20 +35,10 @@ class PluginVerifier:
     judge_identity: str = "none"
 
     def _base(self, rec: RolloutRecord) -> dict[str, Any]:
-        return dict(
-            rollout_id=rec.rollout_id,
-            state_id=rec.state_id,
-            round=rec.round,
-            pool=rec.pool,
-            stage=rec.stage,
-            reward_version=self.config.verify.reward_version,
-            judge=self.judge_identity,
-        )
+        return reward_fields(rec, self.config.verify.reward_version, self.judge_identity)
 
     def invalid(self, rec: RolloutRecord, reason: str, **extra: Any) -> RewardRecord:
-        return RewardRecord(
-            **self._base(rec), items=extra.pop("items", []), reward=None, valid=False, invalid_reason=reason, **extra
-        )
+        return invalid_reward(self._base(rec), reason, **extra)
 
     def replay(self, rec: RolloutRecord, row: BankRow, bank_dir: Path, workdir: Path) -> Any:
         """The benchmark's score of the rollout's actions replayed from the row's state; a diverging observation

@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
+from typing import Any
 
 from bat.config.stages import DEFAULT_STAGES, StageSpec
+from bat.schemas.rollout import RewardRecord, RolloutRecord
 
 
 def stage_reward(verdicts: Mapping[str, bool | None], eta: float | None) -> float | None:
@@ -42,3 +44,23 @@ def eta_from(evidence: Mapping[str, bool], required: Sequence[str]) -> float | N
     if not required:
         return 1.0
     return sum(1.0 for e in required if evidence.get(e)) / len(required)
+
+
+def reward_fields(rec: RolloutRecord, reward_version: int, judge: str) -> dict[str, Any]:
+    """The identity fields every reward record of `rec` carries (rollout, state, round, pool, stage, versions)."""
+    return dict(
+        rollout_id=rec.rollout_id,
+        state_id=rec.state_id,
+        round=rec.round,
+        pool=rec.pool,
+        stage=rec.stage,
+        reward_version=reward_version,
+        judge=judge,
+    )
+
+
+def invalid_reward(fields: Mapping[str, Any], reason: str, **extra: Any) -> RewardRecord:
+    """An invalid reward record (no reward) with `reason`; `extra` may carry the item verdicts (`items`)."""
+    return RewardRecord(
+        **fields, items=extra.pop("items", []), reward=None, valid=False, invalid_reason=reason, **extra
+    )

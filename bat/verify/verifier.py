@@ -19,7 +19,7 @@ from bat.benchmark import workspace_files as wf
 from bat.benchmark.judge_client import JudgeClient, JudgeItem
 from bat.schemas.rollout import ItemVerdict, RewardRecord, RolloutRecord
 from bat.verify.evidence import trusted_view
-from bat.verify.reward import e2e_reward, eta_from, stage_reward
+from bat.verify.reward import e2e_reward, eta_from, invalid_reward, reward_fields, stage_reward
 
 if TYPE_CHECKING:
     from bat.config.root import BatConfig
@@ -61,20 +61,10 @@ class Verifier:
         return self.judge.identity if self.judge is not None else "none"
 
     def _base(self, rec: RolloutRecord) -> dict[str, Any]:
-        return dict(
-            rollout_id=rec.rollout_id,
-            state_id=rec.state_id,
-            round=rec.round,
-            pool=rec.pool,
-            stage=rec.stage,
-            reward_version=self.config.verify.reward_version,
-            judge=self.judge_identity,
-        )
+        return reward_fields(rec, self.config.verify.reward_version, self.judge_identity)
 
     def invalid(self, rec: RolloutRecord, reason: str, **extra: Any) -> RewardRecord:
-        return RewardRecord(
-            **self._base(rec), items=extra.pop("items", []), reward=None, valid=False, invalid_reason=reason, **extra
-        )
+        return invalid_reward(self._base(rec), reason, **extra)
 
     def verify(
         self, rec: RolloutRecord, shard_dir: Path, truth: StateTruth, records: Sequence[Any], workdir: Path
