@@ -67,26 +67,20 @@ def slice_sft(config: BatConfig, bench: Benchmark, out: Any) -> tuple[list[SftRo
         for t in out.trajectories
         if t.checked and (t.trajectory_id in e2e_ids or t.outcome in config.bank.sft_outcomes)
     ]
-    splits = sft.split_by_trajectory(
-        [t.trajectory_id for t in use], config.bank.validation_fraction, derive_seed(bank_seed(config), "sft_split")
+    return sft.slice_trajectories(
+        use,
+        split_seed=derive_seed(bank_seed(config), "sft_split"),
+        validation_fraction=config.bank.validation_fraction,
+        e2e_ids=e2e_ids,
+        recovery_skip=lambda traj: checks.premature_turns(traj.turns, order),
+        skills=skills,
+        stage_order=order,
+        meter=_meter(config, bench),
+        max_length=config.bank.sft_max_length,
+        stage_names=names,
+        agent_context=config.bank.sft_context == "agent",
+        preamble=bench.preamble,
     )
-    stats, rows, meter = sft.SliceStats(), [], _meter(config, bench)
-    for traj in use:
-        rows += sft.slice_trajectory(
-            traj,
-            skills=skills,
-            stage_order=order,
-            meter=meter,
-            max_length=config.bank.sft_max_length,
-            split=splits[traj.trajectory_id],
-            stats=stats,
-            stage_names=names,
-            e2e=traj.trajectory_id in e2e_ids,
-            skip=checks.premature_turns(traj.turns, order) if traj.outcome == "recovery" else (),
-            agent_context=config.bank.sft_context == "agent",
-            preamble=bench.preamble,
-        )
-    return rows, stats
 
 
 def synthesize_plugin(config: BatConfig, layout: RunLayout, refresh: int = 0) -> tuple[store.BankVersion, bool]:

@@ -9,7 +9,7 @@ from __future__ import annotations
 import math
 import random
 from collections import Counter
-from collections.abc import Collection, Mapping, Sequence
+from collections.abc import Callable, Collection, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
@@ -155,6 +155,33 @@ def slice_trajectory(
             )
         )
     return rows
+
+
+def slice_trajectories(
+    use: Sequence[Trajectory],
+    *,
+    split_seed: int,
+    validation_fraction: float,
+    e2e_ids: Collection[str],
+    recovery_skip: Callable[[Trajectory], Collection[int]],
+    **slicing: Any,
+) -> tuple[list[SftRow], SliceStats]:
+    """SFT rows of every trajectory of `use`, each whole trajectory assigned to train or validation by `split_seed`
+    (`split_by_trajectory`); a recovery run skips the turns `recovery_skip` names, a trajectory in `e2e_ids` is
+    sliced as an E2E row; `slicing` holds the remaining `slice_trajectory` arguments. Returns the rows and the
+    counts of kept and rejected rows."""
+    splits = split_by_trajectory([t.trajectory_id for t in use], validation_fraction, split_seed)
+    stats, rows = SliceStats(), []
+    for traj in use:
+        rows += slice_trajectory(
+            traj,
+            split=splits[traj.trajectory_id],
+            stats=stats,
+            e2e=traj.trajectory_id in e2e_ids,
+            skip=recovery_skip(traj) if traj.outcome == "recovery" else (),
+            **slicing,
+        )
+    return rows, stats
 
 
 def tokenize_sft_row(

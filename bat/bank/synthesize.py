@@ -163,26 +163,19 @@ def slice_sft(config: BatConfig, out: Collected) -> tuple[list[SftRow], sft.Slic
             or (t.task.reduction is None and t.outcome in config.bank.sft_outcomes)
         )
     ]
-    splits = sft.split_by_trajectory(
-        [t.trajectory_id for t in use], config.bank.validation_fraction, derive_seed(bank_seed(config), "sft_split")
+    return sft.slice_trajectories(
+        use,
+        split_seed=derive_seed(bank_seed(config), "sft_split"),
+        validation_fraction=config.bank.validation_fraction,
+        e2e_ids=out.e2e_trajectory_ids,
+        recovery_skip=lambda traj: checks.flawed_pilot_turns(traj.turns),
+        skills=skills,
+        stage_order=order,
+        meter=meter,
+        max_length=config.bank.sft_max_length,
+        stage_names=names,
+        agent_context=config.bank.sft_context == "agent",
     )
-    stats = sft.SliceStats()
-    sliced: list[SftRow] = []
-    for traj in use:
-        sliced += sft.slice_trajectory(
-            traj,
-            skills=skills,
-            stage_order=order,
-            meter=meter,
-            max_length=config.bank.sft_max_length,
-            split=splits[traj.trajectory_id],
-            stats=stats,
-            stage_names=names,
-            e2e=traj.trajectory_id in out.e2e_trajectory_ids,
-            skip=checks.flawed_pilot_turns(traj.turns) if traj.outcome == "recovery" else (),
-            agent_context=config.bank.sft_context == "agent",
-        )
-    return sliced, stats
 
 
 def _meter(config: BatConfig) -> sft.LengthMeter:
