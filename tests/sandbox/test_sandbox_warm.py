@@ -85,3 +85,29 @@ def test_unclosed_warm_sandbox_cleans_up_when_collected(make_sandbox: Callable[.
     del sb, server
     gc.collect()
     assert proc.poll() is not None and not scratch.exists()
+
+
+def test_emptying_the_scratch_never_enters_a_mount_inside_it(tmp_path: Path) -> None:
+    """The server empties the scratch (the sandbox's /tmp tmpfs) after each call, but a file system mounted inside
+    it (a checkout or venv under /tmp is bound there) is not the calls' to walk or delete: a writable bind of a host
+    folder keeps its files, while the call's own files and folders go."""
+    import subprocess
+    import sys
+
+    from bat.sandbox.runtimes import bwrap_available
+
+    if not bwrap_available():
+        pytest.skip("bubblewrap not usable here")
+    kept = tmp_path / "kept"
+    (kept / "deep").mkdir(parents=True)
+    (kept / "deep" / "file.txt").write_text("host data\n")
+    code = (
+        "import os; from bat.sandbox.toolserver import _empty\n"
+        "os.makedirs('/tmp/left/a/b'); open('/tmp/left/a/b/f', 'w').write('x'); open('/tmp/g', 'w').write('y')\n"
+        "_empty('/tmp'); print(sorted(os.listdir('/tmp')), sorted(os.listdir('/tmp/x')))\n"
+    )
+    argv = ["bwrap", "--ro-bind", "/", "/", "--tmpfs", "/tmp", "--dir", "/tmp/x", "--bind", str(kept), "/tmp/x/kept"]
+    argv += ["--dev", "/dev", "--", sys.executable, "-c", code]
+    out = subprocess.run(argv, capture_output=True, text=True, check=True, timeout=60).stdout
+    assert out.split("\n")[0] == "['x'] ['kept']"
+    assert (kept / "deep" / "file.txt").read_text() == "host data\n"
