@@ -26,7 +26,8 @@ def probe_prompts(layout: RunLayout, config: BatConfig) -> list[list[dict]]:
 
 
 def measure_kl(ctx: PhaseContext, candidate: str, best: BestCheckpoint) -> float | None:
-    """Mean per-token KL(candidate || best) over the probe prompts, both loaded in `model.dtype` (KL in fp32), in
+    """Mean per-token KL(candidate || best) over the probe prompts (rendered with the configured benchmark's tool
+    list in `sft.tool_format`, as rollouts render them), both loaded in `model.dtype` (KL in fp32), in
     chunks kept under `route/kl/` so a requeued route continues (`bat.curriculum.kl_chunks`; the events log gets the
     interval across chunks); None (logged) when it cannot be measured: KL disabled, candidate == best, or a
     checkpoint that is not a model directory (scripted evaluations)."""
@@ -44,6 +45,7 @@ def measure_kl(ctx: PhaseContext, candidate: str, best: BestCheckpoint) -> float
         log_event(ctx.layout, ctx.round, "route", "KL not measured: the bank holds no probe rows")
         return None
     from bat.curriculum.kl_chunks import chunked_kl
+    from bat.policy.tools import config_tools
 
     result = chunked_kl(
         ctx.layout.round(ctx.round).kl_chunk,
@@ -53,6 +55,7 @@ def measure_kl(ctx: PhaseContext, candidate: str, best: BestCheckpoint) -> float
         seed=ctx.seed("kl"),
         new_tokens=cfg.kl_new_tokens,
         dtype=ctx.config.model.dtype,
+        tools=config_tools(ctx.config)[1] or [],
         log=lambda line: log_event(ctx.layout, ctx.round, "route", line),
     )
     interval = f" +- {result.half_width:.4g} (95%, across chunks)" if result.half_width is not None else ""

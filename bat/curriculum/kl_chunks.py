@@ -40,9 +40,18 @@ class KlEstimate:
     resumed: int
 
 
-def check_key(candidate: str, reference: str, prompts: Sequence[Any], seed: int, new_tokens: int, dtype: str) -> str:
+def check_key(
+    candidate: str,
+    reference: str,
+    prompts: Sequence[Any],
+    seed: int,
+    new_tokens: int,
+    dtype: str,
+    tools: Sequence[dict[str, Any]] = (),
+) -> str:
     """Digest of everything a chunk's number depends on."""
-    payload = json.dumps([candidate, reference, list(prompts), seed, new_tokens, dtype, CHUNK], sort_keys=True)
+    payload = [candidate, reference, list(prompts), seed, new_tokens, dtype, CHUNK] + ([list(tools)] if tools else [])
+    payload = json.dumps(payload, sort_keys=True)
     return hashlib.sha256(payload.encode()).hexdigest()[:32]
 
 
@@ -83,15 +92,19 @@ def chunked_kl(
     seed: int,
     new_tokens: int,
     dtype: str,
+    tools: Sequence[dict[str, Any]] = (),
     log: Callable[[str], None] = lambda _: None,
 ) -> KlEstimate:
-    """KL(candidate || reference) over `prompts`, chunk by chunk, keeping each finished chunk at `path_of(i)`."""
+    """KL(candidate || reference) over `prompts` (chat message lists, rendered with the tool list `tools` in their
+    system turn, as the policy saw them; empty = no tool list), chunk by chunk, keeping each finished chunk at
+    `path_of(i)`."""
     chunks = math.ceil(len(prompts) / CHUNK)
-    key = check_key(candidate, reference, prompts, seed, new_tokens, dtype)
+    key = check_key(candidate, reference, prompts, seed, new_tokens, dtype, tools)
     records = _finished(path_of, key, chunks)
     resumed = len(records)
     if resumed < chunks:
-        records += _score(path_of, key, records, candidate, reference, prompts, seed, new_tokens, dtype, log)
+        args = (candidate, reference, prompts, seed, new_tokens, dtype, list(tools), log)
+        records += _score(path_of, key, records, *args)
     sums, counts = [r.kl_sum for r in records], [r.tokens for r in records]
     return KlEstimate(
         mean=sum(sums) / max(sum(counts), 1),
@@ -103,7 +116,7 @@ def chunked_kl(
     )
 
 
-def _score(path_of, key, done, candidate, reference, prompts, seed, new_tokens, dtype, log) -> list[KlChunk]:
+def _score(path_of, key, done, candidate, reference, prompts, seed, new_tokens, dtype, tools, log) -> list[KlChunk]:
     """Load both models once and score the chunks after `done`, writing each as it finishes."""
     import torch
 
@@ -122,7 +135,7 @@ def _score(path_of, key, done, candidate, reference, prompts, seed, new_tokens, 
         torch.manual_seed(seed)
     written = []
     for index in range(len(done), math.ceil(len(prompts) / CHUNK)):
-        batch = [_prompt_ids(tokenizer, p, None) for p in prompts[index * CHUNK : (index + 1) * CHUNK]]
+        batch = [_prompt_ids(tokenizer, p, tools) for p in prompts[index * CHUNK : (index + 1) * CHUNK]]
         kl_sum, tokens = _kl_batch(cand, ref, tokenizer, batch, new_tokens, 1.0)
         state = base64.b64encode(torch.get_rng_state().numpy().tobytes()).decode()
         record = KlChunk(key=key, index=index, prompts=len(batch), kl_sum=kl_sum, tokens=tokens, rng_state=state)

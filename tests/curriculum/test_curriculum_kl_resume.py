@@ -93,3 +93,32 @@ def test_ratio_interval():
     assert ratio_interval([1.0], [10]) is None
     assert ratio_interval([1.0, 1.0], [10, 10]) == 0.0
     assert ratio_interval([1.0, 3.0, 2.0], [10, 10, 10]) == pytest.approx(0.2484, abs=1e-3)
+
+
+@pytest.mark.parametrize(("config", "tool"), [(None, "write_plan"), ("configs/sqlqa.yaml", "run_query")])
+def test_the_route_renders_the_configured_benchmarks_tool_list(tmp_path, monkeypatch, config, tool):
+    """The KL probe's prompts carry the tool list the policy saw in its rollouts: the configured benchmark's tools in
+    `sft.tool_format`, a plug-in's own rather than the built-in ones."""
+    from types import SimpleNamespace
+
+    from bat.config.load import load_config
+    from bat.curriculum import kl
+    from bat.curriculum.kl_chunks import KlEstimate
+    from bat.policy.tools import config_tools
+
+    cfg = load_config(config)
+    handed = []
+
+    def record_tools(*args, tools, **kwargs):
+        handed.append(tools)
+        return KlEstimate(mean=0.5, half_width=None, prompts=1, tokens=4, chunks=1, resumed=0)
+
+    monkeypatch.setattr(kl, "probe_prompts", lambda layout, config: [[{"role": "user", "content": "q"}]])
+    monkeypatch.setattr("bat.curriculum.kl_chunks.chunked_kl", record_tools)
+    for name in ("cand", "best"):
+        (tmp_path / name).mkdir()
+    ctx = PhaseContext(config=cfg, layout=RunLayout(tmp_path / "run"), round=1, phase="route")
+    assert kl.measure_kl(ctx, str(tmp_path / "cand"), SimpleNamespace(checkpoint=str(tmp_path / "best"))) == 0.5
+    names = [t["name"] for t in handed[0]]
+    assert tool in names and names == config_tools(cfg)[0]
+    assert handed == [config_tools(cfg)[1]]
