@@ -16,7 +16,7 @@ from __future__ import annotations
 import hashlib
 import os
 
-from bat.train.kernels import KERNEL_ENV_PREFIXES, kernel_environment
+from bat.train.kernels import KERNEL_ENV_PREFIXES, kernel_environment, warm_optimizer_kernels
 
 __all__ = ["KERNEL_ENV_PREFIXES", "PIN_NAMES", "fingerprint", "kernel_environment"]
 
@@ -25,9 +25,11 @@ PIN_NAMES = ("MKL_CBWR", "ATEN_CPU_CAPABILITY", "ONEDNN_MAX_CPU_ISA", "OMP_NUM_T
 
 
 def fingerprint(seed: int = 0) -> str:
-    """sha256 (first 16 hex) of the outputs, gradients and updated weights of a small seeded forward/backward pass."""
+    """sha256 (first 16 hex) of the outputs, gradients and updated weights of a small seeded forward/backward pass,
+    after the training engine's warm-up step (`warm_optimizer_kernels`), as in a training phase."""
     import torch
 
+    warm_optimizer_kernels()
     gen = torch.Generator().manual_seed(seed)
     hidden, vocab, tokens = 576, 1024, 96
     embed = torch.nn.Parameter(torch.randn(vocab, hidden, generator=gen) * 0.02)

@@ -15,6 +15,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from bat.config.deepspeed import DeepSpeedConfig, training_precision
+from bat.train.kernels import warm_optimizer_kernels
 
 
 @dataclass(frozen=True)
@@ -197,6 +198,7 @@ def build_engine(
 
     prepare_training_model(model, cfg)
     params = [p for p in model.parameters() if p.requires_grad]
+    warm_optimizer_kernels()
     if optimizer == "adamw":
         opt = torch.optim.AdamW(params, lr=lr, weight_decay=weight_decay, betas=(0.9, 0.999), eps=1e-8)
     elif optimizer == "sgd":
