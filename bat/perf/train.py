@@ -66,6 +66,14 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "per micro-batch, or once per row (both: side by side)",
     )
     parser.add_argument(
+        "--checkpointing",
+        nargs="+",
+        default=["off"],
+        choices=["off", "on"],
+        help="deepspeed.activation_checkpointing (each decoder layer's activations recomputed in the backward "
+        "instead of kept; both: side by side)",
+    )
+    parser.add_argument(
         "--no-plain",
         dest="plain",
         action="store_false",
@@ -140,7 +148,12 @@ def _train_bench(
     from bat.train.sft import train_sft
     from bat.train.sft_data import Example, SftData
 
-    ds = DeepSpeedConfig(micro_batch_per_rank=args["micro"], zero_stage=args["zero_stage"], master_port=port)
+    ds = DeepSpeedConfig(
+        micro_batch_per_rank=args["micro"],
+        zero_stage=args["zero_stage"],
+        master_port=port,
+        activation_checkpointing=args["checkpointing"] == "on",
+    )
     length, targets_only = args["seq_len"], args["logits"] == "targets"
     mask = [0] * cut + [1] * (length - cut)
     common = dict(seed=0, ckpt_root=root / "ck", export_dir=root / "hf", metrics_path=root / "m.jsonl")
@@ -201,11 +214,12 @@ def _worker(preset: str, mode: str, args: dict[str, Any], port: int, queue: Any)
             if mode == "sft" and args["plain"]
             else float("nan")
         )
+        label = mode if mode == "sft" else f"grpo, {args['kl_reference']} ref, {args['prompts']} prompts"
         queue.put(
             {
                 "plain_tokens_per_s": plain,
                 "preset": preset,
-                "mode": mode if mode == "sft" else f"grpo, {args['kl_reference']} ref, {args['prompts']} prompts",
+                "mode": label + (", activation ckpt" if args["checkpointing"] == "on" else ""),
                 "parameters": parameters,
                 "logits": args["logits"],
                 "tokens_per_s": statistics.median(rates) if rates else float("nan"),
@@ -245,15 +259,17 @@ def run(args: argparse.Namespace) -> int:
         table.add_column(column, justify="right")
     rates: dict[tuple[str, str, str], dict[str, Any]] = {}
     runs = [
-        (mode, ref, prompts)
+        (mode, ref, prompts, checkpointing)
         for mode in args.modes
         for ref in (args.kl_references if mode == "grpo" else ["behavior"])
         for prompts in (args.prompts if mode == "grpo" else ["full"])
+        for checkpointing in args.checkpointing
     ]
     for preset in args.presets:
-        for mode, ref, prompts in runs:
+        for mode, ref, prompts, checkpointing in runs:
             for logits in args.logits:
-                r = _run_worker(preset, mode, settings | {"logits": logits, "kl_reference": ref, "prompts": prompts})
+                varied = {"logits": logits, "kl_reference": ref, "prompts": prompts, "checkpointing": checkpointing}
+                r = _run_worker(preset, mode, settings | varied)
                 if r is None:
                     return 1
                 rates[preset, r["mode"], logits] = r
@@ -312,6 +328,14 @@ def _print_ratios(console: Any, rates: dict[tuple[str, str, str], dict[str, Any]
                 f"{preset} {mode.removesuffix(', shared prompts')} ({logits} logits): shared / full prompts: "
                 f"{r['tokens_per_s'] / rates[full]['tokens_per_s']:.2f}x tokens/s, "
                 f"{r['peak_mb'] / rates[full]['peak_mb']:.2f}x peak memory"
+            )
+    for (preset, mode, logits), r in rates.items():
+        kept = (preset, mode.removesuffix(", activation ckpt"), logits)
+        if mode.endswith(", activation ckpt") and kept in rates:
+            console.print(
+                f"{preset} {kept[1]} ({logits} logits): activation checkpointing on / off: "
+                f"{r['tokens_per_s'] / rates[kept]['tokens_per_s']:.2f}x tokens/s, "
+                f"{r['peak_mb'] / rates[kept]['peak_mb']:.2f}x peak memory"
             )
     for (preset, mode, logits), r in rates.items():
         if mode.startswith("grpo") and (preset, "sft", logits) in rates:

@@ -142,7 +142,8 @@ def test_the_pinned_sft_job_computes_the_recorded_fingerprint_on_this_cpu_kind(t
     vendor. Without the shim, MKL on an AMD CPU ignores MKL_CBWR's branch. The job inherits what the test process
     holds, so the test hands it variables that move MKL off the branch (`mkl_vendor.BRANCH_OVERRIDES`; an inherited
     `MKL_ENABLE_INSTRUCTIONS=AVX512` computes 19506006...) and a dynamic thread count: the pinned job must clear them.
-    One job, no retry."""
+    One job, no retry: the fingerprint runs the training engine's warm-up step first (`warm_optimizer_kernels`),
+    without which ~1 fresh process in 10 computed `1bc04903548f6fec` (its first AdamW step)."""
     from bat.orchestrate.mkl_vendor import BRANCH_COMPANIONS, BRANCH_OVERRIDES, shim_path
 
     for name in BRANCH_OVERRIDES:

@@ -69,3 +69,14 @@ def test_bench_train_compares_shared_and_full_prompts(capsys):
     rows = [line for line in out.splitlines() if "tiny" in line and "grpo" in line and "│" in line]
     assert len(rows) == 2 and any("shared prompts" in r for r in rows) and any("full prompts" in r for r in rows)
     assert "tiny grpo, behavior ref (targets logits): shared / full prompts:" in out and "x tokens/s" in out
+
+
+@pytest.mark.slow
+def test_bench_train_compares_activation_checkpointing_on_and_off(capsys):
+    args = ["bench", "train", "--presets", "tiny", "--modes", "grpo", "--kl-references", "behavior", "--steps", "2"]
+    args += ["--seq-len", "32", "--batch", "4", "--micro", "4", "--prompts", "shared", "--checkpointing", "off", "on"]
+    assert main(args) == 0
+    out = capsys.readouterr().out
+    rows = [line for line in out.splitlines() if "│   tiny" in line or "│ tiny" in line]
+    assert len(rows) == 2 and sum("activation ckpt" in r for r in rows) == 1
+    assert "tiny grpo, behavior ref, shared prompts (targets logits): activation checkpointing on / off: " in out
