@@ -94,7 +94,7 @@ def test_emptying_the_scratch_never_enters_a_mount_inside_it(tmp_path: Path) -> 
     import subprocess
     import sys
 
-    from bat.sandbox.runtimes import bwrap_available
+    from bat.sandbox.runtimes import bwrap_available, python_env
 
     if not bwrap_available():
         pytest.skip("bubblewrap not usable here")
@@ -107,7 +107,11 @@ def test_emptying_the_scratch_never_enters_a_mount_inside_it(tmp_path: Path) -> 
         "_empty('/tmp'); print(sorted(os.listdir('/tmp')), sorted(os.listdir('/tmp/x')))\n"
     )
     argv = ["bwrap", "--ro-bind", "/", "/", "--tmpfs", "/tmp", "--dir", "/tmp/x", "--bind", str(kept), "/tmp/x/kept"]
+    under_tmp = [r for r in python_env(sys.executable, ()).roots if Path(r).is_relative_to("/tmp")]
+    for root in under_tmp:  # a checkout or venv under /tmp (a CI clone): bound again over the tmpfs
+        argv += ["--ro-bind", root, root]
     argv += ["--dev", "/dev", "--", sys.executable, "-c", code]
     out = subprocess.run(argv, capture_output=True, text=True, check=True, timeout=60).stdout
-    assert out.split("\n")[0] == "['x'] ['kept']"
+    names = sorted({"x", *(Path(r).relative_to("/tmp").parts[0] for r in under_tmp)})
+    assert out.split("\n")[0] == f"{names} ['kept']"
     assert (kept / "deep" / "file.txt").read_text() == "host data\n"
