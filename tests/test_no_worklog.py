@@ -71,7 +71,7 @@ def test_the_patterns_catch_work_log_phrases_and_spare_software_sessions():
     flagged = [
         " ".join(("measured in", "session", "34")),
         " ".join(("sessions", "32-34", "beside the experiment")),
-        " ".join(("no device lent", "(`status`:", "not drawn)")),
+        " ".join(("no device", "lent", "(`status`:", "not drawn)")),
         "the session-23 pin",
         " ".join(("resumes next", "session")),
         "a subagent wrote it",

@@ -40,19 +40,24 @@ class KlEstimate:
     resumed: int
 
 
-def check_key(
-    candidate: str,
-    reference: str,
-    prompts: Sequence[Any],
-    seed: int,
-    new_tokens: int,
-    dtype: str,
-    tools: Sequence[dict[str, Any]] = (),
-) -> str:
-    """Digest of everything a chunk's number depends on."""
-    payload = [candidate, reference, list(prompts), seed, new_tokens, dtype, CHUNK] + ([list(tools)] if tools else [])
-    payload = json.dumps(payload, sort_keys=True)
-    return hashlib.sha256(payload.encode()).hexdigest()[:32]
+@dataclass(frozen=True)
+class KlInputs:
+    """Everything a chunk's number depends on: the two checkpoints, the prompts (chat message lists or token ids),
+    the sampling seed and length, the dtype and the tool list the prompts are rendered with (empty = none)."""
+
+    candidate: str
+    reference: str
+    prompts: Sequence[Any]
+    seed: int
+    new_tokens: int
+    dtype: str
+    tools: Sequence[dict[str, Any]] = ()
+
+    def key(self) -> str:
+        """Digest of these inputs (a chunk kept under another key is not reused)."""
+        payload = [self.candidate, self.reference, list(self.prompts), self.seed, self.new_tokens, self.dtype, CHUNK]
+        payload += [list(self.tools)] if self.tools else []
+        return hashlib.sha256(json.dumps(payload, sort_keys=True).encode()).hexdigest()[:32]
 
 
 def ratio_interval(sums: Sequence[float], counts: Sequence[int]) -> float | None:
@@ -98,13 +103,12 @@ def chunked_kl(
     """KL(candidate || reference) over `prompts` (chat message lists, rendered with the tool list `tools` in their
     system turn, as the policy saw them; empty = no tool list), chunk by chunk, keeping each finished chunk at
     `path_of(i)`."""
+    inputs = KlInputs(candidate, reference, prompts, seed, new_tokens, dtype, tuple(tools))
     chunks = math.ceil(len(prompts) / CHUNK)
-    key = check_key(candidate, reference, prompts, seed, new_tokens, dtype, tools)
-    records = _finished(path_of, key, chunks)
+    records = _finished(path_of, inputs.key(), chunks)
     resumed = len(records)
     if resumed < chunks:
-        args = (candidate, reference, prompts, seed, new_tokens, dtype, list(tools), log)
-        records += _score(path_of, key, records, *args)
+        records += _score(path_of, inputs, records, log)
     sums, counts = [r.kl_sum for r in records], [r.tokens for r in records]
     return KlEstimate(
         mean=sum(sums) / max(sum(counts), 1),
@@ -116,30 +120,34 @@ def chunked_kl(
     )
 
 
-def _score(path_of, key, done, candidate, reference, prompts, seed, new_tokens, dtype, tools, log) -> list[KlChunk]:
+def _score(
+    path_of: Callable[[int], Path], inputs: KlInputs, done: list[KlChunk], log: Callable[[str], None]
+) -> list[KlChunk]:
     """Load both models once and score the chunks after `done`, writing each as it finishes."""
     import torch
 
     from bat.policy.loader import load_model, load_tokenizer
     from bat.train.kl_estimate import _kl_batch, _prompt_ids
 
-    cand, ref = load_model(candidate, dtype=dtype), load_model(reference, dtype=dtype)
+    cand = load_model(inputs.candidate, dtype=inputs.dtype)
+    ref = load_model(inputs.reference, dtype=inputs.dtype)
     if cand.config.vocab_size != ref.config.vocab_size:
         raise ValueError(
             f"vocabularies differ: candidate {cand.config.vocab_size} vs reference {ref.config.vocab_size}"
         )
-    tokenizer = load_tokenizer(candidate)
+    tokenizer = load_tokenizer(inputs.candidate)
     if done:
         torch.set_rng_state(torch.frombuffer(bytearray(base64.b64decode(done[-1].rng_state)), dtype=torch.uint8))
     else:
-        torch.manual_seed(seed)
+        torch.manual_seed(inputs.seed)
     written = []
-    for index in range(len(done), math.ceil(len(prompts) / CHUNK)):
-        batch = [_prompt_ids(tokenizer, p, tools) for p in prompts[index * CHUNK : (index + 1) * CHUNK]]
-        kl_sum, tokens = _kl_batch(cand, ref, tokenizer, batch, new_tokens, 1.0)
+    key, chunks, tools = inputs.key(), math.ceil(len(inputs.prompts) / CHUNK), list(inputs.tools)
+    for index in range(len(done), chunks):
+        batch = [_prompt_ids(tokenizer, p, tools) for p in inputs.prompts[index * CHUNK : (index + 1) * CHUNK]]
+        kl_sum, tokens = _kl_batch(cand, ref, tokenizer, batch, inputs.new_tokens, 1.0)
         state = base64.b64encode(torch.get_rng_state().numpy().tobytes()).decode()
         record = KlChunk(key=key, index=index, prompts=len(batch), kl_sum=kl_sum, tokens=tokens, rng_state=state)
         atomic_write_json(path_of(index), record)
         written.append(record)
-        log(f"KL chunk {index + 1}/{math.ceil(len(prompts) / CHUNK)}: {tokens} tokens")
+        log(f"KL chunk {index + 1}/{chunks}: {tokens} tokens")
     return written
