@@ -54,6 +54,11 @@ class CurriculumConfig(Section):
     """Pools that enter training (bicurl arm); an omitted pool is switched off and rho renormalised."""
     rho: dict[str, float] = Field(default_factory=lambda: {"S-target": 0.5, "S-mix": 0.25, "E2E": 0.25})
     """Pool proportions (S-target, S-mix, E2E) before renormalisation over the enabled pools."""
+    target_stage: str | None = None
+    """Pin the S-target pool to this stage in every round instead of the router's pick (Eq. 5); the route records
+    the rule `pinned`. For experiments that train one stage's rows whatever the controller scores say (a target the
+    policy never passes gives GRPO groups of equal rewards, which train nothing). None = the router (default). Must
+    be one of the configured stage keys."""
     batch_size: int = Field(8, ge=1)
     """Rows per batch; composition is exact (largest remainder of batch_size * rho)."""
     batches_per_round: int = Field(4, ge=1)

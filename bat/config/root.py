@@ -75,6 +75,9 @@ class BatConfig(Section):
         if not math.isclose(total, 1.0, abs_tol=1e-6):
             weights = {stage.key: stage.weight for stage in self.stages}
             raise ValueError(f"stages: weights must sum to 1.0, got {total:.6g} from {weights}")
+        pinned = self.curriculum.target_stage
+        if pinned is not None and pinned not in keys:
+            raise ValueError(f"curriculum.target_stage: unknown stage {pinned!r}; valid: {keys} (or null: the router)")
         late = [k for k in self.curriculum.gate.late_stages if k not in keys]
         if late and self.curriculum.gate.late_stages != GateConfig().late_stages:
             # the default names the built-in benchmark's late stages; under other stage keys it bounds none of them

@@ -147,11 +147,16 @@ def _next_target(
     cfg: CurriculumConfig,
 ) -> tuple[str | None, str, dict[str, int]]:
     """(target stage, routing rule, rows per pool) of the next round: none for an arm without RL, the single
-    pool mixture for an unrouted arm, else the router's pick against the best's stage scores."""
+    pool mixture for an unrouted arm, the configured stage when `cfg.target_stage` pins one, else the router's pick
+    against the best's stage scores."""
     if not arm.rl:
         return None, "none", {}
     if not arm.routed:
         return None, "single_pool", pool_counts(arm.pools, cfg.rho, cfg.batch_size)
+    if cfg.target_stage is not None:
+        if cfg.target_stage not in stage_keys:
+            raise ValueError(f"curriculum.target_stage {cfg.target_stage!r} is not a stage; valid: {list(stage_keys)}")
+        return cfg.target_stage, "pinned", pool_counts(arm.pools, cfg.rho, cfg.batch_size)
     target, rule = route_target(snap.stages, stage_keys, gate_held=held, reference=best.scores.stages if best else None)
     return target, rule, pool_counts(arm.pools, cfg.rho, cfg.batch_size)
 

@@ -4,7 +4,8 @@
 * `train` (an arm x seed): its `experiment_seed.json` (the SFT digest it started from), `round_01/grpo/DONE.json`
   and `metrics.jsonl` (`reward_mean`, the true reward, of every step 1..N) and its held-out probe scores
   `stage_probe/step_<N>.json` at each probed step (one probe digest; each scored the step's export, digest-checked
-  while the export is on disk).
+  while the export is on disk), the candidate's digest and, with LoRA, its adapter folder, copied beside the piece
+  (`units/<arm>/seed_<s>_adapter/`, a few MB) so the candidate can be rebuilt from the SFT on another disk.
 * `e2e` (an arm x seed): its `experiment_arm.json` (done, final round) and its end-of-run final evaluation
   (`heldout/round_NN/final/manifest.json` and `runs.jsonl`: finish, Overall and end reason per run id), of the
   step-N candidate.
@@ -26,6 +27,8 @@ from bat.experiment.spec import ExperimentSpec
 from bat.experiment.twin_design import REFERENCE, TwinDesign
 from bat.schemas.experiment import ArmRecord, SeedMarker, SharedRecord
 from bat.schemas.twin_study import E2eRun, TwinPiece
+from bat.state.checkpoints import adapter_dir
+from bat.state.digest import sha256_path
 from bat.state.experiment_layout import ExperimentRunFiles
 from bat.state.layout import RunLayout
 from bat.state.twin_layout import TwinStudyLayout, probe_label
@@ -110,6 +113,7 @@ def final_runs(layout: RunLayout, round_index: int, expected: int) -> tuple[str,
 
 def train_piece(spec: ExperimentSpec, design: TwinDesign, arm: str, seed: int) -> TwinPiece:
     """The `train` unit of `arm` x `seed` from its state dir."""
+    from bat.evaluate.manifest import checkpoint_digest
     from bat.state.markers import read_done
     from bat.state.online_layout import OnlineLayout
 
@@ -122,9 +126,11 @@ def train_piece(spec: ExperimentSpec, design: TwinDesign, arm: str, seed: int) -
             f"bat experiment --config FILE --only {arm} --seeds {seed} runs (or resumes) them"
         )
     online = OnlineLayout(grpo)
+    candidate = layout.candidate_model(GRPO_ROUND)
     checkpoints = {s: online.export(s) for s in design.probe_steps if s < design.steps}
-    checkpoints[design.steps] = layout.candidate_model(GRPO_ROUND)
+    checkpoints[design.steps] = candidate
     probe, probe_digest, scored = probe_scores(layout, checkpoints)
+    adapter = adapter_dir(candidate)
     return TwinPiece(
         part="train",
         arm=arm,
@@ -135,7 +141,36 @@ def train_piece(spec: ExperimentSpec, design: TwinDesign, arm: str, seed: int) -
         probe=probe,
         probe_digest=probe_digest,
         probe_checkpoints=scored,
+        checkpoint_digest=checkpoint_digest(candidate) if candidate.is_dir() else "",
+        adapter_digest=sha256_path(adapter) if adapter.is_dir() else "",
     )
+
+
+def keep_adapter(root: Path, spec: ExperimentSpec, piece: TwinPiece) -> Path | None:
+    """Copy the LoRA adapter of a `train` piece's candidate (the arm x seed's state dir) beside the piece under the
+    study folder `root` (`units/<arm>/seed_<s>_adapter/`), once; returns that folder, or None for a piece without
+    one. TwinUnitError when a kept adapter there has another digest than the piece's."""
+    import shutil
+
+    if piece.part != "train" or not piece.adapter_digest:
+        return None
+    kept = TwinStudyLayout(root).adapter(piece.arm, piece.seed)
+    if kept.is_dir():
+        if sha256_path(kept) != piece.adapter_digest:
+            raise TwinUnitError(
+                f"{kept}: kept already with another digest than the candidate's adapter {piece.adapter_digest[:16]}; "
+                "a kept unit is never overwritten: keep it, or move it aside (with the reason)"
+            )
+        return kept
+    source = adapter_dir(RunLayout(arm_dir(spec, piece.seed, piece.arm)).candidate_model(GRPO_ROUND))
+    partial = kept.with_name(kept.name + ".partial")
+    shutil.rmtree(partial, ignore_errors=True)
+    shutil.copytree(source, partial)
+    if sha256_path(partial) != piece.adapter_digest:
+        shutil.rmtree(partial)
+        raise TwinUnitError(f"{source}: changed while it was copied (digest differs from the piece's); record again")
+    partial.rename(kept)
+    return kept
 
 
 def e2e_piece(spec: ExperimentSpec, design: TwinDesign, arm: str, seed: int) -> TwinPiece:
@@ -239,6 +274,7 @@ def record_units(
             else:
                 piece = reference_piece(spec, design, seed)
             path, written = record_piece(design.root, piece)
+            keep_adapter(design.root, spec, piece)
         except TwinUnitError as exc:
             errors.append(f"{arm} seed {seed} ({part}): {exc}")
             continue

@@ -70,7 +70,10 @@ class TwinPiece(PieceStamp):
     probe_checkpoints: dict[int, str] = Field(default_factory=dict)
     """Training step -> digest of the checkpoint the probe scored."""
     checkpoint_digest: str = ""
-    """`e2e` and `reference`: digest of the checkpoint the E2E runs scored."""
+    """`e2e` and `reference`: digest of the checkpoint the E2E runs scored; `train`: of the final candidate."""
+    adapter_digest: str = ""
+    """`train` with LoRA: digest of the candidate's adapter folder, committed beside the piece
+    (`units/<arm>/seed_<s>_adapter/`), so the candidate can be rebuilt on another disk from the SFT and it."""
     e2e: dict[str, E2eRun] = Field(default_factory=dict)
     """Held-out E2E run id -> outcome."""
 

@@ -45,6 +45,10 @@ class TwinStudyLayout:
         """`units/<arm>/seed_<seed>_<part>.json` (`part`: train, e2e or reference)."""
         return self.units_dir / arm / f"seed_{seed}_{part}.json"
 
+    def adapter(self, arm: str, seed: int) -> Path:
+        """`units/<arm>/seed_<seed>_adapter/`: the LoRA adapter of a `train` unit's final candidate."""
+        return self.units_dir / arm / f"seed_{seed}_adapter"
+
     def pieces(self) -> list[Path]:
         """Every committed piece `units/<arm>/seed_<s>_<part>.json`, sorted (other files left out)."""
         if not self.units_dir.is_dir():

@@ -121,3 +121,23 @@ def test_config_errors_list_valid_values():
         CurriculumConfig(rho={"S-target": 1.0, "bogus": 1.0})
     with pytest.raises(ValueError, match="E2E"):
         CurriculumConfig(arm="grpo", pools=("S-target",))
+
+
+def test_pinned_target_stage_overrides_the_router_in_every_round(make_agg):
+    cfg = CurriculumConfig(target_stage="S1", gate=GateConfig(enabled=False))
+    arm = resolve_arm(cfg)
+    stages = {"S1": 0.6, "S2": 0.6, "S3": 0.6, "S4": 0.2, "S5": 0.0}  # the router would pick S5
+    r0 = make_agg(0, 0.5, stages=stages)
+    d0, best = decide(round_index=0, arm=arm, cfg=cfg, stage_keys=STAGES, candidate=r0, best=None, history=History())
+    assert (d0.target_stage, d0.rule) == ("S1", "pinned")
+    r1 = make_agg(1, 0.4, stages={**stages, "S1": 0.1})
+    d1, _ = decide(round_index=1, arm=arm, cfg=cfg, stage_keys=STAGES, candidate=r1, best=best, history=History())
+    assert (d1.target_stage, d1.rule) == ("S1", "pinned")
+
+
+def test_pinned_target_stage_must_be_a_configured_stage():
+    from bat.config.load import load_config
+
+    with pytest.raises(ValueError, match=r"curriculum.target_stage: unknown stage 'S9'; valid: \['S1'"):
+        load_config(None, ["curriculum.target_stage=S9"])
+    assert load_config(None, ["curriculum.target_stage=S2"]).curriculum.target_stage == "S2"

@@ -193,6 +193,32 @@ def test_a_recorded_unit_is_never_overwritten(tmp_path: Path, capsys) -> None:
     assert piece.read_text() == before
 
 
+def test_a_train_unit_keeps_its_candidates_lora_adapter_beside_the_piece(tmp_path: Path, capsys) -> None:
+    from bat.state.checkpoints import adapter_dir
+    from bat.state.digest import sha256_path
+
+    exp = _spec(tmp_path)
+    layout = _arm(tmp_path, "rl", 1, learns=True)
+    candidate = layout.candidate_model(1)
+    adapter = adapter_dir(candidate)
+    adapter.mkdir(parents=True)
+    (candidate / "model.safetensors").write_bytes(b"merged weights")
+    (adapter / "adapter_model.safetensors").write_bytes(b"adapter weights")
+    (adapter / "adapter_config.json").write_text('{"r": 4}')
+    _probe(layout, 40, [0.5] * STATES, checkpoint_digest(candidate))  # the probe scored this candidate
+    args = ["experiment", "--config", str(exp), "--twin-unit", "train", "--only", "rl", "--seeds", "1"]
+    assert main(args) == 0
+    piece = json.loads((tmp_path / "study" / "units" / "rl" / "seed_1_train.json").read_text())
+    kept = tmp_path / "study" / "units" / "rl" / "seed_1_adapter"
+    assert piece["adapter_digest"] == sha256_path(adapter) == sha256_path(kept)
+    assert piece["checkpoint_digest"] == checkpoint_digest(candidate)
+    assert (kept / "adapter_model.safetensors").read_bytes() == b"adapter weights"
+    assert main(args) == 0 and "recorded already, identical" in capsys.readouterr().out
+    (kept / "adapter_model.safetensors").write_bytes(b"another adapter")  # a kept adapter is never overwritten
+    assert main(args) == 2 and "never overwritten" in capsys.readouterr().err
+    assert (kept / "adapter_model.safetensors").read_bytes() == b"another adapter"
+
+
 def test_unfinished_units_are_refused_naming_what_to_run(tmp_path: Path, capsys) -> None:
     exp = _spec(tmp_path)
     base = ["experiment", "--config", str(exp), "--twin-unit"]
