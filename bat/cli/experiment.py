@@ -1,6 +1,6 @@
 """`bat experiment --config FILE [--only ARM ...] [--seeds 1,2] [--out DIR] [--collect-only] [--allow-config-change]
 [--supersede TAG --reason TEXT] [--wide-final N] [--null-control SEEDS --null-kl KL] [--sft-final]
-[--twin-unit train|e2e|reference] [--twin-report]` (the last three: `bat.cli.experiment_twin`).
+[--twin-unit train|e2e|reference] [--twin-replay] [--twin-report]` (the last four: `bat.cli.experiment_twin`).
 
 Arm comparison.
 

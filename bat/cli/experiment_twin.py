@@ -4,6 +4,9 @@
   the same runs every arm x seed's end-of-run evaluation meets (`bat.experiment.sft_final`);
 * `--twin-unit train|e2e|reference [--only ARM] [--seeds S]`: record finished units under `<twin_dir>/units/`
   (`bat.experiment.twin_units`); exit 2 when one is not finished or differs from the one recorded;
+* `--twin-replay [--only ARM] [--seeds S]`: rebuild an arm x seed's candidate from its committed train unit (the
+  rebuilt SFT with the kept LoRA adapter) and play its end-of-run final runs (`bat.experiment.twin_replay`), so
+  `--twin-unit e2e` can record them on another disk than the one that trained it;
 * `--twin-report`: the pre-registered analysis of the committed units: `<twin_dir>/results.json` and `curves.png`
   (`bat.experiment.twin_report`).
 """
@@ -12,6 +15,8 @@ from __future__ import annotations
 
 import argparse
 import sys
+from collections.abc import Callable
+from functools import partial
 from pathlib import Path
 
 PARTS = ("train", "e2e", "reference")
@@ -19,7 +24,12 @@ PARTS = ("train", "e2e", "reference")
 
 def chosen(args: argparse.Namespace) -> list[str]:
     """The study modes asked for (empty: an ordinary `bat experiment`)."""
-    flags = (("--sft-final", args.sft_final), ("--twin-unit", args.twin_unit), ("--twin-report", args.twin_report))
+    flags = (
+        ("--sft-final", args.sft_final),
+        ("--twin-unit", args.twin_unit),
+        ("--twin-replay", args.twin_replay),
+        ("--twin-report", args.twin_report),
+    )
     return [flag for flag, on in flags if on]
 
 
@@ -38,6 +48,13 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         help="instead of running arms: record finished units of the arm-vs-twin study under <twin_dir>/units/ (commit "
         "them): train (true reward per GRPO step, probe scores step_<N>), e2e (end-of-run final runs), reference "
         "(the SFT's final runs and probe step_0); a recorded unit is never overwritten",
+    )
+    parser.add_argument(
+        "--twin-replay",
+        action="store_true",
+        help="instead of running arms: rebuild each selected arm x seed's final candidate from its committed train "
+        "unit (the rebuilt SFT with the unit's kept LoRA adapter merged in; its weights must be the trained ones) "
+        "and play its end-of-run final runs, which --twin-unit e2e then records (resumes from its partial runs)",
     )
     parser.add_argument(
         "--twin-report",
@@ -77,6 +94,8 @@ def run(spec, args: argparse.Namespace) -> int:
     unknown = [a for a in arms if a not in design.arms]
     if unknown:
         raise ExperimentError(f"--only {unknown}: not an arm of the twin study; its arms: {list(design.arms)}")
+    if args.twin_replay:
+        return _replay(spec, design, arms, list(args.seeds or spec.seeds))
     lines, errors = record_units(spec, design, args.twin_unit, arms, list(args.seeds or spec.seeds))
     for line in lines:
         print(f"bat experiment: unit {line}")
@@ -85,21 +104,38 @@ def run(spec, args: argparse.Namespace) -> int:
     return 2 if errors else 0
 
 
+def _replay(spec, design, arms: list[str], seeds: list[int]) -> int:
+    from bat.experiment.twin_replay import TwinReplayError, replay_candidate
+
+    calls = [partial(replay_candidate, spec, design, arm, seed) for arm in arms for seed in seeds]
+    return _play_each(calls, TwinReplayError, "the replayed final evaluation")
+
+
 def _sft_final(spec, args: argparse.Namespace) -> int:
     from bat.experiment.sft_final import SftFinalError, score_sft_final
-    from bat.experiment.share import SharedStateError
     from bat.experiment.spec import bootstrap_seed_of
-    from bat.experiment.wide import WideError
 
     out = Path(args.out or spec.out_dir)
-    for seed in sorted({bootstrap_seed_of(spec, s) for s in (args.seeds or spec.seeds)}):
+    seeds = sorted({bootstrap_seed_of(spec, s) for s in (args.seeds or spec.seeds)})
+    allow = args.allow_bootstrap_change
+    calls = [partial(score_sft_final, spec, seed, out, allow_bootstrap_change=allow) for seed in seeds]
+    return _play_each(calls, SftFinalError, "the SFT's final evaluation")
+
+
+def _play_each(calls: list[Callable[[], str]], refused: type[Exception], what: str) -> int:
+    """Run each call (it plays held-out runs and returns the line to print) until one fails: exit 2 when it refused
+    (`refused`, its message printed), 1 when its bootstrap or play job failed, else 0."""
+    from bat.experiment.share import SharedStateError
+    from bat.experiment.wide import WideError
+
+    for call in calls:
         try:
-            line = score_sft_final(spec, seed, out, allow_bootstrap_change=args.allow_bootstrap_change)
-        except SftFinalError as exc:
+            line = call()
+        except refused as exc:
             print(f"bat experiment: {exc}", file=sys.stderr)
             return 2
         except (SharedStateError, WideError) as exc:
-            print(f"bat experiment: the SFT's final evaluation FAILED: {exc}", file=sys.stderr)
+            print(f"bat experiment: {what} FAILED: {exc}", file=sys.stderr)
             return 1
         print(f"bat experiment: {line}", flush=True)
     return 0

@@ -31,6 +31,7 @@ from bat.state.checkpoints import adapter_dir
 from bat.state.digest import sha256_path
 from bat.state.experiment_layout import ExperimentRunFiles
 from bat.state.layout import RunLayout
+from bat.state.lr_probe_layout import export_weights
 from bat.state.twin_layout import TwinStudyLayout, probe_label
 
 STAMP_FIELDS = {"piece_schema", "commit", "cpu", "recorded_at"}
@@ -142,6 +143,7 @@ def train_piece(spec: ExperimentSpec, design: TwinDesign, arm: str, seed: int) -
         probe_digest=probe_digest,
         probe_checkpoints=scored,
         checkpoint_digest=checkpoint_digest(candidate) if candidate.is_dir() else "",
+        weights_digest=sha256_path(export_weights(candidate)) or "",
         adapter_digest=sha256_path(adapter) if adapter.is_dir() else "",
     )
 
@@ -181,9 +183,13 @@ def e2e_piece(spec: ExperimentSpec, design: TwinDesign, arm: str, seed: int) -> 
     path = ExperimentRunFiles(layout.root).arm_record
     record = read_record(path, ArmRecord)
     if record is None or record.status != "done" or record.final_round is None:
+        replayed = replayed_piece(spec, design, arm, seed)
+        if replayed is not None:
+            return replayed
         raise TwinUnitError(
             f"{path}: arm {arm} seed {seed} is {record.status if record else 'not run on this disk'}; its end-of-run "
-            f"evaluation comes last in: bat experiment --config FILE --only {arm} --seeds {seed}"
+            f"evaluation comes last in: bat experiment --config FILE --only {arm} --seeds {seed} (or, with its train "
+            f"unit committed: bat experiment --config FILE --twin-replay --only {arm} --seeds {seed})"
         )
     digest, runs = final_runs(layout, record.final_round, design.final_split_runs)
     candidate = layout.candidate_model(GRPO_ROUND)
@@ -199,6 +205,39 @@ def e2e_piece(spec: ExperimentSpec, design: TwinDesign, arm: str, seed: int) -> 
         sft_digest=record.shared_sft_digest or "",
         heldout_suite=_suite(layout),
         checkpoint_digest=digest,
+        e2e=runs,
+    )
+
+
+def replayed_piece(spec: ExperimentSpec, design: TwinDesign, arm: str, seed: int) -> TwinPiece | None:
+    """The `e2e` unit of `arm` x `seed` from its replay run dir (`bat.experiment.twin_replay`: the candidate rebuilt
+    from its committed train unit), or None when no replay has played its final split on this disk."""
+    from bat.evaluate.manifest import checkpoint_digest
+    from bat.experiment.twin_replay import REPLAY_ROUND, committed_train_piece, replay_layout
+
+    layout = replay_layout(spec, arm, seed)
+    if not layout.heldout_manifest(REPLAY_ROUND, "final").exists():
+        return None
+    trained = committed_train_piece(design, arm, seed)
+    digest, runs = final_runs(layout, REPLAY_ROUND, design.final_split_runs)
+    candidate = layout.candidate_model(REPLAY_ROUND)
+    if not candidate.is_dir() or checkpoint_digest(candidate) != digest:
+        raise TwinUnitError(
+            f"{layout.heldout_manifest(REPLAY_ROUND, 'final')}: scored another checkpoint than {candidate}"
+        )
+    if sha256_path(export_weights(candidate)) != trained.weights_digest:
+        raise TwinUnitError(
+            f"{candidate}: its weights are not the trained candidate's ({trained.weights_digest[:16]}); the unit "
+            "would score another checkpoint than the one trained"
+        )
+    return TwinPiece(
+        part="e2e",
+        arm=arm,
+        seed=seed,
+        sft_digest=trained.sft_digest,
+        heldout_suite=_suite(layout),
+        checkpoint_digest=digest,
+        weights_digest=trained.weights_digest,
         e2e=runs,
     )
 

@@ -71,6 +71,9 @@ class TwinPiece(PieceStamp):
     """Training step -> digest of the checkpoint the probe scored."""
     checkpoint_digest: str = ""
     """`e2e` and `reference`: digest of the checkpoint the E2E runs scored; `train`: of the final candidate."""
+    weights_digest: str = ""
+    """`train`: sha256 of the final candidate's weights file (`model.safetensors`), what a candidate rebuilt from
+    the SFT and the kept adapter on another disk must reproduce."""
     adapter_digest: str = ""
     """`train` with LoRA: digest of the candidate's adapter folder, committed beside the piece
     (`units/<arm>/seed_<s>_adapter/`), so the candidate can be rebuilt on another disk from the SFT and it."""

@@ -51,6 +51,8 @@ SUPERSEDED_DIR_NAME = "superseded"
 listed, never merged into the results."""
 SUPERSEDED_STATE_DIR_NAME = "_superseded"
 """Folder under a seed's state dir where a superseded arm run's state dir is moved (not a valid arm name)."""
+REPLAY_DIR_NAME = "_replay"
+"""Folder under a seed's state dir holding the run dirs of arms' candidates rebuilt from committed train units."""
 
 
 def superseded_piece(out_dir: Path, tag: str, arm: str, seed: int) -> Path:
@@ -143,6 +145,11 @@ class ExperimentStateLayout:
     def run_dir(self, seed: int, name: str) -> Path:
         """`<root>/seed_<seed>/<name>`: an arm's run dir (or the shared bootstrap's, `_shared`)."""
         return self.seed_dir(seed) / name
+
+    def replay_dir(self, seed: int, arm: str) -> Path:
+        """`<root>/seed_<seed>/_replay/<arm>`: the run dir where an arm's candidate, rebuilt from its committed
+        train unit on another disk, plays its end-of-run runs."""
+        return self.seed_dir(seed) / REPLAY_DIR_NAME / arm
 
     def superseded_state(self, seed: int, tag: str, arm: str) -> Path:
         """`<root>/seed_<seed>/_superseded/<tag>/<arm>`: where a superseded arm run's state dir is kept."""

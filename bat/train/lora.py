@@ -188,3 +188,38 @@ class AdaptersOff:
     def __call__(self, **kwargs: Any) -> Any:
         with self.peft_model.disable_adapter():
             return self.peft_model(**kwargs)
+
+
+def write_merged_export(base: Path, adapter: Path, out: Path, *, dtype: str, meta: dict[str, Any]) -> Path:
+    """Write the HF export `out` that a LoRA block's `export_hf` writes, from files alone: the export `base` with
+    the peft adapter folder `adapter` (trained on `base`) merged in (`merged_state_dict`'s arithmetic, in float32,
+    stored in `dtype`), `base`'s tokenizer and chat-template files, the adapter under `adapter_dir(out)` and `meta`
+    as its export record. Written beside `out` and renamed (complete or absent); an existing export is kept."""
+    import shutil
+
+    import torch
+    from peft import PeftModel
+
+    from bat.policy.loader import load_model, torch_dtype
+    from bat.state.atomic import atomic_write_json
+    from bat.state.checkpoints import EXPORT_META_NAME, adapter_dir
+    from bat.state.lr_probe_layout import export_weights
+
+    out = Path(out)
+    if export_weights(out).exists():
+        return out
+    model = PeftModel.from_pretrained(load_model(base, dtype="float32"), str(adapter))
+    target = torch_dtype(dtype)
+    state = {k: v.to(target) if v.is_floating_point() else v for k, v in merged_state_dict(model).items()}
+    tmp = out.with_name(out.name + ".tmp")
+    shutil.rmtree(tmp, ignore_errors=True)
+    with torch.no_grad():
+        model.get_base_model().save_pretrained(tmp, state_dict=state, safe_serialization=True)
+    shutil.copytree(adapter, adapter_dir(tmp))
+    for item in Path(base).iterdir():
+        if item.is_file() and not (tmp / item.name).exists() and item.name != EXPORT_META_NAME:
+            shutil.copy2(item, tmp / item.name)
+    atomic_write_json(tmp / EXPORT_META_NAME, {**meta, "dtype": dtype})
+    out.parent.mkdir(parents=True, exist_ok=True)
+    tmp.rename(out)
+    return out

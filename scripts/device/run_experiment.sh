@@ -8,7 +8,7 @@
 #   run(command="scripts/device/run_experiment.sh run [bat experiment args, e.g. --only bicurl --seeds 1]")
 #   run(command="scripts/device/run_experiment.sh smoke")   # or: one SmolLM2 round on CUDA (the cluster smoke)
 # Results come back under $OUT (the experiment's results directory and the state's reports). `smoke` runs
-# configs/local.yaml's bootstrap plus one BiCuRL round (bank, 24 SFT steps, evaluation, rollout, GRPO, route) with every model phase on CUDA
+# configs/local.yaml's bootstrap plus one BiCuRL round (bank, its SFT steps, evaluation, rollout, GRPO, route) with every model phase on CUDA
 # (bf16, hf engine on cuda, DeepSpeed on NCCL) and prints per-phase times and peak GPU memory next to
 # `bat config plan`'s estimate (scripts/device/smoke_summary.py); a CUDA vLLM build does not fit the 64 MiB carry.
 set -euo pipefail

@@ -290,10 +290,9 @@ def test_the_sft_meets_the_same_final_runs_as_every_arm_and_seed(tmp_path: Path,
     assert len(seen) == 1 and len(next(iter(seen))) == 200
 
 
-@pytest.mark.slow
-def test_sft_final_scores_the_shared_sft_and_its_unit_records(tmp_path: Path, capsys, tiny_model_builder) -> None:
-    """`--sft-final` plays the shared SFT export on the final split in the bootstrap's state dir (a job of the
-    end-of-run evaluation's kind), records the bootstrap once, and `--twin-unit reference` takes its runs."""
+def _played_spec(tmp_path: Path, tiny_model_builder) -> tuple[Path, RunLayout, dict]:
+    """The study's experiment file with one final run per track on the debug executor, and a shared bootstrap as
+    built (a tiny SFT export, its secret and record): (experiment file, bootstrap layout, its record)."""
     from bat.benchmark.secret import load_or_create_secret
     from bat.config import load_config
 
@@ -309,6 +308,14 @@ def test_sft_final_scores_the_shared_sft_and_its_unit_records(tmp_path: Path, ca
     load_or_create_secret(layout.heldout_secret)
     record = {"seed": 1, "wall_s": 1.0, "sft_checkpoint": str(sft), "sft_digest": checkpoint_digest(sft)}
     atomic_write_json(layout.root / "experiment_shared.json", record)
+    return exp, layout, record
+
+
+@pytest.mark.slow
+def test_sft_final_scores_the_shared_sft_and_its_unit_records(tmp_path: Path, capsys, tiny_model_builder) -> None:
+    """`--sft-final` plays the shared SFT export on the final split in the bootstrap's state dir (a job of the
+    end-of-run evaluation's kind), records the bootstrap once, and `--twin-unit reference` takes its runs."""
+    exp, layout, record = _played_spec(tmp_path, tiny_model_builder)
     assert main(["experiment", "--config", str(exp), "--sft-final"]) == 0
     assert "on the final split: Overall" in capsys.readouterr().out
     manifest = json.loads(layout.heldout_manifest(0, "final").read_text())
@@ -323,3 +330,55 @@ def test_sft_final_scores_the_shared_sft_and_its_unit_records(tmp_path: Path, ca
     piece = json.loads((tmp_path / "study" / "units" / "sft" / "seed_1_reference.json").read_text())
     assert set(piece["e2e"]) == {r["run_id"] for r in manifest["runs"]}
     assert all(run["end_reason"] for run in piece["e2e"].values())
+
+
+@pytest.mark.slow
+def test_twin_replay_rebuilds_the_candidate_from_the_committed_adapter_and_plays_its_final_runs(
+    tmp_path: Path, capsys, tiny_model_builder
+) -> None:
+    """On a disk without the arm's run: `--twin-replay` merges the committed adapter into the rebuilt SFT, checks the
+    weights are the trained candidate's, plays the final split, and `--twin-unit e2e` records those runs."""
+    import torch
+    from peft import LoraConfig as PeftLoraConfig
+    from peft import get_peft_model
+
+    from bat.policy.loader import load_model
+    from bat.schemas.twin_study import TwinPiece
+    from bat.state.digest import sha256_path
+    from bat.train.lora import write_merged_export
+
+    exp, _shared_layout, record = _played_spec(tmp_path, tiny_model_builder)
+    sft, sft_digest = Path(record["sft_checkpoint"]), record["sft_digest"]
+    # the train unit as committed: an adapter trained on the SFT (B moved off zero) and the candidate's digests
+    study = tmp_path / "study" / "units" / "rl"
+    torch.manual_seed(0)
+    adapted = get_peft_model(load_model(sft), PeftLoraConfig(r=2, lora_alpha=4, target_modules=["q_proj", "v_proj"]))
+    with torch.no_grad():
+        for name, param in adapted.named_parameters():
+            if "lora_B" in name:
+                param.normal_(0, 0.05)
+    adapted.save_pretrained(study / "seed_1_adapter")
+    trained = write_merged_export(sft, study / "seed_1_adapter", tmp_path / "trained", dtype="float32", meta={})
+    piece = TwinPiece(
+        part="train",
+        arm="rl",
+        seed=1,
+        sft_digest=sft_digest,
+        rewards=[0.1] * 40,
+        weights_digest=sha256_path(trained / "model.safetensors"),
+        adapter_digest=sha256_path(study / "seed_1_adapter"),
+    )
+    atomic_write_json(study / "seed_1_train.json", piece)
+    args = ["experiment", "--config", str(exp), "--only", "rl", "--seeds", "1"]
+    assert main([*args, "--twin-unit", "e2e"]) == 2 and "--twin-replay --only rl --seeds 1" in capsys.readouterr().err
+    assert main([*args, "--twin-replay"]) == 0
+    assert "the trained weights, bit for bit" in capsys.readouterr().out
+    replay = RunLayout(tmp_path / "state" / "t" / "seed_1" / "_replay" / "rl")
+    manifest = json.loads(replay.heldout_manifest(1, "final").read_text())
+    assert manifest["checkpoint_digest"] == checkpoint_digest(replay.candidate_model(1)) and len(manifest["runs"]) == 2
+    assert main([*args, "--twin-unit", "e2e"]) == 0
+    e2e = json.loads((study / "seed_1_e2e.json").read_text())
+    assert set(e2e["e2e"]) == {r["run_id"] for r in manifest["runs"]} and e2e["weights_digest"] == piece.weights_digest
+    # an adapter that is not the committed one is refused before anything is played
+    (study / "seed_1_adapter" / "adapter_config.json").write_text("{}")
+    assert main([*args, "--twin-replay"]) == 2 and "restore it from git" in capsys.readouterr().err

@@ -126,6 +126,21 @@ def test_merged_export_computes_the_adapted_model(tiny_dir, lora_sft):
     assert (_logits(merged, ids) - _logits(load_model(tiny_dir), ids)).abs().max() > 1e-2  # the adapter matters
 
 
+def test_the_merged_export_rebuilt_from_the_base_and_the_adapter_is_the_trained_export(tiny_dir, lora_sft, tmp_path):
+    from bat.state.digest import sha256_path
+    from bat.train.lora import write_merged_export
+
+    _summary, out = lora_sft
+    rebuilt = write_merged_export(tiny_dir, adapter_dir(out / "hf"), tmp_path / "rebuilt", dtype="float32", meta={})
+    weights = "model.safetensors"
+    assert sha256_path(rebuilt / weights) == sha256_path(out / "hf" / weights)  # bit for bit, from files alone
+    assert sha256_path(adapter_dir(rebuilt)) == sha256_path(adapter_dir(out / "hf"))
+    assert (rebuilt / "tokenizer.json").is_file() or (rebuilt / "tokenizer_config.json").is_file()
+    before = (rebuilt / weights).stat().st_mtime_ns
+    write_merged_export(tiny_dir, adapter_dir(out / "hf"), tmp_path / "rebuilt", dtype="float32", meta={})
+    assert (rebuilt / weights).stat().st_mtime_ns == before  # an existing export is kept
+
+
 def test_grpo_with_lora_trains_exports_and_keeps_the_start_as_reference(tiny_dir, grpo_records, tmp_path):
     rollouts, rewards = grpo_records
     data = build_items(rollouts, rewards, max_seq_len=4096, normalize_std=True, adv_eps=1e-6)
