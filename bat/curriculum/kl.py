@@ -25,12 +25,23 @@ def probe_prompts(layout: RunLayout, config: BatConfig) -> list[list[dict]]:
     return [[m.model_dump(mode="json", exclude_none=True) for m in rows[sid].prompt] for sid in ids]
 
 
+def same_weights(a: Path, b: Path) -> bool:
+    """Whether the HF model directories `a` and `b` hold byte-identical weights and model config (then they compute
+    the same distribution and KL is 0 without loading either: a round whose steps all had equal rewards)."""
+    from bat.state.digest import sha256_path
+    from bat.state.lr_probe_layout import export_config, export_weights
+
+    files = (export_weights, export_config)
+    return all(f(a).is_file() and sha256_path(f(a)) == sha256_path(f(b)) for f in files)
+
+
 def measure_kl(ctx: PhaseContext, candidate: str, best: BestCheckpoint) -> float | None:
     """Mean per-token KL(candidate || best) over the probe prompts (rendered with the configured benchmark's tool
     list in `sft.tool_format`, as rollouts render them), both loaded in `model.dtype` (KL in fp32), in
     chunks kept under `route/kl/` so a requeued route continues (`bat.curriculum.kl_chunks`; the events log gets the
-    interval across chunks); None (logged) when it cannot be measured: KL disabled, candidate == best, or a
-    checkpoint that is not a model directory (scripted evaluations)."""
+    interval across chunks); 0 without loading a model when the candidate is the best or holds the same weights
+    (`same_weights`); None (logged) when it cannot be measured: KL disabled, or a checkpoint that is not a model
+    directory (scripted evaluations)."""
     cfg = ctx.config.curriculum.fallback
     if not cfg.kl_enabled:
         return None
@@ -40,6 +51,9 @@ def measure_kl(ctx: PhaseContext, candidate: str, best: BestCheckpoint) -> float
     if missing:
         log_event(ctx.layout, ctx.round, "route", f"KL not measured: {missing} are not checkpoint directories")
         return None
+    if same_weights(Path(candidate), Path(best.checkpoint)):
+        log_event(ctx.layout, ctx.round, "route", "KL(candidate || best) 0: the candidate's weights are the best's")
+        return 0.0
     prompts = probe_prompts(ctx.layout, ctx.config)
     if not prompts:
         log_event(ctx.layout, ctx.round, "route", "KL not measured: the bank holds no probe rows")

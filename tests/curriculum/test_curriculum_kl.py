@@ -74,3 +74,24 @@ def test_the_kl_check_loads_both_copies_in_model_dtype(tmp_path, checkpoints, mo
         kls[dtype] = measure_kl(PhaseContext(config=cfg, layout=layout, round=1, phase="route"), str(moved), best)
     assert loaded == [("float32", torch.float32)] * 2 + [("bfloat16", torch.bfloat16)] * 2
     assert kls["float32"] > 0.1 and kls["bfloat16"] > 0.1, kls  # the same large shift seen in either precision
+
+
+def test_a_candidate_with_the_bests_weights_has_kl_0_without_loading_a_model(tmp_path, checkpoints, monkeypatch):
+    import shutil
+
+    import bat.policy.loader as loader
+    from bat.curriculum.kl import measure_kl
+    from bat.schemas.routing import BestCheckpoint
+
+    base, moved = checkpoints
+    layout = make_bank(RunLayout(tmp_path / "run").ensure(), per_stage=4)
+    copy = shutil.copytree(base, tmp_path / "unchanged")  # a round whose steps all had equal rewards exports this
+    loaded = []
+    real = loader.load_model
+    monkeypatch.setattr(loader, "load_model", lambda *a, **k: loaded.append(a) or real(*a, **k))
+    cfg = BatConfig.model_validate({"curriculum": {"fallback": {"kl_prompts": 4, "kl_new_tokens": 8}}})
+    ctx = PhaseContext(config=cfg, layout=layout, round=1, phase="route")
+    best = BestCheckpoint.model_construct(checkpoint=str(base))
+    assert measure_kl(ctx, str(copy), best) == 0.0 and loaded == []
+    assert "the candidate's weights are the best's" in layout.round(1).events.read_text()
+    assert measure_kl(ctx, str(moved), best) > 0.1 and len(loaded) == 2  # other weights are measured
