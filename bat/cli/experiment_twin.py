@@ -105,7 +105,8 @@ def run(spec, args: argparse.Namespace) -> int:
 
 
 def _replay(spec, design, arms: list[str], seeds: list[int]) -> int:
-    from bat.experiment.twin_replay import TwinReplayError, replay_candidate
+    from bat.experiment.twin_errors import TwinReplayError
+    from bat.experiment.twin_replay import replay_candidate
 
     calls = [partial(replay_candidate, spec, design, arm, seed) for arm in arms for seed in seeds]
     return _play_each(calls, TwinReplayError, "the replayed final evaluation")

@@ -16,7 +16,7 @@ from pathlib import Path
 from bat.experiment.records import read_record
 from bat.experiment.spec import ExperimentSpec, arm_config
 from bat.experiment.twin_design import TwinDesign
-from bat.experiment.twin_units import TwinUnitError
+from bat.experiment.twin_errors import TwinReplayError
 from bat.schemas.twin_study import TwinPiece
 from bat.state.digest import sha256_path
 from bat.state.experiment_layout import ExperimentStateLayout
@@ -26,11 +26,6 @@ from bat.state.twin_layout import TwinStudyLayout
 
 REPLAY_ROUND = 1
 """The round whose candidate a twin study's arm trains (its one online GRPO round)."""
-
-
-class TwinReplayError(TwinUnitError):
-    """A candidate that cannot be rebuilt as asked; the message names the file and what to do (a unit error too, so
-    recording a replayed e2e unit reports it as one instead of stopping)."""
 
 
 def replay_layout(spec: ExperimentSpec, arm: str, seed: int) -> RunLayout:

@@ -25,6 +25,7 @@ from bat.experiment.records import load_record, read_record, write_record
 from bat.experiment.share import arm_dir, shared_dir
 from bat.experiment.spec import ExperimentSpec
 from bat.experiment.twin_design import REFERENCE, TwinDesign
+from bat.experiment.twin_errors import TwinUnitError
 from bat.schemas.experiment import ArmRecord, SeedMarker, SharedRecord
 from bat.schemas.twin_study import E2eRun, TwinPiece
 from bat.state.checkpoints import adapter_dir
@@ -37,11 +38,6 @@ from bat.state.twin_layout import TwinStudyLayout, probe_label
 STAMP_FIELDS = {"piece_schema", "commit", "cpu", "recorded_at"}
 """A piece's provenance: two recordings of the same unit differ there and nowhere else."""
 GRPO_ROUND = 1
-
-
-class TwinUnitError(ValueError):
-    """A unit that cannot be recorded (not finished on this disk, or recorded otherwise): the message names the file
-    and what to do."""
 
 
 def _suite(layout: RunLayout) -> str:
