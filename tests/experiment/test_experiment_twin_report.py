@@ -382,3 +382,5 @@ def test_twin_replay_rebuilds_the_candidate_from_the_committed_adapter_and_plays
     # an adapter that is not the committed one is refused before anything is played
     (study / "seed_1_adapter" / "adapter_config.json").write_text("{}")
     assert main([*args, "--twin-replay"]) == 2 and "restore it from git" in capsys.readouterr().err
+    (study / "seed_1_e2e.json").unlink()
+    assert main([*args, "--twin-unit", "e2e"]) == 2 and "restore it from git" in capsys.readouterr().err
