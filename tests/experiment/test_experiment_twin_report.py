@@ -384,3 +384,11 @@ def test_twin_replay_rebuilds_the_candidate_from_the_committed_adapter_and_plays
     assert main([*args, "--twin-replay"]) == 2 and "restore it from git" in capsys.readouterr().err
     (study / "seed_1_e2e.json").unlink()
     assert main([*args, "--twin-unit", "e2e"]) == 2 and "restore it from git" in capsys.readouterr().err
+
+
+def test_the_probe_is_drawn_as_its_mean_and_interval_over_scored_states() -> None:
+    from bat.experiment.twin_plot import probe_point
+
+    mean, hw = probe_point([0.0, 0.5, None, 0.25])
+    assert mean == pytest.approx(25.0) and 0 < hw < 100
+    assert probe_point([0.4]) == (pytest.approx(40.0), 0.0) and probe_point([None]) is None
