@@ -1,5 +1,6 @@
-"""`bat model import|build-tiny|install-template`: named pretrained policies converted from installed packages,
-the deterministic offline tiny policy, and bat's chat template for a foreign model folder."""
+"""`bat model import|build-tiny|install-template|diff`: named pretrained policies converted from installed packages,
+the deterministic offline tiny policy, bat's chat template for a foreign model folder, and how far one checkpoint
+moved from another."""
 
 from __future__ import annotations
 
@@ -35,6 +36,32 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     build.add_argument("--seed", type=int, default=None, help="weights seed (default: run.seed)")
     add_config_arguments(build)
     build.set_defaults(handler=_build_tiny)
+    diff = sub.add_parser("diff", help="how far checkpoint B's weights (and, with --kl-state, its policy) moved from A")
+    diff.add_argument("a", help="reference HF model folder (e.g. the SFT export)")
+    diff.add_argument("b", help="HF model folder of the same model (e.g. a GRPO export)")
+    diff.add_argument(
+        "--kl-state",
+        default=None,
+        help="also measure KL(B || A) per token on this run state directory's KL probe rows (training-side bank "
+        "rows, rendered as its rollouts render them; loads both models)",
+    )
+    diff.set_defaults(handler=_diff)
+
+
+def _diff(args: argparse.Namespace) -> int:
+    from bat.policy.weight_diff import weight_diff
+
+    print(f"B {args.b} against A {args.a}")
+    print(weight_diff(args.a, args.b).line(), flush=True)
+    if args.kl_state:
+        from bat.curriculum.kl_between import checkpoint_kl
+
+        estimate = checkpoint_kl(args.kl_state, args.b, args.a)
+        interval = f" +- {estimate.half_width:.3g} (95%, across chunks)" if estimate.half_width is not None else ""
+        print(
+            f"KL(B || A) {estimate.mean:.4g}{interval} per token over {estimate.tokens} sampled tokens of {estimate.prompts} probe prompts"
+        )
+    return 0
 
 
 def _build_tiny(args: argparse.Namespace) -> int:

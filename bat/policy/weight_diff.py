@@ -1,0 +1,93 @@
+"""How far one HF checkpoint's weights are from another's: read two model folders' safetensors tensor by tensor
+(one pair in memory at a time), write nothing."""
+
+from __future__ import annotations
+
+import json
+import math
+from dataclasses import dataclass
+from pathlib import Path
+
+from bat.policy.loader import ModelFolderError
+
+SINGLE = "model.safetensors"
+INDEX = "model.safetensors.index.json"
+
+
+@dataclass(frozen=True)
+class WeightDiff:
+    """`moved` / `base` Frobenius norms over every shared tensor, the largest per-tensor ratio, and how many
+    elements and tensors differ at all."""
+
+    tensors: int
+    tensors_changed: int
+    elements: int
+    elements_changed: int
+    relative_norm: float
+    max_relative_norm: float
+    max_tensor: str
+
+    def line(self) -> str:
+        """The figures on one line."""
+        return (
+            f"||B - A|| / ||A|| {self.relative_norm:.3g} over {self.tensors} tensors (largest {self.max_relative_norm:.3g}: "
+            f"{self.max_tensor}); {self.elements_changed:,} of {self.elements:,} elements changed "
+            f"({self.elements_changed / max(self.elements, 1):.1%}), {self.tensors_changed} tensors"
+        )
+
+
+def _tensor_files(folder: Path) -> dict[str, Path]:
+    """Tensor name -> the safetensors file holding it (one file, or the shards an index lists)."""
+    if (folder / SINGLE).is_file():
+        from safetensors import safe_open
+
+        with safe_open(folder / SINGLE, "pt") as f:
+            return dict.fromkeys(f.keys(), folder / SINGLE)
+    if (folder / INDEX).is_file():
+        weight_map = json.loads((folder / INDEX).read_text())["weight_map"]
+        return {name: folder / shard for name, shard in weight_map.items()}
+    raise ModelFolderError(folder, f"no {SINGLE} or {INDEX}", hint="point at an exported HF model folder")
+
+
+def weight_diff(a: str | Path, b: str | Path) -> WeightDiff:
+    """Compare checkpoint `b` to `a` over the tensors both hold with the same shape (in float64 sums); ModelFolderError
+    when either is not a safetensors model folder or they share no tensor."""
+    from safetensors import safe_open
+
+    files_a, files_b = _tensor_files(Path(a)), _tensor_files(Path(b))
+    shared = sorted(n for n in files_a if n in files_b)
+    if not shared:
+        raise ModelFolderError(Path(b), f"shares no tensor with {a}", hint="compare two checkpoints of one model")
+    moved_sq = base_sq = 0.0
+    elements = changed = tensors_changed = 0
+    worst, worst_name = 0.0, ""
+    for name in shared:
+        with safe_open(files_a[name], "pt") as fa, safe_open(files_b[name], "pt") as fb:
+            x, y = fa.get_tensor(name).double(), fb.get_tensor(name).double()
+        if x.shape != y.shape:
+            raise ModelFolderError(
+                Path(b),
+                f"tensor {name} has shape {tuple(y.shape)}, not {tuple(x.shape)} as in {a}",
+                hint="compare two checkpoints of one model",
+            )
+        delta = y - x
+        d_sq, x_sq = float(delta.pow(2).sum()), float(x.pow(2).sum())
+        moved_sq, base_sq = moved_sq + d_sq, base_sq + x_sq
+        n_changed = int((delta != 0).sum())
+        elements, changed, tensors_changed = (
+            elements + x.numel(),
+            changed + n_changed,
+            tensors_changed + (n_changed > 0),
+        )
+        ratio = math.sqrt(d_sq / x_sq) if x_sq else (math.inf if d_sq else 0.0)
+        if ratio > worst:
+            worst, worst_name = ratio, name
+    return WeightDiff(
+        tensors=len(shared),
+        tensors_changed=tensors_changed,
+        elements=elements,
+        elements_changed=changed,
+        relative_norm=math.sqrt(moved_sq / base_sq) if base_sq else 0.0,
+        max_relative_norm=worst,
+        max_tensor=worst_name,
+    )
