@@ -5,13 +5,15 @@ from __future__ import annotations
 
 import json
 import math
+from contextlib import ExitStack
 from dataclasses import dataclass
 from pathlib import Path
 
 from bat.policy.loader import ModelFolderError
+from bat.state.lr_probe_layout import HF_WEIGHTS
 
-SINGLE = "model.safetensors"
-INDEX = "model.safetensors.index.json"
+INDEX = f"{HF_WEIGHTS}.index.json"
+"""The shard index of a model saved in several safetensors files."""
 
 
 @dataclass(frozen=True)
@@ -38,20 +40,21 @@ class WeightDiff:
 
 def _tensor_files(folder: Path) -> dict[str, Path]:
     """Tensor name -> the safetensors file holding it (one file, or the shards an index lists)."""
-    if (folder / SINGLE).is_file():
+    if (folder / HF_WEIGHTS).is_file():
         from safetensors import safe_open
 
-        with safe_open(folder / SINGLE, "pt") as f:
-            return dict.fromkeys(f.keys(), folder / SINGLE)
+        with safe_open(folder / HF_WEIGHTS, "pt") as f:
+            return dict.fromkeys(f.keys(), folder / HF_WEIGHTS)
     if (folder / INDEX).is_file():
         weight_map = json.loads((folder / INDEX).read_text())["weight_map"]
         return {name: folder / shard for name, shard in weight_map.items()}
-    raise ModelFolderError(folder, f"no {SINGLE} or {INDEX}", hint="point at an exported HF model folder")
+    raise ModelFolderError(folder, f"no {HF_WEIGHTS} or {INDEX}", hint="point at an exported HF model folder")
 
 
 def weight_diff(a: str | Path, b: str | Path) -> WeightDiff:
-    """Compare checkpoint `b` to `a` over the tensors both hold with the same shape (in float64 sums); ModelFolderError
-    when either is not a safetensors model folder or they share no tensor."""
+    """Compare checkpoint `b` to `a` over the tensors both hold (in float64 sums), opening each safetensors file once;
+    ModelFolderError when either is not a safetensors model folder, they share no tensor, or a shared tensor's shape
+    differs."""
     from safetensors import safe_open
 
     files_a, files_b = _tensor_files(Path(a)), _tensor_files(Path(b))
@@ -61,27 +64,28 @@ def weight_diff(a: str | Path, b: str | Path) -> WeightDiff:
     moved_sq = base_sq = 0.0
     elements = changed = tensors_changed = 0
     worst, worst_name = 0.0, ""
-    for name in shared:
-        with safe_open(files_a[name], "pt") as fa, safe_open(files_b[name], "pt") as fb:
-            x, y = fa.get_tensor(name).double(), fb.get_tensor(name).double()
-        if x.shape != y.shape:
-            raise ModelFolderError(
-                Path(b),
-                f"tensor {name} has shape {tuple(y.shape)}, not {tuple(x.shape)} as in {a}",
-                hint="compare two checkpoints of one model",
+    with ExitStack() as stack:
+        handles = {f: stack.enter_context(safe_open(f, "pt")) for f in {*files_a.values(), *files_b.values()}}
+        for name in shared:
+            x, y = handles[files_a[name]].get_tensor(name).double(), handles[files_b[name]].get_tensor(name).double()
+            if x.shape != y.shape:
+                raise ModelFolderError(
+                    Path(b),
+                    f"tensor {name} has shape {tuple(y.shape)}, not {tuple(x.shape)} as in {a}",
+                    hint="compare two checkpoints of one model",
+                )
+            delta = y - x
+            d_sq, x_sq = float(delta.pow(2).sum()), float(x.pow(2).sum())
+            moved_sq, base_sq = moved_sq + d_sq, base_sq + x_sq
+            n_changed = int((delta != 0).sum())
+            elements, changed, tensors_changed = (
+                elements + x.numel(),
+                changed + n_changed,
+                tensors_changed + (n_changed > 0),
             )
-        delta = y - x
-        d_sq, x_sq = float(delta.pow(2).sum()), float(x.pow(2).sum())
-        moved_sq, base_sq = moved_sq + d_sq, base_sq + x_sq
-        n_changed = int((delta != 0).sum())
-        elements, changed, tensors_changed = (
-            elements + x.numel(),
-            changed + n_changed,
-            tensors_changed + (n_changed > 0),
-        )
-        ratio = math.sqrt(d_sq / x_sq) if x_sq else (math.inf if d_sq else 0.0)
-        if ratio > worst:
-            worst, worst_name = ratio, name
+            ratio = math.sqrt(d_sq / x_sq) if x_sq else (math.inf if d_sq else 0.0)
+            if ratio > worst:
+                worst, worst_name = ratio, name
     return WeightDiff(
         tensors=len(shared),
         tensors_changed=tensors_changed,
