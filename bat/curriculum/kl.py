@@ -29,7 +29,7 @@ def same_weights(a: Path, b: Path) -> bool:
     """Whether the HF model directories `a` and `b` hold byte-identical weights and model config (then they compute
     the same distribution and KL is 0 without loading either: a round whose steps all had equal rewards)."""
     from bat.state.digest import sha256_path
-    from bat.state.lr_probe_layout import export_config, export_weights
+    from bat.state.model_files import export_config, export_weights
 
     files = (export_weights, export_config)
     return all(f(a).is_file() and sha256_path(f(a)) == sha256_path(f(b)) for f in files)

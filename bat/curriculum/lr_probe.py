@@ -36,8 +36,9 @@ from bat.state.atomic import atomic_write_json, read_json
 from bat.state.checkpoints import EXPORT_META_NAME
 from bat.state.jsonl import read_jsonl_resuming
 from bat.state.layout import RunLayout
-from bat.state.lr_probe_layout import LrProbeLayout, export_config, export_weights
+from bat.state.lr_probe_layout import LrProbeLayout
 from bat.state.markers import read_done
+from bat.state.model_files import export_config, export_weights
 
 if TYPE_CHECKING:
     from bat.config.root import BatConfig

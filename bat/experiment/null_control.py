@@ -26,7 +26,7 @@ from bat.experiment.records import read_record, write_record
 from bat.experiment.spec import ExperimentSpec
 from bat.schemas.experiment import NullCalibration, NullInfo, ScaleTry
 from bat.state.experiment_layout import ExperimentRunFiles, ExperimentStateLayout, ResultsLayout, null_arm
-from bat.state.lr_probe_layout import export_weights
+from bat.state.model_files import export_weights
 
 FIRST_SCALE = 0.01
 """The first relative scale tried (noise of 1% of each tensor's RMS)."""

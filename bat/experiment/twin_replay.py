@@ -21,7 +21,7 @@ from bat.schemas.twin_study import TwinPiece
 from bat.state.digest import sha256_path
 from bat.state.experiment_layout import ExperimentStateLayout
 from bat.state.layout import RunLayout
-from bat.state.lr_probe_layout import export_weights
+from bat.state.model_files import export_weights
 from bat.state.twin_layout import TwinStudyLayout
 
 REPLAY_ROUND = 1

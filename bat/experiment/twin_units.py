@@ -32,7 +32,7 @@ from bat.state.checkpoints import adapter_dir
 from bat.state.digest import sha256_path
 from bat.state.experiment_layout import ExperimentRunFiles
 from bat.state.layout import RunLayout
-from bat.state.lr_probe_layout import export_weights
+from bat.state.model_files import export_weights
 from bat.state.twin_layout import TwinStudyLayout, probe_label
 
 STAMP_FIELDS = {"piece_schema", "commit", "cpu", "recorded_at"}

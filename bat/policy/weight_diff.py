@@ -8,12 +8,10 @@ import math
 from contextlib import ExitStack
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from bat.policy.loader import ModelFolderError
-from bat.state.lr_probe_layout import HF_WEIGHTS
-
-INDEX = f"{HF_WEIGHTS}.index.json"
-"""The shard index of a model saved in several safetensors files."""
+from bat.state.model_files import HF_WEIGHTS, HF_WEIGHTS_INDEX
 
 
 @dataclass(frozen=True)
@@ -38,36 +36,40 @@ class WeightDiff:
         )
 
 
-def _tensor_files(folder: Path) -> dict[str, Path]:
-    """Tensor name -> the safetensors file holding it (one file, or the shards an index lists)."""
-    if (folder / HF_WEIGHTS).is_file():
-        from safetensors import safe_open
+def _tensor_files(folder: Path, stack: ExitStack) -> tuple[dict[str, Path], dict[Path, Any]]:
+    """Tensor name -> the safetensors file holding it (one file, or the shards an index lists), and each of those
+    files opened once (closed with `stack`)."""
+    from safetensors import safe_open
 
-        with safe_open(folder / HF_WEIGHTS, "pt") as f:
-            return dict.fromkeys(f.keys(), folder / HF_WEIGHTS)
-    if (folder / INDEX).is_file():
-        weight_map = json.loads((folder / INDEX).read_text())["weight_map"]
-        return {name: folder / shard for name, shard in weight_map.items()}
-    raise ModelFolderError(folder, f"no {HF_WEIGHTS} or {INDEX}", hint="point at an exported HF model folder")
+    if (folder / HF_WEIGHTS).is_file():
+        single = folder / HF_WEIGHTS
+        handle = stack.enter_context(safe_open(single, "pt"))
+        return dict.fromkeys(handle.keys(), single), {single: handle}
+    if (folder / HF_WEIGHTS_INDEX).is_file():
+        weight_map = json.loads((folder / HF_WEIGHTS_INDEX).read_text())["weight_map"]
+        files = {name: folder / shard for name, shard in weight_map.items()}
+        return files, {f: stack.enter_context(safe_open(f, "pt")) for f in set(files.values())}
+    raise ModelFolderError(
+        folder, f"no {HF_WEIGHTS} or {HF_WEIGHTS_INDEX}", hint="point at an exported HF model folder"
+    )
 
 
 def weight_diff(a: str | Path, b: str | Path) -> WeightDiff:
     """Compare checkpoint `b` to `a` over the tensors both hold (in float64 sums), opening each safetensors file once;
     ModelFolderError when either is not a safetensors model folder, they share no tensor, or a shared tensor's shape
     differs."""
-    from safetensors import safe_open
-
-    files_a, files_b = _tensor_files(Path(a)), _tensor_files(Path(b))
-    shared = sorted(n for n in files_a if n in files_b)
-    if not shared:
-        raise ModelFolderError(Path(b), f"shares no tensor with {a}", hint="compare two checkpoints of one model")
-    moved_sq = base_sq = 0.0
+    moved_sq = base_sq = worst = 0.0
     elements = changed = tensors_changed = 0
-    worst, worst_name = 0.0, ""
+    worst_name = ""
     with ExitStack() as stack:
-        handles = {f: stack.enter_context(safe_open(f, "pt")) for f in {*files_a.values(), *files_b.values()}}
+        files_a, handles_a = _tensor_files(Path(a), stack)
+        files_b, handles_b = _tensor_files(Path(b), stack)
+        shared = sorted(n for n in files_a if n in files_b)
+        if not shared:
+            raise ModelFolderError(Path(b), f"shares no tensor with {a}", hint="compare two checkpoints of one model")
         for name in shared:
-            x, y = handles[files_a[name]].get_tensor(name).double(), handles[files_b[name]].get_tensor(name).double()
+            x = handles_a[files_a[name]].get_tensor(name).double()
+            y = handles_b[files_b[name]].get_tensor(name).double()
             if x.shape != y.shape:
                 raise ModelFolderError(
                     Path(b),
@@ -76,13 +78,12 @@ def weight_diff(a: str | Path, b: str | Path) -> WeightDiff:
                 )
             delta = y - x
             d_sq, x_sq = float(delta.pow(2).sum()), float(x.pow(2).sum())
-            moved_sq, base_sq = moved_sq + d_sq, base_sq + x_sq
+            moved_sq += d_sq
+            base_sq += x_sq
             n_changed = int((delta != 0).sum())
-            elements, changed, tensors_changed = (
-                elements + x.numel(),
-                changed + n_changed,
-                tensors_changed + (n_changed > 0),
-            )
+            elements += x.numel()
+            changed += n_changed
+            tensors_changed += n_changed > 0
             ratio = math.sqrt(d_sq / x_sq) if x_sq else (math.inf if d_sq else 0.0)
             if ratio > worst:
                 worst, worst_name = ratio, name

@@ -1,5 +1,4 @@
-"""Paths of an lr probe's output folder (`bat train lr-probe --out DIR`, `bat.curriculum.lr_probe`) and the files of
-an HF export it reads and writes.
+"""Paths of an lr probe's output folder (`bat train lr-probe --out DIR`, `bat.curriculum.lr_probe`).
 
 `<out>/lr_probe.json` (one row per scale), `<out>/ckpt/x<scale>/` (the scaled weights), `<out>/x<scale>/` (a run dir
 holding the scale's controller evaluation) with `lr_probe_row.json` (that scale's row, read back on a rerun).
@@ -16,25 +15,11 @@ ROW_NAME = "lr_probe_row.json"
 """One scale's row inside its run dir."""
 CHECKPOINTS_DIR_NAME = "ckpt"
 """Folder of the scaled exports."""
-HF_WEIGHTS = "model.safetensors"
-"""The weights file of an HF export (present once the export is complete; the HF format's name, not a state name)."""
-HF_CONFIG = "config.json"
-"""The model config of an HF export (what makes a folder one)."""
 
 
 def scale_name(scale: float) -> str:
     """`x0`, `x0.5`, `x10`: the name of one scale's folders."""
     return f"x{scale:g}"
-
-
-def export_weights(folder: Path) -> Path:
-    """`<folder>/model.safetensors`."""
-    return Path(folder) / HF_WEIGHTS
-
-
-def export_config(folder: Path) -> Path:
-    """`<folder>/config.json`."""
-    return Path(folder) / HF_CONFIG
 
 
 @dataclass(frozen=True)

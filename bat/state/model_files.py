@@ -1,5 +1,5 @@
-"""Metadata files of an HF model folder: the context length in `config.json`, and bat's build record
-(`bat_model.json`, written by the tiny builder and the pretrained converter)."""
+"""Files of an HF model folder: the weights and config file names of an export, the context length in
+`config.json`, and bat's build record (`bat_model.json`, written by the tiny builder and the pretrained converter)."""
 
 from __future__ import annotations
 
@@ -8,12 +8,28 @@ from pathlib import Path
 from typing import Any
 
 MODEL_RECORD_NAME = "bat_model.json"
+HF_WEIGHTS = "model.safetensors"
+"""The weights file of an HF export (present once the export is complete; the HF format's name, not a state name)."""
+HF_WEIGHTS_INDEX = f"{HF_WEIGHTS}.index.json"
+"""The shard index of a model saved in several safetensors files."""
+HF_CONFIG = "config.json"
+"""The model config of an HF export (what makes a folder one)."""
+
+
+def export_weights(folder: str | Path) -> Path:
+    """`<folder>/model.safetensors`."""
+    return Path(folder) / HF_WEIGHTS
+
+
+def export_config(folder: str | Path) -> Path:
+    """`<folder>/config.json`."""
+    return Path(folder) / HF_CONFIG
 
 
 def folder_config(path: str | Path) -> dict[str, Any] | None:
     """The folder's HF `config.json` as a dict (None when absent, unreadable or not a JSON object)."""
     try:
-        data = json.loads((Path(path) / "config.json").read_text(encoding="utf-8"))
+        data = json.loads(export_config(path).read_text(encoding="utf-8"))
     except (OSError, ValueError):
         return None
     return data if isinstance(data, dict) else None

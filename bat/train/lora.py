@@ -203,7 +203,7 @@ def write_merged_export(base: Path, adapter: Path, out: Path, *, dtype: str, met
     from bat.policy.loader import load_model, torch_dtype
     from bat.state.atomic import atomic_write_json
     from bat.state.checkpoints import EXPORT_META_NAME, adapter_dir
-    from bat.state.lr_probe_layout import export_weights
+    from bat.state.model_files import export_weights
 
     out = Path(out)
     if export_weights(out).exists():
