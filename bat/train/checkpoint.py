@@ -22,7 +22,7 @@ from typing import Any
 from bat.state.atomic import atomic_dir, atomic_write_json
 from bat.state.checkpoints import EXPORT_META_NAME, META_NAME, CheckpointStore, adapter_dir, step_name
 from bat.train.engine import DistEnv, barrier
-from bat.train.lora import is_adapted, load_trainable, merged_state_dict, trainable_state_only
+from bat.train.lora import is_adapted, load_trainable, merged_state_dict, save_adapter, trainable_state_only
 
 
 def _rng_state() -> dict[str, Any]:
@@ -169,7 +169,7 @@ def export_hf(
             with atomic_dir(out) as tmp:
                 hf_model.save_pretrained(tmp, state_dict=state, safe_serialization=True)
                 if adapted:
-                    module.save_pretrained(adapter_dir(tmp), state_dict=_cpu_state(module))  # peft keeps the adapters
+                    save_adapter(module, adapter_dir(tmp), _cpu_state(module))
                 tokenizer.save_pretrained(tmp)
                 atomic_write_json(tmp / EXPORT_META_NAME, {**(extra or {}), "dtype": dtype})
     barrier()

@@ -190,6 +190,25 @@ class AdaptersOff:
             return self.peft_model(**kwargs)
 
 
+ADAPTER_CONFIG = "adapter_config.json"
+"""peft's adapter settings file in an adapter folder."""
+
+
+def save_adapter(module: Any, folder: Path, state_dict: dict[str, Any]) -> None:
+    """Write the peft model `module`'s adapter (`state_dict`, its adapter tensors on CPU) to `folder` as peft's
+    `save_pretrained` does, without what names this machine: peft's template model card (README.md) is not kept and
+    `adapter_config.json`'s `base_model_name_or_path` (the local path of the base it was loaded from) is cleared. The
+    base an adapter belongs to is recorded by bat itself (the step's `AdapterBase`, a piece's digests)."""
+    import json
+
+    module.save_pretrained(folder, state_dict=state_dict)
+    (Path(folder) / "README.md").unlink(missing_ok=True)
+    config_file = Path(folder) / ADAPTER_CONFIG
+    settings = json.loads(config_file.read_text())
+    settings["base_model_name_or_path"] = None
+    config_file.write_text(json.dumps(settings, indent=2, sort_keys=True) + "\n")
+
+
 def write_merged_export(base: Path, adapter: Path, out: Path, *, dtype: str, meta: dict[str, Any]) -> Path:
     """Write the HF export `out` that a LoRA block's `export_hf` writes, from files alone: the export `base` with
     the peft adapter folder `adapter` (trained on `base`) merged in (`merged_state_dict`'s arithmetic, in float32,

@@ -94,7 +94,10 @@ def test_sft_with_lora_learns_and_checkpoints_only_adapters(tiny_dir, sft_data, 
     adapted = [k for k in base if k.rsplit(".", 2)[-2] in LLAMA_PROJECTIONS]
     assert adapted and all(not torch.equal(merged[k], base[k]) for k in adapted)
     assert all(torch.equal(merged[k], base[k]) for k in base if k not in adapted)
-    assert (adapter_dir(out / "hf") / "adapter_config.json").is_file()
+    # the adapter folder holds the adapter and its settings, and nothing that names this machine's paths
+    adapter = adapter_dir(out / "hf")
+    assert sorted(p.name for p in adapter.iterdir()) == ["adapter_config.json", "adapter_model.safetensors"]
+    assert str(tiny_dir) not in (adapter / "adapter_config.json").read_text()
 
 
 def test_lora_resume_equals_uninterrupted(tiny_dir, sft_data, tmp_path):
