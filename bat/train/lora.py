@@ -199,14 +199,12 @@ def save_adapter(module: Any, folder: Path, state_dict: dict[str, Any]) -> None:
     `save_pretrained` does, without what names this machine: peft's template model card (README.md) is not kept and
     `adapter_config.json`'s `base_model_name_or_path` (the local path of the base it was loaded from) is cleared. The
     base an adapter belongs to is recorded by bat itself (the step's `AdapterBase`, a piece's digests)."""
-    import json
+    from bat.state.atomic import atomic_write_json, read_json
 
     module.save_pretrained(folder, state_dict=state_dict)
     (Path(folder) / "README.md").unlink(missing_ok=True)
     config_file = Path(folder) / ADAPTER_CONFIG
-    settings = json.loads(config_file.read_text())
-    settings["base_model_name_or_path"] = None
-    config_file.write_text(json.dumps(settings, indent=2, sort_keys=True) + "\n")
+    atomic_write_json(config_file, {**read_json(config_file), "base_model_name_or_path": None})
 
 
 def write_merged_export(base: Path, adapter: Path, out: Path, *, dtype: str, meta: dict[str, Any]) -> Path:
