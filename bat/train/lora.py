@@ -26,6 +26,7 @@ from pathlib import Path
 from typing import Any
 
 from bat.config.lora import LoraConfig
+from bat.state.atomic import atomic_write_json, read_json
 from bat.state.digest import sha256_path
 
 BASE_KEY = "lora_base"
@@ -199,8 +200,6 @@ def save_adapter(module: Any, folder: Path, state_dict: dict[str, Any]) -> None:
     `save_pretrained` does, without what names this machine: peft's template model card (README.md) is not kept and
     `adapter_config.json`'s `base_model_name_or_path` (the local path of the base it was loaded from) is cleared. The
     base an adapter belongs to is recorded by bat itself (the step's `AdapterBase`, a piece's digests)."""
-    from bat.state.atomic import atomic_write_json, read_json
-
     module.save_pretrained(folder, state_dict=state_dict)
     (Path(folder) / "README.md").unlink(missing_ok=True)
     config_file = Path(folder) / ADAPTER_CONFIG
