@@ -3,7 +3,9 @@
 * `--sft-final [--seeds S]`: build (or resume) the shared bootstrap and score its SFT on the end-of-run final split,
   the same runs every arm x seed's end-of-run evaluation meets (`bat.experiment.sft_final`);
 * `--twin-unit train|e2e|reference [--only ARM] [--seeds S]`: record finished units under `<twin_dir>/units/`
-  (`bat.experiment.twin_units`); exit 2 when one is not finished or differs from the one recorded;
+  (`bat.experiment.twin_units`); an unfinished replayed `e2e` or `reference` evaluation keeps its runs so far
+  instead (`bat.experiment.twin_partial`: commit them, the evaluation resumes from them on any disk); exit 2 when
+  a unit is not finished (nothing kept) or differs from the one recorded;
 * `--twin-replay [--only ARM] [--seeds S]`: rebuild an arm x seed's candidate from its committed train unit (the
   rebuilt SFT with the kept LoRA adapter) and play its end-of-run final runs (`bat.experiment.twin_replay`), so
   `--twin-unit e2e` can record them on another disk than the one that trained it;
@@ -125,14 +127,15 @@ def _sft_final(spec, args: argparse.Namespace) -> int:
 
 def _play_each(calls: list[Callable[[], str]], refused: type[Exception], what: str) -> int:
     """Run each call (it plays held-out runs and returns the line to print) until one fails: exit 2 when it refused
-    (`refused`, its message printed), 1 when its bootstrap or play job failed, else 0."""
+    (`refused`, or kept runs it cannot resume from: its message printed), 1 when its bootstrap or play job failed, else 0."""
     from bat.experiment.share import SharedStateError
+    from bat.experiment.twin_partial import TwinPartialError
     from bat.experiment.wide import WideError
 
     for call in calls:
         try:
             line = call()
-        except refused as exc:
+        except (refused, TwinPartialError) as exc:
             print(f"bat experiment: {exc}", file=sys.stderr)
             return 2
         except (SharedStateError, WideError) as exc:

@@ -6,7 +6,8 @@ those runs rather than one draw of its own.
 Reads (or builds and resumes, through `bat.experiment.share.run_shared`) the shared bootstrap serving a seed,
 records it once under `<out>/runs/_shared/` and checks its SFT digest against the committed one (as `bat experiment`
 does before training arms). Then plays the SFT export on the final split under the arms' evaluation config, with
-`bat.experiment.wide.play_final` (one job of the end-of-run evaluation's kind, resuming from its partial runs).
+`bat.experiment.wide.play_final` (one job of the end-of-run evaluation's kind, resuming from its partial runs, and
+in a twin study first from the runs kept from another disk, `bat.experiment.twin_partial`).
 Writes under the bootstrap's state dir: `heldout/round_00/final/` (manifest, runs, transcripts) and
 `round_00/final_test/aggregate_final.json`. The final split never feeds routing or tuning.
 """
@@ -41,12 +42,20 @@ def score_sft_final(spec: ExperimentSpec, seed: int, out_dir: Path, *, allow_boo
     if mismatch and not allow_bootstrap_change:
         raise SftFinalError(f"{mismatch} Not scored; --allow-bootstrap-change scores it anyway.")
     write_shared_piece(out_dir, boot, shared.sft_digest, shared.wall_s)
-    layout = shared.layout
+    layout, restored = shared.layout, 0
     if load_aggregate(layout, 0, "final", WIDE_PHASE) is None:
-        play_final(arm_config(spec, trained[0], boot), layout, 0, shared.sft_checkpoint, None)
+        cfg = arm_config(spec, trained[0], boot)
+        if spec.twin_dir is not None:
+            from bat.experiment.twin_design import REFERENCE
+            from bat.experiment.twin_partial import restore_partial_runs
+
+            checkpoint = Path(shared.sft_checkpoint)
+            restored = restore_partial_runs(spec.twin_dir, REFERENCE, boot, "reference", cfg, layout, 0, checkpoint)
+        play_final(cfg, layout, 0, shared.sft_checkpoint, None)
     agg = load_aggregate(layout, 0, "final", WIDE_PHASE)
     assert agg is not None
+    resumed = f" ({restored} of them kept from another disk)" if restored else ""
     return (
         f"the shared SFT (bootstrap seed {boot}) on the final split: Overall {pct(agg.overall)} over {agg.n_runs} "
-        f"runs -> {layout.heldout_runs(0, 'final')}"
+        f"runs{resumed} -> {layout.heldout_runs(0, 'final')}"
     )

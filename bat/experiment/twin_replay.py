@@ -6,7 +6,9 @@ Reads the study's committed `train` piece (`units/<arm>/seed_<s>_train.json`: SF
 and its kept adapter (`units/<arm>/seed_<s>_adapter/`); builds (or resumes) the shared bootstrap. Writes the replay
 run dir `<experiment>/seed_<s>/_replay/<arm>/` (`bat.state.experiment_layout`): the candidate export at
 `checkpoints/round_01/export` and the final split's runs under `heldout/round_01/final/`, which
-`bat experiment --twin-unit e2e` then records when the arm's own run is not on this disk.
+`bat experiment --twin-unit e2e` then records when the arm's own run is not on this disk. Runs kept from an
+unfinished replay on another disk (`units/<arm>/seed_<s>_e2e_partial.json`, `bat.experiment.twin_partial`) are
+restored before it plays, so it resumes after them.
 """
 
 from __future__ import annotations
@@ -54,6 +56,7 @@ def replay_candidate(spec: ExperimentSpec, design: TwinDesign, arm: str, seed: i
     otherwise, or the merge computed otherwise, on another CPU kind): a unit scores the checkpoint it trained."""
     from bat.evaluate.store import load_aggregate
     from bat.experiment.share import run_shared, seed_arm_state
+    from bat.experiment.twin_partial import restore_partial_runs
     from bat.experiment.wide import WIDE_PHASE, play_final
     from bat.train.lora import write_merged_export
 
@@ -74,11 +77,15 @@ def replay_candidate(spec: ExperimentSpec, design: TwinDesign, arm: str, seed: i
             f"{piece.weights_digest[:16]} (trained from SFT {piece.sft_digest[:16]} on {machine}); not played. "
             "Play it on the CPU kind that trained it"
         )
+    restored = 0
     if load_aggregate(layout, REPLAY_ROUND, "final", WIDE_PHASE) is None:
+        restored = restore_partial_runs(design.root, arm, seed, "e2e", cfg, layout, REPLAY_ROUND, candidate)
         play_final(cfg, layout, REPLAY_ROUND, str(candidate), None)
     agg = load_aggregate(layout, REPLAY_ROUND, "final", WIDE_PHASE)
     assert agg is not None
+    resumed = f" ({restored} of them kept from another disk)" if restored else ""
     return (
-        f"{arm} seed {seed}: the rebuilt candidate (the trained weights, bit for bit) played {agg.n_runs} final runs "
+        f"{arm} seed {seed}: the rebuilt candidate (the trained weights, bit for bit) played {agg.n_runs} final runs"
+        f"{resumed} "
         f"-> {layout.heldout_runs(REPLAY_ROUND, 'final')}; record them: --twin-unit e2e --only {arm} --seeds {seed}"
     )

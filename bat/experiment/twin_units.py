@@ -12,6 +12,9 @@
 * `reference` (the shared bootstrap): its `experiment_shared.json` (SFT digest), the SFT's final evaluation
   (`heldout/round_00/final/`, `bat experiment --sft-final`) and its probe score `stage_probe/step_0.json`.
 
+An `e2e` (replayed) or `reference` unit whose final-split evaluation has not finished keeps its runs so far instead
+(`keep_unfinished`, `bat.experiment.twin_partial`), so the evaluation resumes from them on another disk.
+
 Held-out run records are read here, on the evaluation side, and reduced to numbers per run id (no instance content).
 Writes `<twin_dir>/units/<arm>/seed_<s>_<part>.json` (`bat.state.twin_layout`), stamped with the commit, CPU and
 time; a recorded piece is never overwritten (one identical to what the state holds now is left as it is).
@@ -268,6 +271,39 @@ def reference_piece(spec: ExperimentSpec, design: TwinDesign, seed: int) -> Twin
     )
 
 
+def keep_unfinished(spec: ExperimentSpec, design: TwinDesign, part: str, arm: str, seed: int) -> str | None:
+    """Keep the runs played so far by the unfinished final-split evaluation of an `e2e` unit's replay or of the
+    `reference` unit's SFT (`bat.experiment.twin_partial`); returns the line to print, None when none is unfinished
+    on this disk (a `train` unit, or an arm's own end-of-run evaluation, keeps nothing)."""
+    from bat.experiment.twin_partial import keep_partial_runs
+    from bat.experiment.twin_replay import REPLAY_ROUND, replay_layout
+
+    if part == "e2e":
+        layout = replay_layout(spec, arm, seed)
+        checkpoint, round_index = layout.candidate_model(REPLAY_ROUND), REPLAY_ROUND
+    elif part == "reference":
+        layout = RunLayout(shared_dir(spec, seed))
+        shared = read_record(ExperimentRunFiles(layout.root).shared_record, SharedRecord)
+        if shared is None:
+            return None
+        checkpoint, round_index = Path(shared.sft_checkpoint or layout.candidate_model(0)), 0
+    else:
+        return None
+    if not checkpoint.is_dir():
+        return None
+    return keep_partial_runs(design.root, arm, seed, part, layout, round_index, checkpoint)
+
+
+def _keep_or_problem(
+    spec: ExperimentSpec, design: TwinDesign, part: str, arm: str, seed: int, problem: TwinUnitError
+) -> tuple[str | None, TwinUnitError]:
+    """(the line of the runs kept from an unfinished evaluation, or None; the problem to report otherwise)."""
+    try:
+        return keep_unfinished(spec, design, part, arm, seed), problem
+    except TwinUnitError as refused:
+        return None, refused
+
+
 def _content(piece: TwinPiece) -> dict:
     return piece.model_dump(mode="json", exclude=STAMP_FIELDS)
 
@@ -311,7 +347,8 @@ def record_units(
             path, written = record_piece(design.root, piece)
             keep_adapter(design.root, spec, piece)
         except TwinUnitError as exc:
-            errors.append(f"{arm} seed {seed} ({part}): {exc}")
+            kept, problem = _keep_or_problem(spec, design, part, arm, seed, exc)
+            (lines if kept else errors).append(kept or f"{arm} seed {seed} ({part}): {problem}")
             continue
         lines.append(f"{arm} seed {seed} ({part}): {'recorded' if written else 'recorded already, identical'} {path}")
     return lines, errors

@@ -8,6 +8,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from bat.schemas.evaluation import EvalRun
 from bat.schemas.experiment import PieceStamp
 
 
@@ -79,6 +80,23 @@ class TwinPiece(PieceStamp):
     (`units/<arm>/seed_<s>_adapter/`), so the candidate can be rebuilt on another disk from the SFT and it."""
     e2e: dict[str, E2eRun] = Field(default_factory=dict)
     """Held-out E2E run id -> outcome."""
+
+
+class TwinPartialRuns(PieceStamp):
+    """Held-out E2E runs played so far of an unfinished `e2e` or `reference` unit
+    (`<study>/units/<arm>/seed_<s>_<part>_partial.json`, `bat.experiment.twin_partial`), committed so the unit's
+    evaluation resumes from them on another disk; merged (never shrunk) each time it is kept."""
+
+    part: Literal["e2e", "reference"]
+    arm: str
+    seed: int
+    weights_digest: str
+    """sha256 of the played checkpoint's weights file: a resume restores these runs only for the same weights."""
+    heldout_suite: str = ""
+    """Public fingerprint of the held-out secret the runs met."""
+    runs: list[EvalRun] = Field(default_factory=list)
+    """The runs finished so far, sorted by run id, each with its held-out instance id left out (`""`): a resume
+    fills it in from the suite."""
 
 
 class UnitSource(_Record):

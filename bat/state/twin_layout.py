@@ -5,6 +5,7 @@ its committed units and the analysis' outputs.
 <study>/units/<arm>/seed_<s>_train.json       an arm x seed's training curve and probe scores (`TwinPiece`)
 <study>/units/<arm>/seed_<s>_e2e.json         its final checkpoint's held-out E2E runs
 <study>/units/<reference>/seed_<b>_reference.json   the SFT's probe at step 0 and its held-out E2E runs
+<study>/units/<arm>/seed_<s>_<part>_partial.json    an unfinished e2e or reference unit's runs played so far
 <study>/results.json                          the pre-registered criteria (`TwinResults`)
 <study>/curves.png                            training reward and held-out probe against step
 ```
@@ -44,6 +45,11 @@ class TwinStudyLayout:
     def piece(self, arm: str, seed: int, part: str) -> Path:
         """`units/<arm>/seed_<seed>_<part>.json` (`part`: train, e2e or reference)."""
         return self.units_dir / arm / f"seed_{seed}_{part}.json"
+
+    def partial_runs(self, arm: str, seed: int, part: str) -> Path:
+        """`units/<arm>/seed_<seed>_<part>_partial.json`: the held-out runs an unfinished `e2e` or `reference` unit
+        played so far (`TwinPartialRuns`), from which its evaluation resumes on another disk."""
+        return self.units_dir / arm / f"seed_{seed}_{part}_partial.json"
 
     def adapter(self, arm: str, seed: int) -> Path:
         """`units/<arm>/seed_<seed>_adapter/`: the LoRA adapter of a `train` unit's final candidate."""

@@ -392,3 +392,59 @@ def test_the_probe_is_drawn_as_its_mean_and_interval_over_scored_states() -> Non
     mean, hw = probe_point([0.0, 0.5, None, 0.25])
     assert mean == pytest.approx(25.0) and 0 < hw < 100
     assert probe_point([0.4]) == (pytest.approx(40.0), 0.0) and probe_point([None]) is None
+
+
+@pytest.mark.slow
+def test_an_unfinished_sft_evaluation_keeps_its_runs_and_resumes_from_them_on_another_disk(
+    tmp_path: Path, capsys, tiny_model_builder
+) -> None:
+    """`--twin-unit reference` on an unfinished final-split evaluation keeps the runs played so far beside the
+    pieces (no instance ids); on another disk `--sft-final` restores them instead of playing them again, and plays
+    only the rest. Kept runs of other weights are refused before anything is played."""
+    import shutil
+
+    from bat.evaluate.runner import suite_runs
+    from bat.evaluate.store import aggregate_path
+    from bat.experiment.spec import arm_config
+    from bat.experiment.wide import WIDE_PHASE
+    from bat.state.jsonl import append_jsonl, read_jsonl
+
+    exp, layout, _record = _played_spec(tmp_path, tiny_model_builder)
+    spec = load_experiment(exp)
+    runs = suite_runs(arm_config(spec, "rl", 1), layout, "final")
+    played = EvalRun(
+        run_id=runs[0].run_id,
+        split="final",
+        track=runs[0].track,
+        repeat=runs[0].repeat,
+        seed=runs[0].sampling_seed,
+        instance_id=runs[0].task.task_id,
+        stages=dict.fromkeys(arm_config(spec, "rl", 1).stage_keys, 0.25),
+        task=0.25,
+        agentic=0.25,
+        overall=0.25,
+        end_reason="max_turns",
+        duration_s=123.0,
+    )
+    append_jsonl(layout.heldout_partial(0, "final"), [played])
+    assert main(["experiment", "--config", str(exp), "--twin-unit", "reference"]) == 0
+    assert "kept 1 played runs (1 new)" in capsys.readouterr().out
+    kept_path = tmp_path / "study" / "units" / "sft" / "seed_1_reference_partial.json"
+    kept = json.loads(kept_path.read_text())
+    assert [r["run_id"] for r in kept["runs"]] == [played.run_id] and kept["runs"][0]["instance_id"] == ""
+    assert kept["commit"] and kept["cpu"]
+    # another disk: the same committed study folder and held-out secret, none of the first one's played runs
+    shutil.rmtree(layout.heldout_runs(0, "final"))
+    assert main(["experiment", "--config", str(exp), "--sft-final"]) == 0
+    assert "(1 of them kept from another disk)" in capsys.readouterr().out
+    final = {r.run_id: r for r in read_jsonl(layout.heldout_run_records(0, "final"), EvalRun)}
+    assert len(final) == len(runs) == 2 and final[played.run_id] == played  # restored, not played again
+    assert final[runs[1].run_id].duration_s != 123.0
+    # kept runs of another checkpoint are refused, naming the file
+    kept["weights_digest"] = "f" * 64
+    kept_path.write_text(json.dumps(kept))
+    shutil.rmtree(layout.heldout_runs(0, "final"))
+    aggregate_path(layout, 0, "final", WIDE_PHASE).unlink()
+    assert main(["experiment", "--config", str(exp), "--sft-final"]) == 2
+    err = capsys.readouterr().err
+    assert str(kept_path) in err and "another checkpoint" in err
