@@ -47,10 +47,10 @@ def score_sft_final(spec: ExperimentSpec, seed: int, out_dir: Path, *, allow_boo
         cfg = arm_config(spec, trained[0], boot)
         if spec.twin_dir is not None:
             from bat.experiment.twin_design import REFERENCE
-            from bat.experiment.twin_partial import restore_partial_runs
+            from bat.experiment.twin_partial import played_weights, restore_partial_runs
 
-            checkpoint = Path(shared.sft_checkpoint)
-            restored = restore_partial_runs(spec.twin_dir, REFERENCE, boot, "reference", cfg, layout, 0, checkpoint)
+            weights = played_weights(Path(shared.sft_checkpoint))
+            restored = restore_partial_runs(spec.twin_dir, REFERENCE, boot, "reference", cfg, layout, 0, weights)
         play_final(cfg, layout, 0, shared.sft_checkpoint, None)
     agg = load_aggregate(layout, 0, "final", WIDE_PHASE)
     assert agg is not None

@@ -36,16 +36,6 @@ class TwinPartialError(TwinUnitError):
     """Kept runs that cannot be resumed from or merged (another checkpoint or suite); the message names the file."""
 
 
-def complete_runs(path: Path) -> list[EvalRun]:
-    """The runs on the complete lines of an evaluation's `partial.jsonl` (a torn last line is skipped, the file is
-    left as it is); [] when there is none."""
-    if not path.exists():
-        return []
-    data = path.read_bytes()
-    lines = data[: data.rfind(b"\n") + 1].splitlines()
-    return [EvalRun.model_validate_json(line) for line in lines if line.strip()]
-
-
 def played_weights(checkpoint: Path) -> str:
     """sha256 of the weights file of the checkpoint an evaluation plays."""
     return sha256_path(export_weights(checkpoint)) or ""
@@ -78,8 +68,10 @@ def keep_partial_runs(
     kept runs of `arm` x `seed`'s `part`; returns the line to print, or None when there is no unfinished evaluation
     here. TwinPartialError when the kept runs met other weights or another suite."""
     from bat.experiment.pieces import stamp_piece
+    from bat.state.jsonl import read_jsonl
 
-    played = complete_runs(layout.heldout_partial(round_index, FINAL))
+    partial = layout.heldout_partial(round_index, FINAL)
+    played = read_jsonl(partial, EvalRun, skip_torn_tail=True) if partial.exists() else []
     if not played:
         return None
     path = TwinStudyLayout(study_root).partial_runs(arm, seed, part)
@@ -108,11 +100,11 @@ def keep_partial_runs(
 
 
 def restore_partial_runs(
-    study_root: Path, arm: str, seed: int, part: str, cfg: Any, layout: RunLayout, round_index: int, checkpoint: Path
+    study_root: Path, arm: str, seed: int, part: str, cfg: Any, layout: RunLayout, round_index: int, weights: str
 ) -> int:
     """Append the study's kept runs of `arm` x `seed`'s `part` that `layout`'s final-split evaluation of
-    `round_index` has not played to its `partial.jsonl` (instance ids from the suite); returns how many. 0 without
-    kept runs. TwinPartialError when they met other weights or another suite, or name runs the suite lacks."""
+    `round_index` (of a checkpoint whose weights file has sha256 `weights`, `played_weights`) has not played to its
+    `partial.jsonl` (instance ids from the suite); returns how many. 0 without kept runs. TwinPartialError when they met other weights or another suite, or name runs the suite lacks."""
     from bat.evaluate.runner import suite_runs
     from bat.state.jsonl import append_jsonl, read_jsonl_resuming
 
@@ -120,7 +112,7 @@ def restore_partial_runs(
     kept = read_record(path, TwinPartialRuns)
     if kept is None:
         return 0
-    _check_same(kept, path, played_weights(checkpoint), suite_fingerprint(layout))
+    _check_same(kept, path, weights, suite_fingerprint(layout))
     suite = {r.run_id: r for r in suite_runs(cfg, layout, FINAL)}
     strangers = [r.run_id for r in kept.runs if r.run_id not in suite or suite[r.run_id].sampling_seed != r.seed]
     if strangers:

@@ -23,7 +23,6 @@ from bat.schemas.twin_study import TwinPiece
 from bat.state.digest import sha256_path
 from bat.state.experiment_layout import ExperimentStateLayout
 from bat.state.layout import RunLayout
-from bat.state.model_files import export_weights
 from bat.state.twin_layout import TwinStudyLayout
 
 REPLAY_ROUND = 1
@@ -56,7 +55,7 @@ def replay_candidate(spec: ExperimentSpec, design: TwinDesign, arm: str, seed: i
     otherwise, or the merge computed otherwise, on another CPU kind): a unit scores the checkpoint it trained."""
     from bat.evaluate.store import load_aggregate
     from bat.experiment.share import run_shared, seed_arm_state
-    from bat.experiment.twin_partial import restore_partial_runs
+    from bat.experiment.twin_partial import played_weights, restore_partial_runs
     from bat.experiment.wide import WIDE_PHASE, play_final
     from bat.train.lora import write_merged_export
 
@@ -68,7 +67,7 @@ def replay_candidate(spec: ExperimentSpec, design: TwinDesign, arm: str, seed: i
     meta = {"kind": "twin-replay", "arm": arm, "seed": seed, "start": shared.sft_checkpoint}
     kept = TwinStudyLayout(design.root).adapter(arm, seed)
     write_merged_export(Path(shared.sft_checkpoint), kept, candidate, dtype=cfg.model.dtype, meta=meta)
-    weights = sha256_path(export_weights(candidate)) or ""
+    weights = played_weights(candidate)
     if weights != piece.weights_digest:
         sft = "the same SFT" if shared.sft_digest == piece.sft_digest else f"SFT {shared.sft_digest[:16]}"
         machine = piece.cpu.model if piece.cpu else "an unrecorded CPU"
@@ -79,7 +78,7 @@ def replay_candidate(spec: ExperimentSpec, design: TwinDesign, arm: str, seed: i
         )
     restored = 0
     if load_aggregate(layout, REPLAY_ROUND, "final", WIDE_PHASE) is None:
-        restored = restore_partial_runs(design.root, arm, seed, "e2e", cfg, layout, REPLAY_ROUND, candidate)
+        restored = restore_partial_runs(design.root, arm, seed, "e2e", cfg, layout, REPLAY_ROUND, weights)
         play_final(cfg, layout, REPLAY_ROUND, str(candidate), None)
     agg = load_aggregate(layout, REPLAY_ROUND, "final", WIDE_PHASE)
     assert agg is not None

@@ -29,6 +29,7 @@ from bat.experiment.share import arm_dir, shared_dir
 from bat.experiment.spec import ExperimentSpec
 from bat.experiment.twin_design import REFERENCE, TwinDesign
 from bat.experiment.twin_errors import TwinUnitError
+from bat.experiment.twin_partial import suite_fingerprint
 from bat.schemas.experiment import ArmRecord, SeedMarker, SharedRecord
 from bat.schemas.twin_study import E2eRun, TwinPiece
 from bat.state.checkpoints import adapter_dir
@@ -41,12 +42,6 @@ from bat.state.twin_layout import TwinStudyLayout, probe_label
 STAMP_FIELDS = {"piece_schema", "commit", "cpu", "recorded_at"}
 """A piece's provenance: two recordings of the same unit differ there and nowhere else."""
 GRPO_ROUND = 1
-
-
-def _suite(layout: RunLayout) -> str:
-    from bat.benchmark.secret import read_secret
-
-    return read_secret(layout.heldout_secret).fingerprint if layout.heldout_secret.exists() else ""
 
 
 def step_rewards(path: Path, steps: int) -> list[float | None]:
@@ -136,7 +131,7 @@ def train_piece(spec: ExperimentSpec, design: TwinDesign, arm: str, seed: int) -
         arm=arm,
         seed=seed,
         sft_digest=marker.sft_digest,
-        heldout_suite=_suite(layout),
+        heldout_suite=suite_fingerprint(layout),
         rewards=step_rewards(layout.training_metrics(GRPO_ROUND, "grpo"), design.steps),
         probe=probe,
         probe_digest=probe_digest,
@@ -202,7 +197,7 @@ def e2e_piece(spec: ExperimentSpec, design: TwinDesign, arm: str, seed: int) -> 
         arm=arm,
         seed=seed,
         sft_digest=record.shared_sft_digest or "",
-        heldout_suite=_suite(layout),
+        heldout_suite=suite_fingerprint(layout),
         checkpoint_digest=digest,
         e2e=runs,
     )
@@ -234,7 +229,7 @@ def replayed_piece(spec: ExperimentSpec, design: TwinDesign, arm: str, seed: int
         arm=arm,
         seed=seed,
         sft_digest=trained.sft_digest,
-        heldout_suite=_suite(layout),
+        heldout_suite=suite_fingerprint(layout),
         checkpoint_digest=digest,
         weights_digest=trained.weights_digest,
         e2e=runs,
@@ -262,7 +257,7 @@ def reference_piece(spec: ExperimentSpec, design: TwinDesign, seed: int) -> Twin
         arm=REFERENCE,
         seed=seed,
         sft_digest=shared.sft_digest,
-        heldout_suite=_suite(layout),
+        heldout_suite=suite_fingerprint(layout),
         probe=probe,
         probe_digest=probe_digest,
         probe_checkpoints=scored,

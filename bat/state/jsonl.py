@@ -60,12 +60,17 @@ def append_jsonl(path: str | os.PathLike[str], records: Iterable[Any]) -> None:
         os.fsync(handle.fileno())
 
 
-def iter_jsonl(path: str | os.PathLike[str], model: type[M] | None = None) -> Iterator[Any]:
-    """Yield records from `path`, validated against `model` when given; raises CorruptRecordError."""
+def iter_jsonl(
+    path: str | os.PathLike[str], model: type[M] | None = None, *, skip_torn_tail: bool = False
+) -> Iterator[Any]:
+    """Yield records from `path`, validated against `model` when given; raises CorruptRecordError. With
+    `skip_torn_tail` a last line without its newline (a writer still appending) ends the records instead."""
     p = Path(path)
     with open(p, "rb") as handle:
         for number, raw in enumerate(handle, start=1):
             if not raw.endswith(b"\n"):
+                if skip_torn_tail:
+                    return
                 raise CorruptRecordError(p, number, "truncated line (no newline at end of file)")
             text = raw.decode("utf-8", errors="replace").strip()
             if not text:
@@ -85,9 +90,11 @@ def iter_jsonl(path: str | os.PathLike[str], model: type[M] | None = None) -> It
                 raise CorruptRecordError(p, number, f"{model.__name__}.{where}: {first['msg']}") from exc
 
 
-def read_jsonl(path: str | os.PathLike[str], model: type[M] | None = None) -> list[Any]:
+def read_jsonl(
+    path: str | os.PathLike[str], model: type[M] | None = None, *, skip_torn_tail: bool = False
+) -> list[Any]:
     """Read every record of `path` into a list (see `iter_jsonl`)."""
-    return list(iter_jsonl(path, model))
+    return list(iter_jsonl(path, model, skip_torn_tail=skip_torn_tail))
 
 
 def read_jsonl_resuming(path: str | os.PathLike[str], model: type[M] | None = None) -> tuple[list[Any], bool]:

@@ -69,3 +69,14 @@ def test_resuming_read_cuts_only_a_torn_final_line(tmp_path):
     path.write_bytes(b'{"a": 1}\n{"a": \n{"a": 3}\n')
     with pytest.raises(CorruptRecordError, match="partial.jsonl:2"):
         read_jsonl_resuming(path)
+
+
+def test_a_torn_last_line_can_be_skipped_leaving_the_file_as_it_is(tmp_path: Path) -> None:
+    """A reader beside a writer that is still appending takes the complete lines and changes nothing."""
+    path = tmp_path / "p.jsonl"
+    path.write_bytes(b'{"a": 1}\n{"a": 2}\n{"a": ')
+    assert read_jsonl(path, skip_torn_tail=True) == [{"a": 1}, {"a": 2}]
+    assert path.read_bytes().endswith(b'{"a": ')
+    path.write_bytes(b'{"a": 1}\nnot json\n')
+    with pytest.raises(CorruptRecordError):
+        read_jsonl(path, skip_torn_tail=True)
