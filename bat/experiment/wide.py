@@ -219,13 +219,17 @@ def play_final(cfg: Any, layout: Any, round_index: int, checkpoint: str, variant
 
 class FinalPlayJob(submitit.helpers.Checkpointable):
     """The callable `play_final` submits: plain-data arguments (pickled by submitit); a requeued job resumes from
-    the evaluation's partial runs."""
+    the evaluation's partial runs.
+
+    The weights' folder is `weights`, never an attribute named `checkpoint`: submitit looks up `checkpoint` on the
+    callable when the job's time runs out (USR2) and calls it to requeue the job; a string there made that call fail
+    inside the running episode, where it ended the batch's runs as engine errors and the job was killed unrequeued."""
 
     def __init__(
-        self, config_data: dict[str, Any], state_root: str, round_index: int, checkpoint: str, variant: str | None
+        self, config_data: dict[str, Any], state_root: str, round_index: int, weights: str, variant: str | None
     ):
         self.config_data, self.state_root = config_data, state_root
-        self.round_index, self.checkpoint, self.variant = round_index, checkpoint, variant
+        self.round_index, self.weights, self.variant = round_index, weights, variant
 
     def __call__(self) -> int:
         """Play the runs still missing; returns how many runs the variant holds."""
@@ -235,14 +239,14 @@ class FinalPlayJob(submitit.helpers.Checkpointable):
         from bat.state.layout import RunLayout
 
         cfg, layout = parse_config(self.config_data, "<wide job config>"), RunLayout(Path(self.state_root))
-        driver, close = policy_driver(cfg, Path(self.checkpoint))
+        driver, close = policy_driver(cfg, Path(self.weights))
         try:
             agg, _written = evaluate_split(
                 cfg,
                 layout,
                 self.round_index,
                 "final",
-                self.checkpoint,
+                self.weights,
                 driver,
                 config_hash=config_hash(cfg),
                 phase=WIDE_PHASE,

@@ -394,3 +394,26 @@ def test_each_arm_is_measured_beyond_each_null_controls_gain(tmp_path: Path) -> 
     _write(tmp_path / "plain", _on_suite("bicurl", 1, [1.0, 0.5, 0.5, 0.5], "a", "b" * 64))
     [plain] = _summaries(tmp_path / "plain", "bicurl", anchor_digests=(sft,))
     assert plain["vs_null"] == {}
+
+
+def test_the_final_play_job_checkpoints_itself_for_requeue_when_its_time_runs_out(tmp_path):
+    """On USR2 submitit calls the callable's `checkpoint` and pickles what it returns as the requeued job; the
+    job must hand back itself with the same arguments (an attribute named `checkpoint` would shadow the method)."""
+    from submitit.core.job_environment import _checkpoint
+    from submitit.core.utils import DelayedSubmission
+
+    from bat.experiment.wide import FinalPlayJob
+
+    job = FinalPlayJob({"run": {"name": "x"}}, str(tmp_path / "state"), 1, str(tmp_path / "weights"), "wide")
+    delayed = DelayedSubmission(job)
+    delayed.set_timeout(60, 3)
+    pickle = tmp_path / "submitted.pkl"
+    assert _checkpoint(delayed, pickle, 2) == ""  # "" = requeue
+    again = DelayedSubmission.load(pickle).function
+    assert isinstance(again, FinalPlayJob)
+    assert (again.state_root, again.round_index, again.weights, again.variant) == (
+        str(tmp_path / "state"),
+        1,
+        str(tmp_path / "weights"),
+        "wide",
+    )
