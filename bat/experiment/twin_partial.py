@@ -104,7 +104,8 @@ def restore_partial_runs(
 ) -> int:
     """Append the study's kept runs of `arm` x `seed`'s `part` that `layout`'s final-split evaluation of
     `round_index` (of a checkpoint whose weights file has sha256 `weights`, `played_weights`) has not played to its
-    `partial.jsonl` (instance ids from the suite); returns how many. 0 without kept runs. TwinPartialError when they met other weights or another suite, or name runs the suite lacks."""
+    `partial.jsonl` (instance ids from the suite); returns how many. 0 without kept runs. TwinPartialError when
+    they met other weights or another suite, or name runs the suite lacks."""
     from bat.evaluate.runner import suite_runs
     from bat.state.jsonl import append_jsonl, read_jsonl_resuming
 

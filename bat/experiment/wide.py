@@ -221,9 +221,8 @@ class FinalPlayJob(submitit.helpers.Checkpointable):
     """The callable `play_final` submits: plain-data arguments (pickled by submitit); a requeued job resumes from
     the evaluation's partial runs.
 
-    The weights' folder is `weights`, never an attribute named `checkpoint`: submitit looks up `checkpoint` on the
-    callable when the job's time runs out (USR2) and calls it to requeue the job; a string there made that call fail
-    inside the running episode, where it ended the batch's runs as engine errors and the job was killed unrequeued."""
+    The weights' folder is `weights`: on time-out (USR2) submitit calls the callable's `checkpoint` method to requeue
+    the job, so no attribute may take that name."""
 
     def __init__(
         self, config_data: dict[str, Any], state_root: str, round_index: int, weights: str, variant: str | None
